@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turns the benchmark runs of `make bench` into figures and ratios."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def medians(path: Path) -> dict[str, float]:
+    data = json.loads(path.read_text())
+    out: dict[str, float] = {}
+    for b in data["benchmarks"]:
+        # the median of repeated benchmarks, else the single run
+        if b.get("aggregate_name") not in (None, "median"):
+            continue
+        name = re.sub(r"/(iterations|repeats):\d+", "", b["run_name"])
+        if b.get("aggregate_name") is None and name in out:
+            continue
+        out[name] = float(b["real_time"]) * {
+            "ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
+    return out
+
+
+def self_memory(size: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "r.json"
+        subprocess.run([str(REPO / "build/ptwalk"), "run", "--size", size,
+                        "--scanner", "smaps_rollup", "--interval", "500ms",
+                        "--duration", "1s", "--victims", "read,mmap,fault",
+                        "--quiet", "--out", str(out)], check=True)
+        r = json.loads(out.read_text())
+    return r["self_memory"]
+
+
+def main() -> int:
+    m = medians(Path(sys.argv[1]) / "core.json")
+    empty, rec = m["BM_EmptyLoop"], m["BM_HistogramRecord"]
+    print("ptwalk bench (medians of 5 repetitions, one run)")
+    print(f"  histogram record: {rec:.2f} ns/sample, empty loop {empty:.2f} ns: "
+          f"record adds {rec - empty:.2f} ns (target <= 20 ns median)")
+    cs = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+    src = cs.read_text().strip() if cs.exists() else "?"
+    print(f"  clock read (CLOCK_MONOTONIC, clocksource {src}): {m['BM_ClockRead']:.1f} ns"
+          " (each victim operation pays two)")
+    kp = m["BM_MapPopulate"]
+    for t in (1, 2):
+        v = m[f"BM_PopulateThreads/{t}"]
+        print(f"  populate 1 GiB, {t} thread(s) MADV_POPULATE_WRITE: {v / 1e6:.0f} ms,"
+              f" {kp / v:.2f}x the speed of MAP_POPULATE ({kp / 1e6:.0f} ms)")
+    rows = {size: self_memory(size) for size in ("1G", "8G")}
+    for size, s in rows.items():
+        print(f"  own memory at --size {size}: parent peak RSS "
+              f"{s['parent_hwm_bytes'] / 2**20:.1f} MiB, workload RSS minus mapping "
+              f"{s['workload_rss_minus_mapping_bytes'] / 2**20:.1f} MiB, "
+              f"scanner peak RSS {s.get('scanner_hwm_bytes', 0) / 2**20:.1f} MiB")
+    a = rows["1G"]["workload_rss_minus_mapping_bytes"]
+    b = rows["8G"]["workload_rss_minus_mapping_bytes"]
+    print(f"  own memory ratio 8 GiB / 1 GiB (O(1) in --size means ~1): {b / max(a, 1):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

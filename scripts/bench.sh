@@ -1,0 +1,11 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# make bench: benchmarks, reported as ratios measured in one run.
+set -eu
+cd "$(dirname "$0")/.."
+out=build/bench
+mkdir -p "$out"
+build/ptwalk_bench --benchmark_format=json --benchmark_out="$out/core.json" \
+	--benchmark_out_format=json --benchmark_repetitions=5 \
+	--benchmark_report_aggregates_only=true >/dev/null
+/usr/bin/python3 scripts/bench.py "$out"

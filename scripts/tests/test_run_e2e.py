@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: GPL-2.0
+"""End-to-end `ptwalk run` on the host kernel: structure and sanity."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ptwalk_cli import load, run_ptwalk, wait_no_children
+
+GIB = 1 << 30
+
+
+def check_summary(s: dict[str, Any]) -> None:
+    for k in ("count", "p50_ns", "p99_ns", "p999_ns", "max_ns", "buckets"):
+        assert k in s, k
+    assert s["p50_ns"] <= s["p99_ns"] <= s["p999_ns"] <= s["max_ns"]
+    assert sum(c for _, c in s["buckets"]) == s["count"]
+
+
+@pytest.fixture(scope="module")
+def clear_refs_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("run") / "r.json"
+    p = run_ptwalk("run", "--size", "1G", "--backing", "anon", "--scanner", "clear_refs",
+                   "--interval", "200ms", "--duration", "4s",
+                   "--victims", "read,mmap,fault", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    return load(out), p.stdout
+
+
+def test_result_structure(clear_refs_run: tuple[dict[str, Any], str]) -> None:
+    r, _ = clear_refs_run
+    assert r["schema"] == "ptwalk.result/1"
+    assert r["complete"] is True
+    assert r["backend"] in ("tracepoint", "syscall")
+    assert r["kernel"]["release"]
+    assert isinstance(r["kernel"]["config"], dict)
+    assert "cpus" in r["host"] and "thp" in r["host"]
+    assert r["argv"][:2] == ["ptwalk", "run"]
+    assert r["scenario"]["backing"] == "anon"
+    assert r["scenario"]["profile"] == "clear_refs"
+    assert set(r["victims"]) == {"read", "mmap", "fault"}
+    for v in r["victims"].values():
+        check_summary(v["outside"])
+        check_summary(v["during"])
+
+
+def test_walks_are_sane(clear_refs_run: tuple[dict[str, Any], str]) -> None:
+    r, _ = clear_refs_run
+    walks = r["walks"]
+    # 4 s / 200 ms = 20 intervals; a noisy host may lose a few to long walks
+    assert 12 <= len(walks) <= 21, len(walks)
+    expect = GIB // 4096
+    for w in walks:
+        assert w["kind"] == "clear_refs"
+        assert w["duration_ns"] > 0
+        # the mapping plus the process's own small mappings
+        assert expect <= w["ptes"] <= expect * 1.05, w["ptes"]
+        assert w["ns_per_pte"] > 0
+    starts = [w["start_ns"] for w in walks]
+    assert starts == sorted(starts)
+    assert r["walk_summary"]["clear_refs"]["count"] == len(walks)
+
+
+def test_mmap_victim_stalls_during_clear_refs(clear_refs_run: tuple[dict[str, Any], str]) -> None:
+    r, _ = clear_refs_run
+    mm = r["victims"]["mmap"]
+    assert mm["during"]["count"] > 0
+    # clear_refs holds mmap_lock for write for the whole walk: mmap waits
+    assert mm["during"]["p999_ns"] > mm["outside"]["p999_ns"]
+    walk_max = max(w["duration_ns"] for w in r["walks"])
+    assert mm["during"]["max_ns"] <= walk_max * 1.5 + 50_000_000
+
+
+def test_table_on_stdout(clear_refs_run: tuple[dict[str, Any], str]) -> None:
+    _, out = clear_refs_run
+    assert "clear_refs" in out and "ns/PTE" in out
+    for v in ("read", "mmap", "fault"):
+        assert f"\n{v} " in out
+    assert "backend:" in out
+
+
+@pytest.mark.parametrize("backing", ["thp", "shmem", "file"])
+def test_backings(backing: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", "--size", "256M", "--backing", backing, "--dir", str(tmp_path),
+                   "--scanner", "smaps_rollup", "--interval", "200ms", "--duration", "1s",
+                   "--victims", "read,write", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    r = load(out)
+    size = r["workload"]["size_start"]
+    if backing == "thp":
+        thp = r["host"]["thp"]["enabled"] or ""
+        if "[never]" in thp:
+            pytest.skip("THP disabled on this host: " + thp)
+        # most of it should be PMD-mapped: far fewer 4 KiB PTEs than pages
+        assert size["huge_bytes"] >= 128 << 20, size
+        assert size["pmd_entries"] >= 64
+    else:
+        assert size["ptes"] >= (256 << 20) // 4096
+    assert list(Path(tmp_path).glob("ptwalk-file-*")) == []  # nothing left behind
+    assert all(w["kind"] == "smaps_rollup" for w in r["walks"])
+
+
+PROFILES = {
+    "clear_refs": ["clear_refs"], "clear_refs_anon": ["clear_refs_anon"],
+    "clear_refs_file": ["clear_refs_file"], "softdirty": ["softdirty"],
+    "smaps": ["smaps"], "smaps_rollup": ["smaps_rollup"], "maps": ["maps"],
+    "numa_maps": ["numa_maps"], "pagemap": ["pagemap"], "pagemap_scan": ["pagemap_scan"],
+    "cadvisor": ["smaps", "clear_refs"], "wss": ["clear_refs", "smaps"],
+}
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_scanner_profiles(profile: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", "--size", "64M", "--scanner", profile, "--interval", "100ms",
+                   "--duration", "700ms", "--victims", "mmap", "--out", str(out))
+    if p.returncode == 4:
+        assert "skipped" in p.stderr
+        pytest.skip(p.stderr.strip())
+    assert p.returncode == 0, p.stderr
+    r = load(out)
+    kinds = [w["kind"] for w in r["walks"]]
+    assert kinds, "no walk"
+    assert set(kinds) == set(PROFILES[profile])
+    # walks come in the profile's order
+    assert kinds[: len(PROFILES[profile])] == PROFILES[profile]
+    for w in r["walks"]:
+        assert "error" not in w
+        if w["kind"] in ("smaps", "pagemap", "maps", "numa_maps", "smaps_rollup"):
+            assert w["bytes_read"] > 0
+        if w["kind"] == "pagemap":
+            # 8 bytes per page of every VMA: at least the 64 MiB mapping
+            assert w["bytes_read"] >= (64 << 20) // 4096 * 8
+        if w["kind"] == "pagemap_scan":
+            assert w["bytes_read"] >= 64 << 20  # present bytes found
+    if profile in ("cadvisor", "wss"):
+        refs = [w["referenced_bytes"] for w in r["walks"] if w["kind"] == "smaps"]
+        assert refs and max(refs) > 0
+    assert wait_no_children() == []
+
+
+def test_hugetlb_skips_without_reserved_pages(tmp_path: Path) -> None:
+    free = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("HugePages_Free:"):
+            free = int(line.split()[1])
+    if free >= 32:
+        pytest.skip(f"{free} huge pages are free here: the skip path cannot be exercised")
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", "--size", "64M", "--backing", "hugetlb", "--duration", "1s",
+                   "--out", str(out))
+    assert p.returncode == 4, p.stderr
+    assert "hugetlb: skipped" in p.stderr and "nr_hugepages" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.fixture
+def reserved_hugepages() -> Any:
+    """Reserves 40 huge pages for the test, restoring the setting on every exit."""
+    from ptwalk_cli import is_root
+    if not is_root():
+        pytest.skip("needs root to reserve huge pages (vm.nr_hugepages)")
+    knob = Path("/proc/sys/vm/nr_hugepages")
+    before = knob.read_text().strip()
+    try:
+        knob.write_text(str(int(before) + 40))
+        yield
+    finally:
+        knob.write_text(before)
+        assert knob.read_text().strip() == before
+
+
+def test_hugetlb_backing(reserved_hugepages: Any, tmp_path: Path) -> None:
+    free = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("HugePages_Free:"):
+            free = int(line.split()[1])
+    if free < 32:
+        pytest.fail(f"only {free} huge pages free after reserving 40")
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", "--size", "64M", "--backing", "hugetlb", "--scanner", "clear_refs",
+                   "--interval", "100ms", "--duration", "500ms", "--victims", "read",
+                   "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    r = load(out)
+    size = r["workload"]["size_start"]
+    assert size["huge_bytes"] >= 64 << 20
+    assert size["ptes"] < 4096  # the mapping added no 4 KiB PTEs

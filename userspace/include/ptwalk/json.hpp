@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+// A small ordered JSON value: enough to build and print ptwalk's results.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ptwalk {
+
+class Json {
+public:
+	using Array = std::vector<Json>;
+	using Object = std::vector<std::pair<std::string, Json>>; // keeps order
+
+	Json() = default; // null
+	Json(std::nullptr_t) {}
+	Json(bool b) : v_(b) {}
+	Json(int i) : v_(int64_t(i)) {}
+	Json(long i) : v_(int64_t(i)) {}
+	Json(long long i) : v_(int64_t(i)) {}
+	Json(unsigned i) : v_(uint64_t(i)) {}
+	Json(unsigned long i) : v_(uint64_t(i)) {}
+	Json(unsigned long long i) : v_(uint64_t(i)) {}
+	Json(double d) : v_(d) {}
+	Json(const char *s) : v_(std::string(s)) {}
+	Json(std::string s) : v_(std::move(s)) {}
+	Json(std::string_view s) : v_(std::string(s)) {}
+	Json(Array a) : v_(std::move(a)) {}
+	Json(Object o) : v_(std::move(o)) {}
+
+	static Json array() { return Json(Array{}); }
+	static Json object() { return Json(Object{}); }
+
+	bool is_null() const { return std::holds_alternative<std::monostate>(v_); }
+	bool is_object() const { return std::holds_alternative<Object>(v_); }
+	bool is_array() const { return std::holds_alternative<Array>(v_); }
+
+	// Object access: inserts a null member when missing (turns null into {}).
+	Json &operator[](std::string_view key);
+	// Object lookup without insertion; nullptr when missing.
+	const Json *find(std::string_view key) const;
+	// Array append (turns null into []).
+	Json &push(Json v);
+	size_t size() const;
+	// Array element i (i < size()).
+	const Json &at(size_t i) const;
+	// Numeric value as double; nullopt for non-numbers.
+	std::optional<double> number() const;
+	// String value; nullopt for non-strings.
+	std::optional<std::string> string() const;
+	std::optional<bool> boolean() const;
+
+	// Compact when indent < 0, else pretty with that many spaces.
+	std::string dump(int indent = -1) const;
+
+private:
+	void dump_to(std::string &out, int indent, int depth) const;
+	std::variant<std::monostate, bool, int64_t, uint64_t, double,
+		     std::string, Array, Object>
+		v_;
+};
+
+// JSON string escaping (RFC 8259), exposed for tests.
+std::string json_escape(std::string_view s);
+
+} // namespace ptwalk

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+// The mmap_lock tracepoints (mmap_lock_start_locking, _acquire_returned,
+// _released; since 5.11) as a time-ordered stream of lock events, paired per
+// task into waits (start_locking -> acquire_returned) and holds
+// (acquire_returned(success) -> released).
+//
+// The `mm` field is a raw kernel pointer. It is used only as an opaque key
+// in memory; nothing here prints or stores it (MmIndex maps it to "mm#N").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <unordered_map>
+#include <vector>
+
+#include "ptwalk/perf_events.hpp"
+#include "ptwalk/tracefs.hpp"
+
+namespace ptwalk {
+
+enum class LockEventType : uint8_t { StartLocking, AcquireReturned, Released };
+
+struct LockEvent {
+	uint64_t time_ns = 0; // CLOCK_MONOTONIC
+	uint64_t mm = 0;      // opaque key, never output
+	pid_t tgid = 0;
+	pid_t tid = 0;
+	LockEventType type = LockEventType::StartLocking;
+	bool write = false;
+	bool success = true; // acquire_returned only
+};
+
+// A wait (start_locking -> acquire_returned) or a hold
+// (acquire_returned -> released) of one task on one mm.
+struct LockSpan {
+	uint64_t start_ns = 0, end_ns = 0;
+	uint64_t mm = 0;
+	pid_t tgid = 0, tid = 0;
+	bool write = false;
+	bool success = true; // waits: the lock was acquired
+	uint64_t ns() const { return end_ns - start_ns; }
+	bool overlaps(uint64_t s, uint64_t e) const { return start_ns < e && end_ns > s; }
+};
+
+// Per-(task, mm) state machine over time-ordered events. A downgrade
+// (acquire_returned(read) while holding write) ends the write hold and
+// starts a read hold. Events that do not fit (a lost or pre-start event)
+// are counted in unpaired().
+class LockPairer {
+public:
+	class Sink {
+	public:
+		virtual ~Sink() = default;
+		virtual void wait(const LockSpan &w) = 0;
+		// A hold began (end_ns == start_ns); hold() follows at release.
+		virtual void hold_begin(const LockSpan &h) { (void)h; }
+		virtual void hold(const LockSpan &h) = 0;
+	};
+	explicit LockPairer(Sink &sink) : sink_(sink) {}
+	void feed(const LockEvent &e);
+	uint64_t unpaired() const { return unpaired_; }
+
+private:
+	struct Key {
+		pid_t tid;
+		uint64_t mm;
+		bool operator==(const Key &o) const { return tid == o.tid && mm == o.mm; }
+	};
+	struct KeyHash {
+		size_t operator()(const Key &k) const noexcept
+		{
+			return std::hash<uint64_t>()(k.mm ^ (uint64_t(uint32_t(k.tid)) * 0x9e3779b97f4a7c15ull));
+		}
+	};
+	enum class Phase : uint8_t { Idle, Waiting, Holding };
+	struct State {
+		Phase phase = Phase::Idle;
+		bool write = false;
+		uint64_t since = 0;
+		pid_t tgid = 0;
+	};
+	Sink &sink_;
+	std::unordered_map<Key, State, KeyHash> states_;
+	uint64_t unpaired_ = 0;
+};
+
+// Merges per-CPU streams into time order: events are held back until
+// they are older than the drain time minus a margin, then delivered sorted.
+class EventReorder {
+public:
+	explicit EventReorder(uint64_t margin_ns = 10'000'000) : margin_(margin_ns) {}
+	void push(const LockEvent &e) { pending_.push_back(e); }
+	// Delivers (in time order) the events older than drained_at - margin,
+	// or all of them when final.
+	void flush(uint64_t drained_at_ns, bool final,
+		   const std::function<void(const LockEvent &)> &deliver);
+	// Events that arrived older than one already delivered.
+	uint64_t late() const { return late_; }
+
+private:
+	uint64_t margin_;
+	uint64_t last_ = 0;
+	uint64_t late_ = 0;
+	std::vector<LockEvent> pending_;
+	std::vector<LockEvent> keep_;
+};
+
+// Decodes raw mmap_lock records by the parsed format files.
+class MmapLockDecoder {
+public:
+	// start = mmap_lock_start_locking, acq = mmap_lock_acquire_returned,
+	// rel = mmap_lock_released.
+	bool init(const TraceEventFormat &start, const TraceEventFormat &acq,
+		  const TraceEventFormat &rel, std::string *err);
+	bool decode(const PerfSample &s, LockEvent &out) const;
+	std::vector<uint32_t> ids() const;
+	// "memcg_id" (6.8+), "memcg_path" (older) or "none": informational.
+	const std::string &memcg_field() const { return memcg_; }
+
+private:
+	struct Ev {
+		uint32_t id = 0;
+		TraceField type, mm, write, success;
+		bool has_success = false;
+	};
+	Ev ev_[3];
+	std::string memcg_;
+};
+
+// Tracefs + formats + perf_event_open + reorder: a time-ordered stream of
+// mmap_lock events delivered to a consumer on the reader thread.
+class MmapLockTrace final : private PerfSink {
+public:
+	struct Options {
+		std::string filter;                  // e.g. "common_pid == 1 || ..."
+		size_t ring_bytes_per_cpu = 16u << 20;
+		uint64_t reorder_margin_ns = 10'000'000;
+		// Optional, on the reader thread, as the records are drained
+		// (ahead of the reordered lock events): exec/comm changes and
+		// forks of every task, so short-lived tasks still get a name.
+		std::function<void(pid_t pid, pid_t tid, std::string_view comm)> on_comm;
+		std::function<void(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)> on_fork;
+	};
+	using Consumer = std::function<void(const LockEvent &)>;
+
+	MmapLockTrace() = default;
+	~MmapLockTrace() override { stop(); }
+	// Mounts tracefs if needed (and unmounts it again once the formats are
+	// read), opens and starts the events. false with *err on failure.
+	bool start(const Options &o, Consumer consumer, std::string *err);
+	void stop(); // idempotent; the consumer gets every remaining event
+
+	uint64_t events() const { return events_.load(); }   // decoded samples
+	uint64_t undecoded() const { return undecoded_.load(); }
+	uint64_t lost() const { return perf_.lost(); }
+	uint64_t late() const { return reorder_.late(); }   // after stop()
+	bool filter_applied() const { return perf_.filter_applied(); }
+	const std::string &filter_error() const { return perf_.filter_error(); }
+	size_t ring_bytes_per_cpu() const { return perf_.ring_bytes_per_cpu(); }
+	unsigned cpus() const { return perf_.cpus(); }
+	const std::string &memcg_field() const { return decoder_.memcg_field(); }
+	bool tracefs_was_mounted_by_us() const { return mounted_by_us_; }
+
+private:
+	void sample(const PerfSample &s) override;
+	void round_end(uint64_t drained_at_ns, bool final) override;
+	void task_comm(pid_t pid, pid_t tid, std::string_view comm) override;
+	void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid) override;
+
+	MmapLockDecoder decoder_;
+	PerfTracepoints perf_;
+	EventReorder reorder_;
+	Consumer consumer_;
+	Options opt_;
+	std::atomic<uint64_t> events_{0}, undecoded_{0};
+	bool running_ = false;
+	bool mounted_by_us_ = false;
+};
+
+// Opaque mm key -> "mm#N", N by first use.
+class MmIndex {
+public:
+	size_t index(uint64_t mm);
+	std::string label(uint64_t mm) { return "mm#" + std::to_string(index(mm)); }
+
+private:
+	std::unordered_map<uint64_t, size_t> idx_;
+};
+
+const char *lock_mode_name(bool write);
+
+} // namespace ptwalk

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+// Parsers for the /proc and /sys files ptwalk reads, and the host/kernel
+// description stored in every result. Parsers take text so they are tested
+// on recorded files from several kernels.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include "ptwalk/json.hpp"
+
+namespace ptwalk {
+
+// Reads a whole (proc) file; nullopt with *err = "path: strerror" on failure.
+std::optional<std::string> read_file(const std::string &path, std::string *err);
+
+// smaps_rollup (or one smaps block): sizes in bytes. Fields a kernel does not
+// have stay 0 and their has_* flag false.
+struct MemRollup {
+	uint64_t rss = 0, pss = 0, referenced = 0, anonymous = 0;
+	uint64_t anon_huge = 0, shmem_pmd = 0, file_pmd = 0;
+	uint64_t shared_hugetlb = 0, private_hugetlb = 0;
+	bool has_shmem_pmd = false, has_file_pmd = false;
+};
+MemRollup parse_smaps_rollup(std::string_view text);
+// Sum of every "Referenced:" line of a full smaps file, in bytes.
+uint64_t sum_smaps_referenced(std::string_view text);
+
+// /proc/PID/status fields in bytes (VmPTE, VmRSS) and thread count.
+struct ProcStatus {
+	uint64_t vm_pte = 0, vm_rss = 0, vm_hwm = 0;
+	unsigned threads = 0;
+	bool has_vm_pte = false;
+};
+ProcStatus parse_status(std::string_view text);
+
+// /proc/meminfo, bytes.
+struct MemInfo {
+	uint64_t total = 0, available = 0, hugepages_free = 0,
+		 hugepages_total = 0, hugepage_size = 0;
+};
+MemInfo parse_meminfo(std::string_view text);
+
+// The size of a walk: leaf entries the walk visits. 4 KiB-mapped pages count
+// one PTE each; PMD-mapped huge pages count one entry per 2 MiB; hugetlb
+// one per huge page. pte_slots is every slot of the allocated PTE tables
+// (VmPTE / 8), present or not.
+struct WalkSize {
+	uint64_t ptes = 0;        // 4 KiB leaf PTEs
+	uint64_t pmd_entries = 0; // PMD-mapped huge entries
+	uint64_t entries = 0;     // ptes + pmd_entries (+ hugetlb)
+	uint64_t pte_slots = 0;   // VmPTE / 8
+	uint64_t rss = 0;
+	uint64_t huge_bytes = 0;
+	Json to_json() const;
+};
+WalkSize walk_size(const MemRollup &r, const ProcStatus &s, uint64_t hugetlb_page);
+// Reads smaps_rollup and status of pid.
+std::optional<WalkSize> measure_walk_size(pid_t pid, std::string *err);
+
+// Kernel config text ("CONFIG_X=y" lines) -> the options ptwalk reports.
+Json parse_kernel_config(std::string_view text);
+// {"release","version","machine","config_source","config":{...}}
+Json kernel_info();
+// {"hostname","cpu_model","cpus","mem_total","thp":{...},"hugepages":...}
+Json host_info();
+// "6.18.44-fc" -> {6,18}; {0,0} when unparsable.
+std::pair<int, int> kernel_version(std::string_view release);
+
+} // namespace ptwalk

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+// `ptwalk run`: one scenario - fork the workload, fork the scanner, observe
+// with a backend, write the result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ptwalk/scenario.hpp"
+
+namespace ptwalk {
+
+struct RunOptions {
+	Scenario sc;
+	std::string backend = "auto"; // auto|module|tracepoint|syscall
+	std::string out_path;
+	bool force = false;
+	bool quiet = false; // no table on stdout
+	std::vector<std::string> argv;
+};
+
+// Checks everything that can be checked before a process is forked;
+// "" when fine, else a one-line reason. May fill defaults (dir).
+std::string validate_run(RunOptions &o);
+
+// Exit status: 0 done, 1 failed, 2 bad input, 4 skipped, 128+sig when
+// interrupted (partial result still written).
+int run_command(RunOptions o);
+
+} // namespace ptwalk

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+// The memory shared by `ptwalk run` and the processes it forks: control
+// flags, the walk sequence counter victims use to attribute operations, the
+// victims' histograms and the scanner's walk records. Fixed size, created
+// before fork, so nothing is serialized and a killed child loses nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <sys/types.h>
+
+#include "ptwalk/histogram.hpp"
+
+namespace ptwalk {
+
+constexpr unsigned kMaxVictims = 8;
+constexpr unsigned kMaxWalks = 1u << 16;
+
+enum WorkloadState : int {
+	kStarting = 0, kPopulating = 1, kReady = 2, kFailed = 3, kSkipped = 4,
+	kStopped = 5, // victims joined; waiting for exit_now
+};
+
+struct VictimSlot {
+	char name[16];
+	std::atomic<int32_t> tid;
+	std::atomic<uint64_t> ops;
+	Histogram outside; // operations that overlapped no walk
+	Histogram during;  // operations that overlapped a walk
+};
+
+struct WalkRecord {
+	char kind[16];
+	int32_t walker_pid;
+	int32_t error;          // errno of a failed walk, 0 when fine
+	uint64_t start_ns, end_ns;
+	uint64_t bytes;         // bytes read (read walks)
+	uint64_t referenced;    // smaps Referenced: sum in bytes (cadvisor, wss)
+	uint64_t iteration;     // scanner interval number
+};
+
+struct Shared {
+	// Odd while a walk is in progress: victims read it before and after
+	// each operation; a change or an odd value means the op overlapped.
+	std::atomic<uint64_t> walk_seq;
+	std::atomic<int> workload_state;
+	std::atomic<int> victims_go;    // set by the parent: start operating
+	std::atomic<int> stop;          // set by the parent: wind down
+	std::atomic<int> exit_now;      // set by the parent: workload may exit
+	std::atomic<int> scanner_go;    // set by the parent once observed
+	std::atomic<uint64_t> populated_bytes;
+	std::atomic<uint64_t> populate_ns;
+	uint64_t mapping_bytes;
+	uint64_t scanner_hwm;           // scanner's peak RSS at its exit
+	char message[256];              // workload's failure/skip reason
+	char scanner_message[256];      // scanner's failure/skip reason
+	unsigned nvictims;
+	VictimSlot victims[kMaxVictims];
+	std::atomic<uint32_t> nwalks;
+	std::atomic<uint32_t> walks_dropped;
+	WalkRecord walks[kMaxWalks];
+};
+
+// Maps a zeroed Shared (MAP_SHARED | MAP_ANONYMOUS); nullptr on failure.
+Shared *create_shared();
+void destroy_shared(Shared *s);
+
+} // namespace ptwalk

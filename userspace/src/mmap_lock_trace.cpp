@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/mmap_lock_trace.hpp"
+
+#include <algorithm>
+
+namespace ptwalk {
+
+const char *lock_mode_name(bool write) { return write ? "write" : "read"; }
+
+void LockPairer::feed(const LockEvent &e)
+{
+	State &st = states_[Key{e.tid, e.mm}];
+	st.tgid = e.tgid;
+	switch (e.type) {
+	case LockEventType::StartLocking:
+		if (st.phase != Phase::Idle)
+			unpaired_++; // lost acquire_returned or released
+		st.phase = Phase::Waiting;
+		st.write = e.write;
+		st.since = e.time_ns;
+		break;
+	case LockEventType::AcquireReturned:
+		if (st.phase == Phase::Waiting) {
+			LockSpan w{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success};
+			sink_.wait(w);
+		} else if (st.phase == Phase::Holding && st.write && !e.write) {
+			// mmap_write_downgrade(): the write hold ends, a read hold starts
+			LockSpan h{st.since, e.time_ns, e.mm, e.tgid, e.tid, true, true};
+			sink_.hold(h);
+		} else {
+			unpaired_++; // lost start_locking (or released)
+		}
+		if (e.success) {
+			st.phase = Phase::Holding;
+			st.write = e.write;
+			st.since = e.time_ns;
+			LockSpan h{e.time_ns, e.time_ns, e.mm, e.tgid, e.tid, e.write, true};
+			sink_.hold_begin(h);
+		} else {
+			st.phase = Phase::Idle;
+		}
+		break;
+	case LockEventType::Released:
+		if (st.phase == Phase::Holding) {
+			LockSpan h{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true};
+			sink_.hold(h);
+		} else {
+			unpaired_++;
+		}
+		st.phase = Phase::Idle;
+		break;
+	}
+}
+
+void EventReorder::flush(uint64_t drained_at_ns, bool final,
+			 const std::function<void(const LockEvent &)> &deliver)
+{
+	if (pending_.empty())
+		return;
+	std::stable_sort(pending_.begin(), pending_.end(),
+			 [](const LockEvent &a, const LockEvent &b) {
+				 return a.time_ns < b.time_ns;
+			 });
+	const uint64_t limit = final ? UINT64_MAX
+			       : drained_at_ns > margin_ ? drained_at_ns - margin_ : 0;
+	size_t n = 0;
+	for (; n < pending_.size() && pending_[n].time_ns <= limit; n++) {
+		const LockEvent &e = pending_[n];
+		if (e.time_ns < last_)
+			late_++;
+		else
+			last_ = e.time_ns;
+		deliver(e);
+	}
+	pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
+}
+
+bool MmapLockDecoder::init(const TraceEventFormat &start,
+			   const TraceEventFormat &acq,
+			   const TraceEventFormat &rel, std::string *err)
+{
+	const TraceEventFormat *f[3] = {&start, &acq, &rel};
+	memcg_ = "none";
+	for (int i = 0; i < 3; i++) {
+		Ev &ev = ev_[i];
+		ev.id = f[i]->id;
+		const TraceField *ty = f[i]->find("common_type");
+		const TraceField *mm = f[i]->find("mm");
+		const TraceField *wr = f[i]->find("write");
+		if (!ty || !mm || !wr || mm->data_loc || wr->data_loc ||
+		    (mm->size != 4 && mm->size != 8) || wr->size > 8) {
+			if (err)
+				*err = f[i]->name +
+				       ": format lacks usable common_type/mm/write fields";
+			return false;
+		}
+		ev.type = *ty;
+		ev.mm = *mm;
+		ev.write = *wr;
+		if (i == 1) {
+			const TraceField *su = f[i]->find("success");
+			if (su && !su->data_loc && su->size <= 8) {
+				ev.success = *su;
+				ev.has_success = true;
+			}
+		}
+		if (f[i]->find("memcg_id"))
+			memcg_ = "memcg_id";
+		else if (f[i]->find("memcg_path"))
+			memcg_ = "memcg_path";
+	}
+	return true;
+}
+
+std::vector<uint32_t> MmapLockDecoder::ids() const
+{
+	return {ev_[0].id, ev_[1].id, ev_[2].id};
+}
+
+bool MmapLockDecoder::decode(const PerfSample &s, LockEvent &out) const
+{
+	uint64_t type = 0;
+	// common_type sits at the same place in every event
+	if (!read_field_u64(ev_[0].type, s.raw, type))
+		return false;
+	int i = -1;
+	for (int k = 0; k < 3; k++)
+		if (type == ev_[k].id)
+			i = k;
+	if (i < 0)
+		return false;
+	const Ev &ev = ev_[i];
+	uint64_t mm = 0, wr = 0, su = 1;
+	if (!read_field_u64(ev.mm, s.raw, mm) || !read_field_u64(ev.write, s.raw, wr))
+		return false;
+	if (ev.has_success && !read_field_u64(ev.success, s.raw, su))
+		return false;
+	out.time_ns = s.time_ns;
+	out.mm = mm;
+	out.tgid = s.pid;
+	out.tid = s.tid;
+	out.type = LockEventType(i);
+	out.write = wr != 0;
+	out.success = su != 0;
+	return true;
+}
+
+bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
+{
+	if (running_) {
+		if (err)
+			*err = "already running";
+		return false;
+	}
+	Tracefs tfs;
+	if (!tfs.open(err))
+		return false;
+	mounted_by_us_ = tfs.mounted_by_us();
+	static const char *names[3] = {"mmap_lock_start_locking",
+				       "mmap_lock_acquire_returned",
+				       "mmap_lock_released"};
+	std::optional<TraceEventFormat> f[3];
+	for (int i = 0; i < 3; i++) {
+		f[i] = tfs.event_format("mmap_lock", names[i], err);
+		if (!f[i]) {
+			if (err)
+				*err += " (tracepoint mmap_lock:" + std::string(names[i]) +
+					" missing? needs Linux >= 5.11)";
+			return false;
+		}
+	}
+	if (!decoder_.init(*f[0], *f[1], *f[2], err))
+		return false;
+	tfs.release(); // the perf events keep their tracepoints
+
+	PerfTracepointConfig cfg;
+	cfg.tracepoint_ids = decoder_.ids();
+	cfg.ring_bytes_per_cpu = o.ring_bytes_per_cpu;
+	cfg.filter = o.filter;
+	cfg.track_tasks = bool(o.on_comm) || bool(o.on_fork);
+	opt_ = o;
+	if (!perf_.open(cfg, err))
+		return false;
+	reorder_ = EventReorder(o.reorder_margin_ns);
+	consumer_ = std::move(consumer);
+	if (!perf_.start(*this, err))
+		return false;
+	running_ = true;
+	return true;
+}
+
+void MmapLockTrace::stop()
+{
+	if (!running_)
+		return;
+	perf_.stop();
+	running_ = false;
+}
+
+void MmapLockTrace::sample(const PerfSample &s)
+{
+	LockEvent e;
+	if (decoder_.decode(s, e)) {
+		events_.fetch_add(1, std::memory_order_relaxed);
+		reorder_.push(e);
+	} else {
+		undecoded_.fetch_add(1, std::memory_order_relaxed);
+	}
+}
+
+void MmapLockTrace::round_end(uint64_t drained_at_ns, bool final)
+{
+	reorder_.flush(drained_at_ns, final, consumer_);
+}
+
+void MmapLockTrace::task_comm(pid_t pid, pid_t tid, std::string_view comm)
+{
+	if (opt_.on_comm)
+		opt_.on_comm(pid, tid, comm);
+}
+
+void MmapLockTrace::task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)
+{
+	if (opt_.on_fork)
+		opt_.on_fork(pid, ppid, tid, ptid);
+}
+
+size_t MmIndex::index(uint64_t mm)
+{
+	auto [it, fresh] = idx_.try_emplace(mm, idx_.size());
+	(void)fresh;
+	return it->second;
+}
+
+} // namespace ptwalk

@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/run.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <memory>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ptwalk/backend.hpp"
+#include "ptwalk/clock.hpp"
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/result.hpp"
+#include "ptwalk/scanner.hpp"
+#include "ptwalk/shared.hpp"
+#include "ptwalk/units.hpp"
+#include "ptwalk/workload.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+volatile sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) { g_signal = sig; }
+
+void install_handlers()
+{
+	struct sigaction sa{};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, nullptr);
+	sigaction(SIGTERM, &sa, nullptr);
+	sigaction(SIGHUP, &sa, nullptr);
+}
+
+// In a child: die with the parent, leave SIGINT to the parent.
+void child_setup()
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_DFL);
+}
+
+std::string iso_now()
+{
+	char buf[32];
+	time_t t = time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+// Reaps pid within timeout_ms, then SIGKILLs it. Returns its wait status.
+int reap(pid_t pid, int timeout_ms, int first_signal)
+{
+	int status = 0;
+	if (first_signal)
+		kill(pid, first_signal);
+	for (int waited = 0;; waited += 10) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno == ECHILD))
+			return status;
+		if (waited >= timeout_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return status;
+		}
+		usleep(10000);
+	}
+}
+
+bool child_exited(pid_t pid, int *status)
+{
+	return waitpid(pid, status, WNOHANG) == pid;
+}
+
+void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
+{
+	const int width = 30;
+	double f = total ? double(done) / double(total) : 1;
+	int fill = int(f * width);
+	double rate = elapsed_ns ? double(done) / (double(elapsed_ns) / 1e9) : 0;
+	double eta = rate > 0 ? double(total - done) / rate : 0;
+	fprintf(stderr, "\rpopulating [%.*s%*s] %3d%% %s/%s %s/s ETA %.0fs ", fill,
+		"##############################", width - fill, "", int(f * 100),
+		format_bytes(done).c_str(), format_bytes(total).c_str(),
+		format_bytes(uint64_t(rate)).c_str(), eta);
+}
+
+bool is_4k_backing(Backing b)
+{
+	return b == Backing::anon || b == Backing::shmem || b == Backing::file;
+}
+
+std::unique_ptr<Backend> pick_backend(const std::string &want, std::string *note)
+{
+	if (want == "syscall")
+		return make_syscall_backend();
+	if (want == "tracepoint" || want == "auto")
+		return make_tracepoint_backend();
+	*note = "unknown backend";
+	return nullptr;
+}
+
+} // namespace
+
+std::string validate_run(RunOptions &o)
+{
+	Scenario &sc = o.sc;
+	if (sc.size == 0)
+		return "--size must be greater than 0";
+	sc.size = (sc.size + 4095) & ~uint64_t(4095);
+	if (sc.interval_ns == 0)
+		return "--interval must be greater than 0";
+	if (sc.duration_ns == 0)
+		return "--duration must be greater than 0";
+	if (sc.victims.size() > kMaxVictims)
+		return "at most " + std::to_string(kMaxVictims) + " victims";
+	if (o.backend != "auto" && o.backend != "module" &&
+	    o.backend != "tracepoint" && o.backend != "syscall")
+		return "unknown --backend '" + o.backend +
+		       "' (use auto, module, tracepoint or syscall)";
+	if (o.backend == "module" && access("/sys/kernel/debug/ptwalk", F_OK) != 0)
+		return "--backend module: ptwalk.ko is not loaded "
+		       "(/sys/kernel/debug/ptwalk missing; build with 'make module' and insmod it)";
+
+	std::string err;
+	auto mi = read_file("/proc/meminfo", &err);
+	if (!mi)
+		return err;
+	MemInfo m = parse_meminfo(*mi);
+	if (sc.backing == Backing::hugetlb) {
+		if (!m.hugepage_size)
+			return "hugetlb: no Hugepagesize in /proc/meminfo";
+		if (sc.size % m.hugepage_size)
+			return "--size must be a multiple of the huge page size (" +
+			       format_bytes(m.hugepage_size) + ") for hugetlb";
+	} else if (!o.force) {
+		// the mapping, its page tables (8 bytes per 4 KiB page), a margin
+		const uint64_t tables = is_4k_backing(sc.backing) ? sc.size / 512 : 0;
+		const uint64_t need = sc.size + tables;
+		const uint64_t margin = std::max<uint64_t>(512ull << 20, m.total / 20);
+		const uint64_t avail = m.available > margin ? m.available - margin : 0;
+		if (need > avail)
+			return "--size " + format_bytes(sc.size) + " needs about " +
+			       format_bytes(need) + " (mapping + page tables) but only " +
+			       format_bytes(avail) +
+			       " is available (MemAvailable minus a " +
+			       format_bytes(margin) + " margin); use a smaller --size or --force";
+	}
+	if (sc.backing == Backing::file) {
+		if (sc.dir.empty()) {
+			const char *t = getenv("TMPDIR");
+			sc.dir = t && *t ? t : "/tmp";
+		}
+		struct stat st;
+		if (stat(sc.dir.c_str(), &st) != 0)
+			return "--dir " + sc.dir + ": " + strerror(errno);
+		if (!S_ISDIR(st.st_mode))
+			return "--dir " + sc.dir + ": not a directory";
+		if (access(sc.dir.c_str(), W_OK) != 0)
+			return "--dir " + sc.dir + ": " + strerror(errno);
+		struct statvfs vfs;
+		if (statvfs(sc.dir.c_str(), &vfs) == 0 && !o.force) {
+			const uint64_t free_b = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+			if (free_b < sc.size)
+				return "--dir " + sc.dir + " has " + format_bytes(free_b) +
+				       " free; the file needs " + format_bytes(sc.size) +
+				       " (use another --dir, a smaller --size, or --force)";
+		}
+	}
+	if (!o.out_path.empty()) {
+		// prove now that the result can be written, not after the run
+		std::string probe = o.out_path + ".probe." + std::to_string(getpid());
+		int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return "--out " + o.out_path + ": " + strerror(errno);
+		close(fd);
+		unlink(probe.c_str());
+	}
+	return "";
+}
+
+int run_command(RunOptions o)
+{
+	Scenario &sc = o.sc;
+	if (std::string e = validate_run(o); !e.empty()) {
+		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
+		return 2;
+	}
+	if (sc.backing == Backing::hugetlb) {
+		MemInfo m = parse_meminfo(read_file("/proc/meminfo", nullptr).value_or(""));
+		if (m.hugepages_free * m.hugepage_size < sc.size) {
+			fprintf(stderr,
+				"ptwalk run: hugetlb: skipped: --size %s needs %llu free %s huge "
+				"pages, %llu are free (reserve them: sysctl vm.nr_hugepages=N)\n",
+				format_bytes(sc.size).c_str(),
+				(unsigned long long)(sc.size / m.hugepage_size),
+				format_bytes(m.hugepage_size).c_str(),
+				(unsigned long long)m.hugepages_free);
+			return 4;
+		}
+	}
+	if (std::string why = profile_unsupported(sc.profile); !why.empty()) {
+		fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(sc.profile), why.c_str());
+		return 4;
+	}
+
+	Shared *sh = create_shared();
+	if (!sh) {
+		fprintf(stderr, "ptwalk run: shared memory: %s\n", strerror(errno));
+		return 1;
+	}
+	std::unique_ptr<Shared, void (*)(Shared *)> sh_guard(sh, destroy_shared);
+	sh->nvictims = unsigned(sc.victims.size());
+	for (unsigned i = 0; i < sh->nvictims; i++)
+		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
+			 name(sc.victims[i]));
+
+	Json result = Json::object();
+	result["schema"] = kResultSchema;
+	result["tool"] = Json(Json::Object{{"name", "ptwalk"}, {"version", kVersion}});
+	result["complete"] = false;
+	result["started_at"] = iso_now();
+	Json argv = Json::array();
+	for (auto &a : o.argv)
+		argv.push(a);
+	result["argv"] = std::move(argv);
+	result["kernel"] = kernel_info();
+	result["host"] = host_info();
+
+	install_handlers();
+	const uint64_t t_start = now_ns();
+	fflush(nullptr);
+	pid_t wl = fork();
+	if (wl < 0) {
+		fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (wl == 0) {
+		child_setup();
+		_exit(workload_main(sc, sh));
+	}
+
+	int exit_code = 0;
+	int wl_status = 0;
+	bool wl_gone = false;
+	const bool tty = isatty(2) && !o.quiet;
+	bool bar = false;
+	// wait for populate
+	while (sh->workload_state.load() < kReady) {
+		if (g_signal)
+			break;
+		if (child_exited(wl, &wl_status)) {
+			wl_gone = true;
+			break;
+		}
+		const uint64_t el = now_ns() - t_start;
+		if (tty && el > 1000000000ull) {
+			progress_bar(sh->populated_bytes.load(), sc.size, el);
+			bar = true;
+		}
+		usleep(20000);
+	}
+	if (bar) {
+		progress_bar(sh->populated_bytes.load(), sc.size, now_ns() - t_start);
+		fputc('\n', stderr);
+	}
+	if (!g_signal && sh->workload_state.load() != kReady) {
+		if (!wl_gone)
+			wl_status = reap(wl, 2000, SIGTERM);
+		const int st = sh->workload_state.load();
+		std::string msg = sh->message[0] ? sh->message : "workload died";
+		if (WIFSIGNALED(wl_status))
+			msg += std::string(" (killed by signal ") +
+			       strsignal(WTERMSIG(wl_status)) + ")";
+		if (st == kSkipped) {
+			fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(sc.backing),
+				msg.c_str());
+			return 4;
+		}
+		fprintf(stderr, "ptwalk run: workload: %s\n", msg.c_str());
+		return 1;
+	}
+
+	Json workload = Json::object();
+	workload["pid"] = int(wl);
+	workload["populate_ns"] = sh->populate_ns.load();
+	workload["populate_bytes"] = sh->populated_bytes.load();
+	if (sh->populate_ns.load())
+		workload["populate_bytes_per_s"] =
+			double(sh->populated_bytes.load()) / (double(sh->populate_ns.load()) / 1e9);
+	std::string err;
+	// measured before victims run: reading smaps_rollup is itself a walk
+	auto size0 = g_signal ? std::nullopt : measure_walk_size(wl, &err);
+	if (size0)
+		workload["size_start"] = size0->to_json();
+	sh->victims_go = 1;
+
+	// scanner, then the backend, then let the scanner go
+	std::string note;
+	auto backend = pick_backend(o.backend, &note);
+	pid_t sc_pid = -1;
+	if (!g_signal) {
+		fflush(nullptr);
+		sc_pid = fork();
+		if (sc_pid < 0) {
+			fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
+			sh->stop = sh->exit_now = 1;
+			reap(wl, 5000, 0);
+			return 1;
+		}
+		if (sc_pid == 0) {
+			child_setup();
+			_exit(scanner_main(sc, wl, sh));
+		}
+	}
+	std::vector<WatchedThread> threads;
+	for (unsigned i = 0; i < sh->nvictims; i++)
+		threads.push_back({pid_t(sh->victims[i].tid.load()), sh->victims[i].name});
+	std::string fallback;
+	if (!g_signal && !backend->start(wl, threads, sc_pid)) {
+		if (o.backend == "auto") {
+			fallback = backend->name() + " unavailable: " + backend->detail();
+			backend = make_syscall_backend();
+			backend->start(wl, threads, sc_pid);
+		} else {
+			fprintf(stderr, "ptwalk run: --backend %s: %s\n", o.backend.c_str(),
+				backend->detail().c_str());
+			sh->stop = sh->exit_now = 1;
+			reap(sc_pid, 5000, SIGTERM);
+			reap(wl, 5000, 0);
+			return 1;
+		}
+	}
+	sh->scanner_go = 1;
+	const uint64_t t_scan = now_ns();
+
+	int sc_status = 0;
+	bool sc_done = sc_pid < 0;
+	while (!sc_done && !g_signal) {
+		if (child_exited(sc_pid, &sc_status)) {
+			sc_done = true;
+			break;
+		}
+		if (!wl_gone && child_exited(wl, &wl_status)) {
+			wl_gone = true;
+			break;
+		}
+		usleep(20000);
+	}
+	const uint64_t t_scan_end = now_ns();
+	sh->stop = 1;
+	if (!sc_done)
+		sc_status = reap(sc_pid, 5000, SIGTERM);
+	// victims stopped, mapping still there: measure the size once more
+	for (int i = 0; i < 500 && !wl_gone && sh->workload_state.load() != kStopped; i++) {
+		if (child_exited(wl, &wl_status))
+			wl_gone = true;
+		usleep(10000);
+	}
+	std::optional<WalkSize> size1;
+	Json self_mem = Json::object();
+	if (!g_signal && !wl_gone && sh->workload_state.load() == kStopped) {
+		size1 = measure_walk_size(wl, &err);
+		// ptwalk's own memory apart from the mapping: O(1) in --size
+		auto st = read_file("/proc/" + std::to_string(wl) + "/status", nullptr);
+		if (st) {
+			const uint64_t rss = parse_status(*st).vm_rss;
+			const uint64_t map = sh->populated_bytes.load();
+			self_mem["workload_rss_minus_mapping_bytes"] = rss > map ? rss - map : 0;
+		}
+	}
+	if (size1)
+		workload["size_end"] = size1->to_json();
+	sh->exit_now = 1;
+	if (!wl_gone)
+		wl_status = reap(wl, 10000, 0);
+	backend->stop();
+
+	// what happened
+	std::string failure;
+	if (g_signal) {
+		exit_code = 128 + int(g_signal);
+		result["interrupted"] = strsignal(g_signal);
+	} else if (wl_gone) {
+		failure = "workload died during the scan";
+		if (WIFSIGNALED(wl_status))
+			failure += std::string(" (") + strsignal(WTERMSIG(wl_status)) + ")";
+	} else if (!WIFEXITED(sc_status) || WEXITSTATUS(sc_status) != 0) {
+		failure = std::string("scanner: ") +
+			  (sh->scanner_message[0] ? sh->scanner_message : "failed");
+	}
+	if (!failure.empty()) {
+		result["error"] = failure;
+		exit_code = 1;
+	}
+
+	// scenario
+	Json scen = Json::object();
+	scen["size_bytes"] = sc.size;
+	scen["backing"] = name(sc.backing);
+	if (sc.backing == Backing::file)
+		scen["dir"] = sc.dir;
+	scen["profile"] = name(sc.profile);
+	Json vs = Json::array();
+	for (auto v : sc.victims)
+		vs.push(name(v));
+	scen["victims"] = std::move(vs);
+	scen["interval_ns"] = sc.interval_ns;
+	scen["duration_ns"] = sc.duration_ns;
+	scen["op_interval_ns"] = sc.op_interval_ns;
+	scen["populate_threads"] = sc.populate_threads;
+	result["scenario"] = std::move(scen);
+	result["backend"] = backend->name();
+	result["backend_detail"] = backend->detail();
+	if (!fallback.empty())
+		result["backend_fallback"] = fallback;
+	result["workload"] = std::move(workload);
+	if (auto st = read_file("/proc/self/status", nullptr))
+		self_mem["parent_hwm_bytes"] = parse_status(*st).vm_hwm;
+	if (sh->scanner_hwm)
+		self_mem["scanner_hwm_bytes"] = sh->scanner_hwm;
+	result["self_memory"] = std::move(self_mem);
+	result["scan_start_ns"] = t_scan;
+	result["scan_end_ns"] = t_scan_end;
+
+	// walks
+	const uint32_t nw = std::min(sh->nwalks.load(), kMaxWalks);
+	std::vector<WalkSpan> spans;
+	for (uint32_t i = 0; i < nw; i++) {
+		const WalkRecord &w = sh->walks[i];
+		spans.push_back({w.kind, w.walker_pid, w.start_ns, w.end_ns});
+	}
+	Json kv = Json::object();
+	auto views = backend->annotate(spans, kv);
+	const WalkSize *ws = size0 ? &*size0 : (size1 ? &*size1 : nullptr);
+	Json walks = Json::array();
+	for (uint32_t i = 0; i < nw; i++) {
+		const WalkRecord &w = sh->walks[i];
+		Json j = Json::object();
+		j["kind"] = w.kind;
+		j["iteration"] = w.iteration;
+		j["walker_pid"] = w.walker_pid;
+		j["start_ns"] = w.start_ns;
+		j["duration_ns"] = w.end_ns - w.start_ns;
+		if (ws) {
+			j["ptes"] = ws->entries;
+			j["ptes_4k"] = ws->ptes;
+			j["pmd_leaves"] = ws->pmd_entries;
+			j["pte_slots"] = ws->pte_slots;
+			if (ws->entries)
+				j["ns_per_pte"] = double(w.end_ns - w.start_ns) / double(ws->entries);
+		}
+		if (w.bytes)
+			j["bytes_read"] = w.bytes;
+		if (std::string_view(w.kind) == "smaps" && w.error == 0)
+			j["referenced_bytes"] = w.referenced;
+		if (w.error)
+			j["error"] = strerror(w.error);
+		if (i < views.size() && views[i].seen) {
+			const auto &v = views[i];
+			if (v.has_lock) {
+				j["lock_hold_ns"] = v.lock_hold_ns;
+				j["lock_wait_ns"] = v.lock_wait_ns;
+				j["lock_acquisitions"] = v.lock_acquisitions;
+				j["lock_mode"] = v.lock_mode;
+			}
+			j["stalls"] = v.stalls;
+			j["max_stall_ns"] = v.max_stall_ns;
+			if (v.has_module) {
+				j["kernel_duration_ns"] = v.kernel_duration_ns;
+				j["pte_tables"] = v.pte_tables;
+				j["pte_slots_visited"] = v.pte_slots;
+				j["tlb_flushes"] = v.tlb_flushes;
+			}
+		}
+		walks.push(std::move(j));
+	}
+	result["walks"] = std::move(walks);
+	result["walks_dropped"] = sh->walks_dropped.load();
+	result["kernel_view"] = std::move(kv);
+
+	// victims
+	Json victims = Json::object();
+	for (unsigned i = 0; i < sh->nvictims; i++) {
+		const VictimSlot &v = sh->victims[i];
+		Json j = Json::object();
+		j["tid"] = v.tid.load();
+		j["ops"] = v.ops.load();
+		j["outside"] = v.outside.to_json();
+		j["during"] = v.during.to_json();
+		victims[v.name] = std::move(j);
+	}
+	result["victims"] = std::move(victims);
+	summarize_walks(result);
+	result["complete"] = !g_signal && failure.empty();
+
+	if (!o.quiet)
+		print_table(result, stdout);
+	if (!o.out_path.empty()) {
+		std::string e = write_atomically(o.out_path, result.dump(1) + "\n");
+		if (!e.empty()) {
+			fprintf(stderr, "ptwalk run: %s\n", e.c_str());
+			return 1;
+		}
+	}
+	if (!failure.empty())
+		fprintf(stderr, "ptwalk run: %s\n", failure.c_str());
+	if (g_signal)
+		fprintf(stderr, "ptwalk run: interrupted (%s): partial result%s\n",
+			strsignal(g_signal),
+			o.out_path.empty() ? "" : (" written to " + o.out_path).c_str());
+	return exit_code;
+}
+
+} // namespace ptwalk

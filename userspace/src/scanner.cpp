@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/scanner.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <linux/ioctl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <vector>
+
+#include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
+#include "ptwalk/procfs.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+// PAGEMAP_SCAN uapi (6.7, include/uapi/linux/fs.h); Debian 12's headers
+// predate it.
+struct PageRegion {
+	uint64_t start, end, categories;
+};
+struct PmScanArg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+constexpr uint64_t kPageIsPresent = 1u << 3;
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+
+constexpr size_t kBufSize = 8u << 20;
+
+struct VmaRange {
+	uint64_t start, end;
+};
+
+std::vector<VmaRange> parse_maps(const std::string &text)
+{
+	std::vector<VmaRange> v;
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t eol = text.find('\n', pos);
+		if (eol == std::string::npos)
+			eol = text.size();
+		unsigned long long a, b;
+		if (sscanf(text.c_str() + pos, "%llx-%llx", &a, &b) == 2 &&
+		    text.compare(pos, eol - pos, "[vsyscall]") != 0 &&
+		    text.substr(pos, eol - pos).find("[vsyscall]") == std::string::npos)
+			v.push_back({a, b});
+		pos = eol + 1;
+	}
+	return v;
+}
+
+class Scanner {
+public:
+	Scanner(const Scenario &sc, pid_t target, Shared *sh)
+		: sc_(sc), sh_(sh), proc_("/proc/" + std::to_string(target) + "/")
+	{
+		void *p = mmap(nullptr, kBufSize, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (p != MAP_FAILED)
+			buf_ = Mapping(p, kBufSize);
+		regions_.resize(4096);
+	}
+	bool ok() const { return bool(buf_); }
+	int run();
+
+private:
+	// One timed walk: marks the shared sequence odd around it.
+	template <typename F> int walk(const char *kind, F &&body);
+	int read_file_walk(const char *file, WalkRecord *r, bool keep);
+	int clear_refs(const char *value, WalkRecord *r);
+	int pagemap(WalkRecord *r);
+	int pagemap_scan(WalkRecord *r);
+	int do_kind(const char *kind, WalkRecord *r);
+	bool sleep_until(uint64_t t);
+
+	const Scenario &sc_;
+	Shared *sh_;
+	std::string proc_;
+	Mapping buf_;
+	size_t kept_ = 0; // bytes of the last read walk kept in buf_
+	std::vector<PageRegion> regions_;
+	std::vector<VmaRange> vmas_;
+	uint64_t iteration_ = 0;
+};
+
+template <typename F> int Scanner::walk(const char *kind, F &&body)
+{
+	WalkRecord r{};
+	snprintf(r.kind, sizeof(r.kind), "%s", kind);
+	r.walker_pid = int32_t(getpid());
+	r.iteration = iteration_;
+	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // odd: walking
+	r.start_ns = now_ns();
+	int err = body(&r);
+	r.end_ns = now_ns();
+	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // even
+	r.error = err;
+	uint32_t i = sh_->nwalks.load();
+	if (i < kMaxWalks) {
+		sh_->walks[i] = r;
+		sh_->nwalks.store(i + 1, std::memory_order_release);
+	} else {
+		sh_->walks_dropped.fetch_add(1);
+	}
+	return err;
+}
+
+int Scanner::read_file_walk(const char *file, WalkRecord *r, bool keep)
+{
+	Fd fd(open((proc_ + file).c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		return errno;
+	auto *b = static_cast<char *>(buf_.get());
+	size_t off = 0;
+	for (;;) {
+		// keep what fits; past that, read into the tail and count only
+		size_t room = kBufSize - off;
+		char *dst = b + off;
+		if (room < 65536) {
+			dst = b + kBufSize - 65536;
+			room = 65536;
+		}
+		ssize_t n = read(fd.get(), dst, room);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (n == 0)
+			break;
+		r->bytes += uint64_t(n);
+		if (off + size_t(n) <= kBufSize - 65536)
+			off += size_t(n);
+	}
+	kept_ = keep ? off : 0;
+	return 0;
+}
+
+int Scanner::clear_refs(const char *value, WalkRecord *)
+{
+	Fd fd(open((proc_ + "clear_refs").c_str(), O_WRONLY | O_CLOEXEC));
+	if (!fd)
+		return errno;
+	const size_t n = strlen(value);
+	ssize_t w;
+	do
+		w = write(fd.get(), value, n);
+	while (w < 0 && errno == EINTR);
+	return w == ssize_t(n) ? 0 : (w < 0 ? errno : EIO);
+}
+
+int Scanner::pagemap(WalkRecord *r)
+{
+	Fd fd(open((proc_ + "pagemap").c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		return errno;
+	for (const auto &v : vmas_) {
+		for (uint64_t a = v.start; a < v.end;) {
+			const uint64_t pages = std::min<uint64_t>((v.end - a) / 4096,
+								  kBufSize / 8);
+			ssize_t n = pread(fd.get(), buf_.get(), pages * 8, off_t(a / 4096 * 8));
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				return errno;
+			}
+			if (n == 0)
+				break;
+			r->bytes += uint64_t(n);
+			a += uint64_t(n) / 8 * 4096;
+		}
+	}
+	return 0;
+}
+
+int Scanner::pagemap_scan(WalkRecord *r)
+{
+	Fd fd(open((proc_ + "pagemap").c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		return errno;
+	for (const auto &v : vmas_) {
+		uint64_t a = v.start;
+		while (a < v.end) {
+			PmScanArg arg{};
+			arg.size = sizeof(arg);
+			arg.start = a;
+			arg.end = v.end;
+			arg.vec = uint64_t(uintptr_t(regions_.data()));
+			arg.vec_len = regions_.size();
+			arg.category_anyof_mask = kPageIsPresent;
+			arg.return_mask = kPageIsPresent;
+			long n = ioctl(fd.get(), kPagemapScan, &arg);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				return errno;
+			}
+			for (long i = 0; i < n; i++)
+				r->bytes += regions_[size_t(i)].end - regions_[size_t(i)].start;
+			if (arg.walk_end <= a)
+				break;
+			a = arg.walk_end;
+		}
+	}
+	return 0;
+}
+
+int Scanner::do_kind(const char *kind, WalkRecord *r)
+{
+	std::string_view k(kind);
+	if (k == "clear_refs")
+		return clear_refs("1\n", r);
+	if (k == "clear_refs_anon")
+		return clear_refs("2\n", r);
+	if (k == "clear_refs_file")
+		return clear_refs("3\n", r);
+	if (k == "softdirty")
+		return clear_refs("4\n", r);
+	if (k == "smaps") {
+		int e = read_file_walk("smaps", r, true);
+		return e;
+	}
+	if (k == "pagemap")
+		return pagemap(r);
+	if (k == "pagemap_scan")
+		return pagemap_scan(r);
+	// smaps_rollup, maps, numa_maps
+	return read_file_walk(kind, r, false);
+}
+
+bool Scanner::sleep_until(uint64_t t)
+{
+	while (!sh_->stop.load()) {
+		uint64_t now = now_ns();
+		if (now >= t)
+			return true;
+		uint64_t d = std::min<uint64_t>(t - now, 50000000); // wake to check stop
+		timespec ts{time_t(d / 1000000000ull), long(d % 1000000000ull)};
+		nanosleep(&ts, nullptr);
+	}
+	return false;
+}
+
+int Scanner::run()
+{
+	const bool needs_vmas = sc_.profile == Profile::pagemap ||
+				sc_.profile == Profile::pagemap_scan;
+	const uint64_t start = now_ns();
+	const uint64_t end = start + sc_.duration_ns;
+	uint64_t next = start;
+	const auto kinds = profile_walks(sc_.profile);
+	while (!sh_->stop.load() && now_ns() < end) {
+		if (needs_vmas) {
+			// the VMA list is read untimed, as a monitor caches it
+			std::string err;
+			auto maps = read_file(proc_ + "maps", &err);
+			if (!maps) {
+				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message),
+					 "%s", err.c_str());
+				return 1;
+			}
+			vmas_ = parse_maps(*maps);
+		}
+		for (size_t i = 0; i < kinds.size(); i++) {
+			if (sc_.profile == Profile::wss && i == 1 &&
+			    !sleep_until(std::min(now_ns() + sc_.interval_ns, end)))
+				break;
+			const char *kind = kinds[i];
+			int err = walk(kind, [&](WalkRecord *r) {
+				return do_kind(kind, r);
+			});
+			if (err) {
+				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message),
+					 "%s walk of %s: %s", kind, proc_.c_str(),
+					 strerror(err));
+				return 1;
+			}
+			if (std::string_view(kind) == "smaps") {
+				// cAdvisor/wss sum Referenced: after reading the file
+				uint32_t last = sh_->nwalks.load() - 1;
+				sh_->walks[last].referenced = sum_smaps_referenced(
+					std::string_view(static_cast<char *>(buf_.get()), kept_));
+			}
+		}
+		iteration_++;
+		if (sc_.profile == Profile::wss)
+			continue; // its interval is the sleep between its walks
+		next += sc_.interval_ns;
+		if (next < now_ns())
+			next = now_ns(); // a walk longer than the interval: no burst
+		if (!sleep_until(std::min(next, end)))
+			break;
+	}
+	return 0;
+}
+
+} // namespace
+
+std::string profile_unsupported(Profile p)
+{
+	if (p != Profile::pagemap_scan)
+		return "";
+	Fd fd(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		return std::string("/proc/self/pagemap: ") + strerror(errno);
+	PageRegion reg[1];
+	PmScanArg arg{};
+	arg.size = sizeof(arg);
+	arg.start = uint64_t(uintptr_t(&reg[0])) & ~uint64_t(4095);
+	arg.end = arg.start + 4096;
+	arg.vec = uint64_t(uintptr_t(reg));
+	arg.vec_len = 1;
+	arg.category_anyof_mask = kPageIsPresent;
+	arg.return_mask = kPageIsPresent;
+	if (ioctl(fd.get(), kPagemapScan, &arg) < 0)
+		return std::string("PAGEMAP_SCAN ioctl not supported by this kernel (") +
+		       strerror(errno) + "; it needs Linux 6.7+)";
+	return "";
+}
+
+int scanner_main(const Scenario &sc, pid_t target, Shared *sh)
+{
+	prctl(PR_SET_NAME, "ptwalk-scanner");
+	Scanner s(sc, target, sh);
+	if (!s.ok()) {
+		snprintf(sh->scanner_message, sizeof(sh->scanner_message),
+			 "scanner buffer: %s", strerror(errno));
+		return 1;
+	}
+	while (!sh->scanner_go.load() && !sh->stop.load())
+		usleep(1000);
+	int rc = s.run();
+	if (auto st = read_file("/proc/self/status", nullptr))
+		sh->scanner_hwm = parse_status(*st).vm_hwm;
+	return rc;
+}
+
+} // namespace ptwalk

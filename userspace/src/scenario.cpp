@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/scenario.hpp"
+
+#include <array>
+#include <utility>
+
+namespace ptwalk {
+
+namespace {
+
+constexpr std::array<std::pair<Backing, const char *>, 5> kBackings{{
+	{Backing::anon, "anon"}, {Backing::thp, "thp"}, {Backing::shmem, "shmem"},
+	{Backing::file, "file"}, {Backing::hugetlb, "hugetlb"},
+}};
+constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
+	{Victim::read, "read"}, {Victim::write, "write"},
+	{Victim::fault, "fault"}, {Victim::mmap, "mmap"},
+}};
+constexpr std::array<std::pair<Profile, const char *>, 12> kProfiles{{
+	{Profile::clear_refs, "clear_refs"},
+	{Profile::clear_refs_anon, "clear_refs_anon"},
+	{Profile::clear_refs_file, "clear_refs_file"},
+	{Profile::softdirty, "softdirty"},
+	{Profile::smaps, "smaps"},
+	{Profile::smaps_rollup, "smaps_rollup"},
+	{Profile::maps, "maps"},
+	{Profile::numa_maps, "numa_maps"},
+	{Profile::pagemap, "pagemap"},
+	{Profile::pagemap_scan, "pagemap_scan"},
+	{Profile::cadvisor, "cadvisor"},
+	{Profile::wss, "wss"},
+}};
+
+template <typename T, size_t N>
+std::optional<T> lookup(const std::array<std::pair<T, const char *>, N> &a,
+			std::string_view s)
+{
+	for (auto &[v, n] : a)
+		if (s == n)
+			return v;
+	return std::nullopt;
+}
+template <typename T, size_t N>
+const char *rlookup(const std::array<std::pair<T, const char *>, N> &a, T v)
+{
+	for (auto &[x, n] : a)
+		if (x == v)
+			return n;
+	return "?";
+}
+template <typename T, size_t N>
+std::string join(const std::array<std::pair<T, const char *>, N> &a)
+{
+	std::string s;
+	for (auto &[v, n] : a) {
+		if (!s.empty())
+			s += '|';
+		s += n;
+	}
+	return s;
+}
+
+} // namespace
+
+std::optional<Backing> parse_backing(std::string_view s) { return lookup(kBackings, s); }
+std::optional<Victim> parse_victim(std::string_view s) { return lookup(kVictims, s); }
+std::optional<Profile> parse_profile(std::string_view s) { return lookup(kProfiles, s); }
+const char *name(Backing b) { return rlookup(kBackings, b); }
+const char *name(Victim v) { return rlookup(kVictims, v); }
+const char *name(Profile p) { return rlookup(kProfiles, p); }
+std::string all_backings() { return join(kBackings); }
+std::string all_victims() { return join(kVictims); }
+std::string all_profiles() { return join(kProfiles); }
+
+std::vector<const char *> profile_walks(Profile p)
+{
+	switch (p) {
+	case Profile::cadvisor:
+		return {"smaps", "clear_refs"};
+	case Profile::wss:
+		return {"clear_refs", "smaps"};
+	default:
+		return {name(p)};
+	}
+}
+
+} // namespace ptwalk

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+// The tracepoint backend: mmap_lock tracepoints through perf_event_open,
+// filtered on common_pid to the target's threads and the walker, paired and
+// attributed by StallAccumulator / attribute_stalls().
+#include <dirent.h>
+#include <set>
+
+#include "ptwalk/backend.hpp"
+#include "ptwalk/mmap_lock_trace.hpp"
+#include "ptwalk/stall_attribution.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+constexpr size_t kRingBytesPerCpu = 16u << 20;
+constexpr size_t kMaxFilterChars = 3500; // SET_FILTER copies at most a page
+
+void add_tasks(pid_t pid, std::set<pid_t> &out)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return;
+	while (dirent *e = readdir(d)) {
+		char *end = nullptr;
+		long t = strtol(e->d_name, &end, 10);
+		if (end && *end == 0 && t > 0)
+			out.insert(pid_t(t));
+	}
+	closedir(d);
+}
+
+class TracepointBackend final : public Backend {
+public:
+	std::string name() const override { return "tracepoint"; }
+	std::string detail() const override { return detail_; }
+
+	bool start(pid_t target, const std::vector<WatchedThread> &threads,
+		   pid_t walker) override
+	{
+		if (started_) {
+			detail_ = "tracepoint backend: already started";
+			return false;
+		}
+		std::set<pid_t> tids;
+		if (target > 0) {
+			tids.insert(target);
+			add_tasks(target, tids);
+		}
+		for (const auto &t : threads)
+			if (t.tid > 0)
+				tids.insert(t.tid);
+		if (walker > 0) {
+			tids.insert(walker);
+			if (walker != target)
+				add_tasks(walker, tids);
+		}
+		std::string filter;
+		for (pid_t t : tids) {
+			if (!filter.empty())
+				filter += " || ";
+			filter += "common_pid == " + std::to_string(t);
+		}
+		std::string filter_note;
+		if (filter.size() > kMaxFilterChars) {
+			filter.clear();
+			filter_note = "none: " + std::to_string(tids.size()) +
+				      " tids make the filter too long";
+		}
+		acc_ = std::make_unique<StallAccumulator>(
+			StallConfig{target, threads, walker});
+		MmapLockTrace::Options o;
+		o.filter = filter;
+		o.ring_bytes_per_cpu = kRingBytesPerCpu;
+		std::string err;
+		StallAccumulator *acc = acc_.get();
+		if (!trace_.start(o, [acc](const LockEvent &e) { acc->feed(e); }, &err)) {
+			detail_ = "tracepoint backend unavailable: " + err;
+			acc_.reset();
+			return false;
+		}
+		if (filter_note.empty())
+			filter_note = trace_.filter_applied()
+				? "common_pid (" + std::to_string(tids.size()) + " tids)"
+				: "none: " + trace_.filter_error();
+		filter_note_ = filter_note;
+		started_ = true;
+		detail_ = "mmap_lock tracepoints via perf_event_open (" +
+			  std::to_string(trace_.cpus()) + " CPUs x " +
+			  std::to_string(trace_.ring_bytes_per_cpu() >> 20) +
+			  " MiB rings, filter " + filter_note_ + ", tracefs " +
+			  (trace_.tracefs_was_mounted_by_us() ? "mounted and unmounted by ptwalk"
+							      : "already mounted") +
+			  ")";
+		return true;
+	}
+
+	void stop() override
+	{
+		if (started_)
+			trace_.stop();
+	}
+
+	std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &walks,
+					     Json &kv) override
+	{
+		kv = Json::object();
+		if (!started_ || !acc_) {
+			kv["source"] = "mmap_lock tracepoints via perf_event_open";
+			kv["available"] = false;
+			kv["why"] = detail_;
+			return std::vector<WalkKernelView>(walks.size());
+		}
+		stop();
+		AttributionStats st;
+		st.lost_events = trace_.lost();
+		auto views = attribute_stalls(*acc_, walks, st, kv);
+		if (st.lost_events)
+			kv["lost_note"] = "the kernel dropped events: holds, waits "
+					  "and attribution may be incomplete";
+		kv["late_events"] = trace_.late();
+		kv["undecoded_events"] = trace_.undecoded();
+		kv["filter"] = filter_note_;
+		kv["ring_bytes_per_cpu"] = uint64_t(trace_.ring_bytes_per_cpu());
+		kv["memcg_field"] = trace_.memcg_field();
+		return views;
+	}
+
+private:
+	std::string detail_ = "tracepoint backend not started";
+	std::string filter_note_;
+	bool started_ = false;
+	MmapLockTrace trace_;
+	std::unique_ptr<StallAccumulator> acc_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_tracepoint_backend()
+{
+	return std::make_unique<TracepointBackend>();
+}
+
+} // namespace ptwalk

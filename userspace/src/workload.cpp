@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/workload.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U
+#endif
+
+namespace ptwalk {
+
+namespace {
+
+constexpr size_t kHuge = 2u << 20;
+constexpr size_t kChunk = 64u << 20;
+
+void set_message(Shared *sh, const std::string &m)
+{
+	snprintf(sh->message, sizeof(sh->message), "%s", m.c_str());
+}
+
+// xorshift64*: cheap, allocation-free randomness for victims.
+struct Rng {
+	uint64_t s;
+	uint64_t next()
+	{
+		s ^= s >> 12;
+		s ^= s << 25;
+		s ^= s >> 27;
+		return s * 2685821657736338717ull;
+	}
+};
+
+void touch_range(uint8_t *p, size_t len, bool write, size_t page)
+{
+	volatile uint8_t *v = p;
+	for (size_t off = 0; off < len; off += page) {
+		if (write)
+			v[off] = 1;
+		else
+			(void)v[off];
+	}
+}
+
+struct Region {
+	Mapping map;
+	uint8_t *base = nullptr;
+	size_t len = 0;
+	Fd fd;
+	bool populate_write = true;
+	size_t page = 4096;
+};
+
+// Maps the region for the backing; on failure sets the message and returns
+// false (state kSkipped for a hugetlb shortage, kFailed otherwise).
+bool map_region(const Scenario &sc, Shared *sh, Region *r)
+{
+	const size_t len = sc.size;
+	int flags = MAP_NORESERVE;
+	int fd = -1;
+	size_t extra = 0;
+	switch (sc.backing) {
+	case Backing::anon:
+		flags |= MAP_PRIVATE | MAP_ANONYMOUS;
+		break;
+	case Backing::thp:
+		flags |= MAP_PRIVATE | MAP_ANONYMOUS;
+		extra = kHuge; // room to align to 2 MiB
+		break;
+	case Backing::hugetlb:
+		flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB;
+		r->page = kHuge;
+		break;
+	case Backing::shmem:
+		r->fd.reset(int(memfd_create("ptwalk-shmem", MFD_CLOEXEC)));
+		if (!r->fd) {
+			set_message(sh, std::string("memfd_create: ") + strerror(errno));
+			return false;
+		}
+		flags |= MAP_SHARED;
+		break;
+	case Backing::file: {
+		std::string path = sc.dir + "/ptwalk-file-XXXXXX";
+		std::vector<char> tmpl(path.begin(), path.end());
+		tmpl.push_back('\0');
+		r->fd.reset(mkostemp(tmpl.data(), O_CLOEXEC));
+		if (!r->fd) {
+			set_message(sh, path + ": " + strerror(errno));
+			return false;
+		}
+		unlink(tmpl.data()); // nothing left behind, whatever happens
+		flags |= MAP_SHARED;
+		// a sparse file: read faults map zeroed page cache, no disk writes
+		r->populate_write = false;
+		break;
+	}
+	}
+	fd = r->fd.get();
+	if (fd >= 0 && ftruncate(fd, off_t(len)) != 0) {
+		set_message(sh, std::string("ftruncate: ") + strerror(errno));
+		return false;
+	}
+	void *p = mmap(nullptr, len + extra, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		set_message(sh, std::string("mmap ") + std::to_string(len) +
+					" bytes: " + strerror(e));
+		sh->workload_state = sc.backing == Backing::hugetlb ? kSkipped : kFailed;
+		return false;
+	}
+	r->map = Mapping(p, len + extra);
+	uintptr_t a = uintptr_t(p);
+	if (extra)
+		a = (a + kHuge - 1) & ~uintptr_t(kHuge - 1);
+	r->base = reinterpret_cast<uint8_t *>(a);
+	r->len = len;
+	if (sc.backing == Backing::thp)
+		madvise(r->base, len, MADV_HUGEPAGE);
+	else if (sc.backing != Backing::hugetlb)
+		// 4 KiB pages whatever the THP mode: the walk size is the point
+		madvise(r->base, len, MADV_NOHUGEPAGE);
+	return true;
+}
+
+void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
+		 uint64_t op_interval_ns, unsigned seed)
+{
+	char comm[16];
+	snprintf(comm, sizeof(comm), "victim-%s", name(kind));
+	prctl(PR_SET_NAME, comm);
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	slot->tid = int32_t(gettid());
+
+	Rng rng{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^ uint64_t(gettid())};
+	const size_t words = r->len / 8;
+	auto *words_base = reinterpret_cast<volatile uint64_t *>(r->base);
+
+	// fault victim: its own small region, 4 KiB pages
+	constexpr size_t kFaultPages = 256;
+	Mapping fault_map;
+	if (kind == Victim::fault) {
+		void *p = mmap(nullptr, kFaultPages * 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return;
+		fault_map = Mapping(p, kFaultPages * 4096);
+		madvise(p, kFaultPages * 4096, MADV_NOHUGEPAGE);
+	}
+	size_t fault_next = 0;
+	bool mapped_phase = true;
+	void *mmap_addr = nullptr;
+
+	// the parent measures the walk size first: that read is a walk too
+	while (!sh->victims_go.load() && !sh->stop.load())
+		usleep(1000);
+	uint64_t next = now_ns();
+	while (!sh->stop.load(std::memory_order_relaxed)) {
+		const uint64_t s0 = sh->walk_seq.load(std::memory_order_acquire);
+		std::atomic_signal_fence(std::memory_order_seq_cst);
+		const uint64_t t0 = now_ns();
+		switch (kind) {
+		case Victim::read:
+			(void)words_base[rng.next() % words];
+			break;
+		case Victim::write:
+			words_base[rng.next() % words] = t0;
+			break;
+		case Victim::fault:
+			static_cast<volatile uint8_t *>(fault_map.get())[fault_next * 4096] = 1;
+			break;
+		case Victim::mmap:
+			if (mapped_phase) {
+				mmap_addr = mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE,
+						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (mmap_addr == MAP_FAILED)
+					mmap_addr = nullptr;
+			} else if (mmap_addr) {
+				munmap(mmap_addr, 64 << 10);
+				mmap_addr = nullptr;
+			}
+			mapped_phase = !mapped_phase;
+			break;
+		}
+		const uint64_t t1 = now_ns();
+		std::atomic_signal_fence(std::memory_order_seq_cst);
+		const uint64_t s1 = sh->walk_seq.load(std::memory_order_acquire);
+		if ((s0 & 1) || s1 != s0)
+			slot->during.record(t1 - t0);
+		else
+			slot->outside.record(t1 - t0);
+		slot->ops.fetch_add(1, std::memory_order_relaxed);
+
+		if (kind == Victim::fault && ++fault_next == kFaultPages) {
+			// not timed: returns the pages so the next touches fault
+			madvise(fault_map.get(), kFaultPages * 4096, MADV_DONTNEED);
+			fault_next = 0;
+		}
+		if (op_interval_ns) {
+			next += op_interval_ns;
+			const uint64_t now = now_ns();
+			if (next > now) {
+				timespec ts{time_t(next / 1000000000ull),
+					    long(next % 1000000000ull)};
+				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+			} else {
+				next = now; // no catch-up bursts after a stall
+			}
+		}
+	}
+	if (mmap_addr)
+		munmap(mmap_addr, 64 << 10);
+}
+
+} // namespace
+
+int populate(void *addr, size_t len, bool write, unsigned threads,
+	     std::atomic<uint64_t> *progress, const char **method)
+{
+	auto *base = static_cast<uint8_t *>(addr);
+	const int advice = write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+	// probe once: MADV_POPULATE_* exist since 5.14
+	bool use_madvise = madvise(base, 0, advice) == 0 ||
+			   (errno != EINVAL && errno != ENOSYS);
+	if (method)
+		*method = use_madvise ? (write ? "MADV_POPULATE_WRITE"
+					       : "MADV_POPULATE_READ")
+				      : "touch";
+	std::atomic<size_t> next{0};
+	std::atomic<int> error{0};
+	auto worker = [&] {
+		for (;;) {
+			size_t off = next.fetch_add(kChunk);
+			if (off >= len || error.load())
+				return;
+			size_t n = std::min(kChunk, len - off);
+			if (use_madvise) {
+				while (madvise(base + off, n, advice) != 0) {
+					if (errno == EINTR || errno == EAGAIN)
+						continue;
+					error = errno;
+					return;
+				}
+			} else {
+				touch_range(base + off, n, write, 4096);
+			}
+			if (progress)
+				progress->fetch_add(n);
+		}
+	};
+	if (threads == 0)
+		threads = 1;
+	std::vector<std::thread> pool;
+	for (unsigned i = 1; i < threads; i++)
+		pool.emplace_back(worker);
+	worker();
+	for (auto &t : pool)
+		t.join();
+	return error.load();
+}
+
+int workload_main(const Scenario &sc, Shared *sh)
+{
+	prctl(PR_SET_NAME, "ptwalk-workload");
+	Region r;
+	sh->workload_state = kPopulating;
+	if (!map_region(sc, sh, &r)) {
+		if (sh->workload_state != kSkipped)
+			sh->workload_state = kFailed;
+		return 1;
+	}
+	sh->mapping_bytes = r.len;
+	unsigned threads = sc.populate_threads
+				   ? sc.populate_threads
+				   : unsigned(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+	const uint64_t t0 = now_ns();
+	const char *method = "";
+	int err = populate(r.base, r.len, r.populate_write, threads,
+			   &sh->populated_bytes, &method);
+	sh->populate_ns = now_ns() - t0;
+	if (err) {
+		set_message(sh, std::string("populate (") + method + "): " + strerror(err));
+		sh->workload_state = err == ENOMEM || err == EFAULT ? kSkipped : kFailed;
+		if (sc.backing != Backing::hugetlb)
+			sh->workload_state = kFailed;
+		return 1;
+	}
+
+	std::vector<std::thread> victims;
+	for (unsigned i = 0; i < sh->nvictims; i++)
+		victims.emplace_back(victim_loop, sc.victims[i], &sh->victims[i], sh,
+				     &r, sc.op_interval_ns, i + 1);
+	// ready once every victim has published its tid
+	for (;;) {
+		bool all = true;
+		for (unsigned i = 0; i < sh->nvictims; i++)
+			if (!sh->victims[i].tid.load())
+				all = false;
+		if (all || sh->stop.load())
+			break;
+		usleep(1000);
+	}
+	sh->workload_state = kReady;
+	while (!sh->stop.load())
+		usleep(10000);
+	for (auto &t : victims)
+		t.join();
+	// the mapping stays until the parent has measured it once more
+	sh->workload_state = kStopped;
+	while (!sh->exit_now.load())
+		usleep(1000);
+	return 0;
+}
+
+} // namespace ptwalk

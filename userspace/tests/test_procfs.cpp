@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <gtest/gtest.h>
+
+#include "ptwalk/procfs.hpp"
+
+using namespace ptwalk;
+
+static std::string data(const std::string &name)
+{
+	auto s = read_file(std::string(PTWALK_TESTDATA) + "/proc/" + name, nullptr);
+	EXPECT_TRUE(s.has_value()) << name;
+	return s.value_or("");
+}
+
+TEST(Procfs, SmapsRollup618)
+{
+	MemRollup r = parse_smaps_rollup(data("smaps_rollup-6.18.txt"));
+	EXPECT_EQ(r.rss, 1744u * 1024);
+	EXPECT_EQ(r.referenced, 1744u * 1024);
+	EXPECT_EQ(r.anonymous, 108u * 1024);
+	EXPECT_TRUE(r.has_file_pmd);
+	EXPECT_TRUE(r.has_shmem_pmd);
+}
+
+TEST(Procfs, SmapsRollupThp)
+{
+	MemRollup r = parse_smaps_rollup(data("smaps_rollup-thp-6.18.txt"));
+	EXPECT_EQ(r.anon_huge, 64u << 20);
+	ProcStatus s = parse_status(data("status-6.18.txt"));
+	WalkSize w = walk_size(r, s, 2u << 20);
+	EXPECT_EQ(w.pmd_entries, 32u);
+	EXPECT_EQ(w.ptes, (r.rss - r.anon_huge) / 4096);
+	EXPECT_EQ(w.entries, w.ptes + 32);
+	EXPECT_EQ(w.huge_bytes, 64u << 20);
+}
+
+TEST(Procfs, SmapsRollupOldKernelWithoutNewerFields)
+{
+	// 4.19: no FilePmdMapped, no Pss_* split
+	MemRollup r = parse_smaps_rollup(data("smaps_rollup-4.19.txt"));
+	EXPECT_FALSE(r.has_file_pmd);
+	EXPECT_TRUE(r.has_shmem_pmd);
+	EXPECT_EQ(r.rss, 10240u * 1024);
+	EXPECT_EQ(r.private_hugetlb, 4096u * 1024);
+	WalkSize w = walk_size(r, ProcStatus{}, 2u << 20);
+	// 6 MiB of 4 KiB pages, 2 PMD leaves, 2 hugetlb pages
+	EXPECT_EQ(w.ptes, 1536u);
+	EXPECT_EQ(w.pmd_entries, 2u);
+	EXPECT_EQ(w.entries, 1536u + 2 + 2);
+}
+
+TEST(Procfs, SmapsReferencedSum)
+{
+	std::string text = data("smaps-6.18.txt");
+	uint64_t sum = sum_smaps_referenced(text);
+	EXPECT_GT(sum, 0u);
+	EXPECT_EQ(sum % 1024, 0u);
+	EXPECT_EQ(sum_smaps_referenced("Referenced:  4 kB\nRss: 8 kB\nReferenced: 8 kB\n"),
+		  12u * 1024);
+}
+
+TEST(Procfs, Status)
+{
+	ProcStatus s = parse_status(data("status-6.18.txt"));
+	EXPECT_TRUE(s.has_vm_pte);
+	EXPECT_GT(s.vm_pte, 0u);
+	EXPECT_GE(s.threads, 1u);
+	ProcStatus none = parse_status("Name:\tx\nThreads:\t3\n");
+	EXPECT_FALSE(none.has_vm_pte);
+	EXPECT_EQ(none.threads, 3u);
+}
+
+TEST(Procfs, Meminfo)
+{
+	MemInfo m = parse_meminfo(data("meminfo-6.18.txt"));
+	EXPECT_GT(m.total, 1ull << 30);
+	EXPECT_GT(m.available, 0u);
+	EXPECT_LE(m.available, m.total);
+	EXPECT_EQ(m.hugepage_size, 2u << 20);
+}
+
+TEST(Procfs, KernelConfigPicksRelevantOptions)
+{
+	Json c = parse_kernel_config("CONFIG_PER_VMA_LOCK=y\n"
+				     "# CONFIG_MEM_SOFT_DIRTY is not set\n"
+				     "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE=y\n"
+				     "CONFIG_PREEMPT_RT=y\n"
+				     "CONFIG_HZ=250\n"
+				     "CONFIG_PREEMPTION=y\n"
+				     "CONFIG_USB=y\n"
+				     "CONFIG_LOCALVERSION=\"-x\"\n");
+	EXPECT_EQ(c.find("CONFIG_PER_VMA_LOCK")->string(), "y");
+	EXPECT_EQ(c.find("CONFIG_MEM_SOFT_DIRTY")->string(), "n");
+	EXPECT_EQ(c.find("CONFIG_TRANSPARENT_HUGEPAGE_MADVISE")->string(), "y");
+	EXPECT_EQ(c.find("CONFIG_PREEMPT_RT")->string(), "y");
+	EXPECT_EQ(c.find("CONFIG_HZ")->string(), "250");
+	EXPECT_EQ(c.find("CONFIG_USB"), nullptr);
+	EXPECT_EQ(c.find("CONFIG_PREEMPTION"), nullptr); // not a PREEMPT_ sub-option
+}
+
+TEST(Procfs, KernelVersion)
+{
+	EXPECT_EQ(kernel_version("6.18.44-fc-v595"), std::make_pair(6, 18));
+	EXPECT_EQ(kernel_version("6.1.0-56-amd64"), std::make_pair(6, 1));
+	EXPECT_EQ(kernel_version("garbage"), std::make_pair(0, 0));
+}

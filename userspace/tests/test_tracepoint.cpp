@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: GPL-2.0
+// Tracepoint backend: format parsing on recorded format files (6.1, 6.18),
+// raw record decoding, event pairing and reordering, stall attribution on
+// synthetic event streams, `monitor` hold analysis, and one live test.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <regex>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
+
+#include "ptwalk/backend.hpp"
+#include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
+#include "ptwalk/mmap_lock_trace.hpp"
+#include "ptwalk/monitor.hpp"
+#include "ptwalk/perf_events.hpp"
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/stall_attribution.hpp"
+#include "ptwalk/tracefs.hpp"
+
+using namespace ptwalk;
+
+namespace {
+
+const char *kEvents[3] = {"mmap_lock_start_locking", "mmap_lock_acquire_returned",
+			  "mmap_lock_released"};
+
+TraceEventFormat load_format(const std::string &kernel, const char *event)
+{
+	std::string path = std::string(PTWALK_TESTDATA) + "/tracefs/" + kernel + "/" +
+			   event + "/format";
+	std::string err;
+	auto text = read_file(path, &err);
+	EXPECT_TRUE(text) << err;
+	auto f = parse_event_format(text ? *text : "", &err);
+	EXPECT_TRUE(f) << path << ": " << err;
+	return f ? *f : TraceEventFormat{};
+}
+
+// A raw record laid out by format f.
+std::vector<uint8_t> make_raw(const TraceEventFormat &f, uint64_t mm, bool write,
+			      bool success)
+{
+	size_t len = 0;
+	for (const auto &x : f.fields)
+		len = std::max<size_t>(len, x.offset + x.size);
+	std::vector<uint8_t> raw(len + 4, 0xee);
+	auto put = [&](const char *name, uint64_t v) {
+		const TraceField *x = f.find(name);
+		if (x)
+			std::memcpy(raw.data() + x->offset, &v, x->size);
+	};
+	put("common_type", f.id);
+	put("common_pid", 1234);
+	put("mm", mm);
+	put("write", write);
+	put("success", success);
+	return raw;
+}
+
+LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType type,
+	     bool write, bool success = true)
+{
+	LockEvent e;
+	e.time_ns = t;
+	e.tgid = tgid;
+	e.tid = tid;
+	e.mm = mm;
+	e.type = type;
+	e.write = write;
+	e.success = success;
+	return e;
+}
+
+// start_locking at t0, acquired at t1, released at t2
+void lock(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool write,
+	  uint64_t t0, uint64_t t1, uint64_t t2)
+{
+	v.push_back(ev(t0, tgid, tid, mm, LockEventType::StartLocking, write));
+	v.push_back(ev(t1, tgid, tid, mm, LockEventType::AcquireReturned, write));
+	v.push_back(ev(t2, tgid, tid, mm, LockEventType::Released, write));
+}
+
+void feed_sorted(StallAccumulator &acc, std::vector<LockEvent> v)
+{
+	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
+		return a.time_ns < b.time_ns;
+	});
+	for (const auto &e : v)
+		acc.feed(e);
+}
+
+// An integer member of a dumped JSON ("key":N); -1 when absent.
+long long json_int(const std::string &dump, const std::string &key)
+{
+	std::smatch m;
+	std::regex re("\"" + key + "\":(-?[0-9]+)");
+	return std::regex_search(dump, m, re) ? std::stoll(m[1]) : -1;
+}
+
+constexpr uint64_t kTargetMm = 0xffff888812345678ull; // looks like a kernel pointer
+constexpr uint64_t kWalkerMm = 0xffff8888deadbe00ull;
+
+} // namespace
+
+TEST(TracepointFormat, Parses618MemcgId)
+{
+	auto f = load_format("6.18", "mmap_lock_acquire_returned");
+	EXPECT_EQ(f.name, "mmap_lock_acquire_returned");
+	EXPECT_EQ(f.id, 675u);
+	ASSERT_EQ(f.fields.size(), 8u);
+	const TraceField *mm = f.find("mm");
+	ASSERT_TRUE(mm);
+	EXPECT_EQ(mm->type, "struct mm_struct *");
+	EXPECT_EQ(mm->offset, 8u);
+	EXPECT_EQ(mm->size, 8u);
+	const TraceField *memcg = f.find("memcg_id");
+	ASSERT_TRUE(memcg);
+	EXPECT_EQ(memcg->type, "u64");
+	EXPECT_EQ(memcg->offset, 16u);
+	EXPECT_FALSE(memcg->data_loc);
+	EXPECT_EQ(f.find("write")->offset, 24u);
+	EXPECT_EQ(f.find("success")->offset, 25u);
+	EXPECT_EQ(f.find("success")->size, 1u);
+	EXPECT_TRUE(f.find("common_pid")->is_signed);
+	EXPECT_TRUE(f.find("common_pid")->common);
+	EXPECT_FALSE(f.find("memcg_path"));
+}
+
+TEST(TracepointFormat, Parses61MemcgPathDataLoc)
+{
+	auto f = load_format("6.1", "mmap_lock_acquire_returned");
+	const TraceField *memcg = f.find("memcg_path");
+	ASSERT_TRUE(memcg);
+	EXPECT_TRUE(memcg->data_loc);
+	EXPECT_EQ(memcg->type, "__data_loc char[]");
+	EXPECT_EQ(memcg->offset, 16u);
+	EXPECT_EQ(memcg->size, 4u);
+	EXPECT_EQ(f.find("write")->offset, 20u);
+	EXPECT_EQ(f.find("success")->offset, 21u);
+	EXPECT_FALSE(f.find("memcg_id"));
+	auto s = load_format("6.1", "mmap_lock_start_locking");
+	EXPECT_EQ(s.find("write")->offset, 20u);
+	EXPECT_FALSE(s.find("success"));
+}
+
+TEST(TracepointFormat, ArraysAndErrors)
+{
+	std::string err;
+	auto f = parse_event_format("name: sched_switch\nID: 3\nformat:\n"
+				    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n",
+				    &err);
+	ASSERT_TRUE(f) << err;
+	EXPECT_EQ(f->fields[0].name, "prev_comm");
+	EXPECT_EQ(f->fields[0].array_len, 16u);
+	EXPECT_EQ(f->fields[0].type, "char");
+
+	EXPECT_FALSE(parse_event_format("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", &err));
+	EXPECT_NE(err.find("ID"), std::string::npos) << err;
+	EXPECT_FALSE(parse_event_format("name: x\nID: 1\n\tfield:int a;\tsize:4;\n", &err));
+	EXPECT_NE(err.find("line 3"), std::string::npos) << err;
+	EXPECT_FALSE(parse_event_format("", &err));
+}
+
+TEST(TracepointFormat, DecodesBothLayouts)
+{
+	for (const char *k : {"6.1", "6.18"}) {
+		SCOPED_TRACE(k);
+		TraceEventFormat f[3];
+		for (int i = 0; i < 3; i++)
+			f[i] = load_format(k, kEvents[i]);
+		MmapLockDecoder d;
+		std::string err;
+		ASSERT_TRUE(d.init(f[0], f[1], f[2], &err)) << err;
+		EXPECT_EQ(d.memcg_field(), std::string(k) == "6.1" ? "memcg_path" : "memcg_id");
+		for (int i = 0; i < 3; i++) {
+			auto raw = make_raw(f[i], kTargetMm, i != 2, i == 1 ? false : true);
+			PerfSample s;
+			s.time_ns = 42;
+			s.pid = 7;
+			s.tid = 8;
+			s.raw = raw;
+			LockEvent e;
+			ASSERT_TRUE(d.decode(s, e));
+			EXPECT_EQ(int(e.type), i);
+			EXPECT_EQ(e.mm, kTargetMm);
+			EXPECT_EQ(e.write, i != 2);
+			EXPECT_EQ(e.success, i != 1);
+			EXPECT_EQ(e.tgid, 7);
+			EXPECT_EQ(e.tid, 8);
+			EXPECT_EQ(e.time_ns, 42u);
+			// truncated record
+			PerfSample t = s;
+			t.raw = std::span<const uint8_t>(raw.data(), 10);
+			EXPECT_FALSE(d.decode(t, e));
+		}
+		// another event type
+		auto raw = make_raw(f[0], 1, true, true);
+		uint16_t other = 9999;
+		std::memcpy(raw.data(), &other, 2);
+		PerfSample s;
+		s.raw = raw;
+		LockEvent e;
+		EXPECT_FALSE(d.decode(s, e));
+	}
+}
+
+TEST(TracepointTracefs, MountinfoAndCpuList)
+{
+	const char *mi =
+		"22 27 0:20 / /sys rw,nosuid - sysfs sysfs rw\n"
+		"40 22 0:12 / /sys/kernel/tracing rw,nosuid - tracefs nodev rw\n"
+		"41 22 0:7 / /sys/kernel/debug rw - debugfs debugfs rw\n"
+		"42 22 0:12 / /mnt/with\\040space rw shared:5 - tracefs nodev rw\n";
+	auto t = mountinfo_mounts_of(mi, "tracefs");
+	ASSERT_EQ(t.size(), 2u);
+	EXPECT_EQ(t[0], "/sys/kernel/tracing");
+	EXPECT_EQ(t[1], "/mnt/with space");
+	EXPECT_EQ(mountinfo_mounts_of(mi, "debugfs").at(0), "/sys/kernel/debug");
+	EXPECT_EQ(parse_cpu_list("0-3,5,7-8\n"), (std::vector<int>{0, 1, 2, 3, 5, 7, 8}));
+	EXPECT_EQ(parse_cpu_list("0"), (std::vector<int>{0}));
+	EXPECT_TRUE(parse_cpu_list("x").empty());
+}
+
+TEST(TracepointPairing, WaitsHoldsDowngradeUnpaired)
+{
+	struct Rec : LockPairer::Sink {
+		std::vector<LockSpan> w, h;
+		void wait(const LockSpan &s) override { w.push_back(s); }
+		void hold(const LockSpan &s) override { h.push_back(s); }
+	} r;
+	LockPairer p(r);
+	// write lock 10..20 wait, held to 50, downgraded at 30
+	p.feed(ev(10, 1, 1, 5, LockEventType::StartLocking, true));
+	p.feed(ev(20, 1, 1, 5, LockEventType::AcquireReturned, true));
+	p.feed(ev(30, 1, 1, 5, LockEventType::AcquireReturned, false)); // downgrade
+	p.feed(ev(50, 1, 1, 5, LockEventType::Released, false));
+	ASSERT_EQ(r.w.size(), 1u);
+	EXPECT_EQ(r.w[0].ns(), 10u);
+	ASSERT_EQ(r.h.size(), 2u);
+	EXPECT_TRUE(r.h[0].write);
+	EXPECT_EQ(r.h[0].start_ns, 20u);
+	EXPECT_EQ(r.h[0].end_ns, 30u);
+	EXPECT_FALSE(r.h[1].write);
+	EXPECT_EQ(r.h[1].ns(), 20u);
+	EXPECT_EQ(p.unpaired(), 0u);
+	// failed killable lock: a wait, no hold
+	p.feed(ev(60, 1, 1, 5, LockEventType::StartLocking, true));
+	p.feed(ev(70, 1, 1, 5, LockEventType::AcquireReturned, true, false));
+	EXPECT_EQ(r.w.size(), 2u);
+	EXPECT_FALSE(r.w[1].success);
+	EXPECT_EQ(r.h.size(), 2u);
+	// released without acquire (tracing began mid-hold), lost release
+	p.feed(ev(80, 1, 1, 5, LockEventType::Released, false));
+	p.feed(ev(90, 1, 1, 5, LockEventType::StartLocking, false));
+	p.feed(ev(91, 1, 1, 5, LockEventType::AcquireReturned, false));
+	p.feed(ev(95, 1, 1, 5, LockEventType::StartLocking, false)); // release lost
+	EXPECT_EQ(p.unpaired(), 2u);
+	// two mms of one task are independent
+	p.feed(ev(100, 1, 1, 6, LockEventType::StartLocking, false));
+	p.feed(ev(101, 1, 1, 5, LockEventType::AcquireReturned, false));
+	p.feed(ev(102, 1, 1, 6, LockEventType::AcquireReturned, false));
+	p.feed(ev(103, 1, 1, 5, LockEventType::Released, false));
+	EXPECT_EQ(r.h.back().mm, 5u);
+	EXPECT_EQ(r.h.back().ns(), 2u);
+	EXPECT_EQ(p.unpaired(), 2u);
+}
+
+TEST(TracepointReorder, HoldsBackAndSorts)
+{
+	EventReorder r(100);
+	std::vector<uint64_t> out;
+	auto d = [&](const LockEvent &e) { out.push_back(e.time_ns); };
+	for (uint64_t t : {500, 100, 300, 950, 200})
+		r.push(ev(t, 1, 1, 1, LockEventType::StartLocking, false));
+	r.flush(1000, false, d); // delivers <= 900
+	EXPECT_EQ(out, (std::vector<uint64_t>{100, 200, 300, 500}));
+	r.push(ev(920, 1, 1, 1, LockEventType::StartLocking, false));
+	r.push(ev(400, 1, 1, 1, LockEventType::StartLocking, false)); // too late
+	r.flush(1010, true, d);
+	EXPECT_EQ(out, (std::vector<uint64_t>{100, 200, 300, 500, 400, 920, 950}));
+	EXPECT_EQ(r.late(), 1u);
+}
+
+// Walker process 200 clear_refs the target 100 (victims 101 "mmap", 102
+// "fault") in two walks; the mmap victim waits behind the first.
+TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
+{
+	StallAccumulator acc({100, {{101, "mmap"}, {102, "fault"}}, 200});
+	std::vector<LockEvent> v;
+	// walk 0: [1000, 5000]: walker waits 100, holds write 1200..4200
+	lock(v, 200, 200, kTargetMm, true, 1100, 1200, 4200);
+	// walker's own mm (page fault in its buffer), inside the window
+	lock(v, 200, 200, kWalkerMm, false, 1150, 1160, 1170);
+	// mmap victim: before the walk (not attributed), behind it (attributed)
+	lock(v, 100, 101, kTargetMm, true, 500, 600, 700);
+	lock(v, 100, 101, kTargetMm, true, 1500, 4300, 4400);
+	// fault victim: read wait that ends before the hold begins
+	lock(v, 100, 102, kTargetMm, false, 1000, 1100, 1110);
+	// walk 1: [10000, 20000]: smaps_rollup, read, two acquisitions
+	lock(v, 200, 200, kTargetMm, false, 11000, 11000, 12000);
+	lock(v, 200, 200, kTargetMm, false, 13000, 13050, 15000);
+	// fault victim waits 12500..13100 (overlaps the second hold)
+	lock(v, 100, 102, kTargetMm, false, 12900, 13100, 13200);
+	// mmap victim: waits 14000..15100 behind the read hold
+	lock(v, 100, 101, kTargetMm, true, 14000, 15100, 15200);
+	feed_sorted(acc, v);
+
+	std::vector<WalkSpan> walks = {{"clear_refs", 200, 1000, 5000},
+				       {"smaps_rollup", 200, 10000, 20000},
+				       {"smaps", 200, 30000, 40000}};
+	Json kv;
+	AttributionStats st;
+	st.lost_events = 3;
+	auto views = attribute_stalls(acc, walks, st, kv);
+	ASSERT_EQ(views.size(), 3u);
+	EXPECT_TRUE(views[0].seen);
+	EXPECT_TRUE(views[0].has_lock);
+	EXPECT_EQ(views[0].lock_hold_ns, 3000u);
+	EXPECT_EQ(views[0].lock_wait_ns, 100u);
+	EXPECT_EQ(views[0].lock_acquisitions, 1u);
+	EXPECT_EQ(views[0].lock_mode, "write");
+	EXPECT_EQ(views[0].stalls, 1u);
+	EXPECT_EQ(views[0].max_stall_ns, 2800u);
+
+	EXPECT_EQ(views[1].lock_hold_ns, 1000u + 1950u);
+	EXPECT_EQ(views[1].lock_wait_ns, 50u);
+	EXPECT_EQ(views[1].lock_acquisitions, 2u);
+	EXPECT_EQ(views[1].lock_mode, "read");
+	EXPECT_EQ(views[1].stalls, 2u);
+	EXPECT_EQ(views[1].max_stall_ns, 1100u);
+
+	EXPECT_FALSE(views[2].seen); // no events: not seen, not zero
+	EXPECT_FALSE(views[2].has_lock);
+
+	const std::string d = kv.dump();
+	EXPECT_NE(d.find("\"source\":\"mmap_lock tracepoints via perf_event_open\""), std::string::npos);
+	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"target_mm_basis\":\"target_threads\""), std::string::npos);
+	EXPECT_EQ(json_int(d, "lost_events"), 3);
+	EXPECT_EQ(json_int(d, "events"), (long long)v.size());
+	// the largest stall first
+	EXPECT_NE(d.find("\"stalls\":[{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":1500,"
+			 "\"wait_ns\":2800,\"mode\":\"write\",\"walk\":0}"),
+		  std::string::npos)
+		<< d;
+	EXPECT_NE(d.find("\"mmap\":{\"waits\":{\"count\":3"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"attributed\":2,\"max_attributed_ns\":2800"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":2"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"attributed\":1,\"max_attributed_ns\":200"), std::string::npos) << d;
+	// the kernel pointer never leaks, in hex or decimal
+	EXPECT_EQ(d.find("12345678"), std::string::npos);
+	EXPECT_EQ(d.find(std::to_string(kTargetMm)), std::string::npos);
+}
+
+// The live-test shape: the walker is a thread of the target process.
+TEST(TracepointAttribution, WalkerThreadInsideTarget)
+{
+	StallAccumulator acc({100, {{101, "mmap"}}, 103});
+	std::vector<LockEvent> v;
+	lock(v, 100, 103, kTargetMm, true, 1000, 1000, 3000); // walker thread
+	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3100);  // victim
+	lock(v, 100, 104, kTargetMm, true, 3200, 3200, 9000);  // other thread: no walk
+	feed_sorted(acc, v);
+	EXPECT_TRUE(acc.is_walker(103, 100));
+	EXPECT_FALSE(acc.is_walker(101, 100));
+	Json kv;
+	auto views = attribute_stalls(acc, {{"clear_refs", 103, 900, 9500}}, {}, kv);
+	EXPECT_EQ(views[0].lock_hold_ns, 2000u);
+	EXPECT_EQ(views[0].lock_acquisitions, 1u);
+	EXPECT_EQ(views[0].stalls, 1u);
+	EXPECT_EQ(views[0].max_stall_ns, 1501u);
+}
+
+TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
+{
+	// The target's threads produce no events (faults on per-VMA locks).
+	StallAccumulator acc({100, {{101, "fault"}}, 200});
+	std::vector<LockEvent> v;
+	lock(v, 200, 200, kWalkerMm, true, 100, 110, 500);    // own mm, outside walks
+	lock(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
+	lock(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
+	feed_sorted(acc, v);
+	Json kv;
+	auto views = attribute_stalls(acc, {{"smaps", 200, 1000, 2000}}, {}, kv);
+	const std::string d = kv.dump();
+	EXPECT_NE(d.find("\"target_mm_basis\":\"walker_holds\""), std::string::npos) << d;
+	EXPECT_EQ(views[0].lock_hold_ns, 190u); // the target's, not its own 390
+	EXPECT_EQ(views[0].lock_mode, "read");
+	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":0"), std::string::npos) << d;
+}
+
+TEST(TracepointAttribution, NoTargetMmSaysSo)
+{
+	StallAccumulator acc({100, {{101, "mmap"}}, 200});
+	Json kv;
+	auto views = attribute_stalls(acc, {{"clear_refs", 200, 1, 2}}, {}, kv);
+	EXPECT_FALSE(views[0].seen);
+	const std::string d = kv.dump();
+	EXPECT_NE(d.find("\"target_mm_found\":false"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"attributed\":null"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"stalls\":[]"), std::string::npos) << d;
+}
+
+TEST(TracepointAttribution, DowngradeIsReadPlusWrite)
+{
+	StallAccumulator acc({100, {}, 200});
+	std::vector<LockEvent> v;
+	v.push_back(ev(10, 100, 101, kTargetMm, LockEventType::StartLocking, false));
+	v.push_back(ev(11, 100, 101, kTargetMm, LockEventType::AcquireReturned, false));
+	v.push_back(ev(12, 100, 101, kTargetMm, LockEventType::Released, false));
+	v.push_back(ev(100, 200, 200, kTargetMm, LockEventType::StartLocking, true));
+	v.push_back(ev(110, 200, 200, kTargetMm, LockEventType::AcquireReturned, true));
+	v.push_back(ev(150, 200, 200, kTargetMm, LockEventType::AcquireReturned, false));
+	v.push_back(ev(300, 200, 200, kTargetMm, LockEventType::Released, false));
+	feed_sorted(acc, v);
+	Json kv;
+	auto views = attribute_stalls(acc, {{"x", 200, 90, 400}}, {}, kv);
+	EXPECT_EQ(views[0].lock_mode, "read+write");
+	EXPECT_EQ(views[0].lock_acquisitions, 2u);
+	EXPECT_EQ(views[0].lock_hold_ns, 190u);
+}
+
+TEST(TracepointMonitor, HoldsOwnersWaiters)
+{
+	HoldCollector c(1000); // holds >= 1 us
+	std::vector<LockEvent> v;
+	// target process 100 (two threads) locks its mm often
+	for (int i = 0; i < 5; i++)
+		lock(v, 100, 101 + i % 2, kTargetMm, false, 10 + i * 10, 11 + i * 10, 12 + i * 10);
+	// walker 300 holds it 2000 ns for write
+	lock(v, 300, 300, kTargetMm, true, 1000, 1000, 3000);
+	// a short hold by 300: below min_hold
+	lock(v, 300, 300, kTargetMm, false, 5000, 5000, 5500);
+	// waiters: 101 long (overlaps), 102 short (< 1 us: dropped)
+	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3050);
+	lock(v, 100, 102, kTargetMm, false, 2999, 3002, 3003);
+	// a hold on an mm only the holder touches, but not its home: unknown
+	lock(v, 400, 400, kWalkerMm, true, 6000, 6000, 9000);
+	for (int i = 0; i < 3; i++)
+		lock(v, 400, 401, 77, false, 20 + i, 20 + i, 20 + i);
+	// a process holding its own mm (munmap): self, though 600 touched it
+	for (int i = 0; i < 4; i++)
+		lock(v, 500, 501, 99, true, 30 + i, 30 + i, 30 + i);
+	lock(v, 600, 600, 99, false, 40, 40, 41);
+	lock(v, 500, 502, 99, true, 10000, 10000, 12000);
+	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
+		return a.time_ns < b.time_ns;
+	});
+	for (const auto &e : v)
+		c.feed(e);
+	auto holds = analyze_holds(c);
+	ASSERT_EQ(holds.size(), 3u);
+	EXPECT_EQ(holds[0].hold.tid, 300);
+	EXPECT_EQ(holds[0].hold.ns(), 2000u);
+	EXPECT_TRUE(holds[0].hold.write);
+	EXPECT_EQ(holds[0].owner_tgid, 100);
+	EXPECT_EQ(holds[0].owner_basis, "other_tasks");
+	ASSERT_EQ(holds[0].waiters_total, 1u);
+	EXPECT_EQ(holds[0].waiters[0].tid, 101);
+	EXPECT_EQ(holds[0].waiters[0].ns(), 1501u);
+	EXPECT_EQ(holds[1].owner_tgid, 0);
+	EXPECT_EQ(holds[1].owner_basis, "unknown");
+	EXPECT_EQ(holds[1].waiters_total, 0u);
+	EXPECT_EQ(holds[2].owner_tgid, 500);
+	EXPECT_EQ(holds[2].owner_basis, "self");
+}
+
+TEST(TracepointBackend, SyscallBackendIsTrivial)
+{
+	auto b = make_syscall_backend();
+	EXPECT_EQ(b->name(), "syscall");
+	EXPECT_TRUE(b->start(1, {}, 2));
+	b->stop();
+	Json kv;
+	auto v = b->annotate({{"smaps", 2, 1, 2}}, kv);
+	ASSERT_EQ(v.size(), 1u);
+	EXPECT_FALSE(v[0].seen);
+	EXPECT_EQ(kv.dump(), "{\"source\":\"syscall timing only\"}");
+	EXPECT_EQ(make_tracepoint_backend()->name(), "tracepoint");
+}
+
+// Live: a thread mmaps/munmaps while another thread of this process writes
+// /proc/self/clear_refs over 256 MiB of populated anonymous 4 KiB pages.
+TEST(TracepointLive, ClearRefsHoldsAndStalls)
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	const bool require = req && std::string(req) == "1";
+#define SKIP_OR_FAIL(why)                                                  \
+	do {                                                               \
+		if (require)                                               \
+			FAIL() << (why) << " (PTWALK_REQUIRE_TRACEPOINTS=1)"; \
+		GTEST_SKIP() << (why);                                     \
+	} while (0)
+	if (geteuid() != 0)
+		SKIP_OR_FAIL("needs root for tracefs and system-wide perf events");
+
+	const size_t len = 256u << 20;
+	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+	Mapping mem(p, len);
+	madvise(p, len, MADV_NOHUGEPAGE); // 4 KiB PTEs: a walk of ~65k entries
+	for (size_t off = 0; off < len; off += 4096)
+		static_cast<volatile char *>(p)[off] = 1;
+
+	std::atomic<bool> stop{false}, go{false};
+	std::atomic<pid_t> mmap_tid{0}, walker_tid{0};
+	std::atomic<uint64_t> mmap_ops{0};
+	std::thread mapper([&] {
+		mmap_tid = gettid();
+		while (!stop.load(std::memory_order_relaxed)) {
+			void *q = mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (q != MAP_FAILED) {
+				static_cast<volatile char *>(q)[0] = 1;
+				munmap(q, 64 << 10);
+			}
+			mmap_ops.fetch_add(1, std::memory_order_relaxed);
+		}
+	});
+	std::vector<WalkSpan> walks;
+	std::string walk_err;
+	const int kWalks = 20;
+	std::thread walker([&] {
+		walker_tid = gettid();
+		while (!go.load() && !stop.load())
+			usleep(1000);
+		if (stop.load())
+			return;
+		Fd fd(open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC));
+		if (!fd) {
+			walk_err = std::string("/proc/self/clear_refs: ") + strerror(errno);
+			return;
+		}
+		for (int i = 0; i < kWalks; i++) {
+			uint64_t t0 = now_ns();
+			if (pwrite(fd.get(), "1", 1, 0) != 1) {
+				walk_err = std::string("write clear_refs: ") + strerror(errno);
+				return;
+			}
+			uint64_t t1 = now_ns();
+			walks.push_back({"clear_refs", walker_tid.load(), t0, t1});
+			usleep(3000);
+		}
+	});
+	while (!mmap_tid.load() || !walker_tid.load())
+		usleep(100);
+
+	auto b = make_tracepoint_backend();
+	if (!b->start(getpid(), {{mmap_tid.load(), "mmap"}}, walker_tid.load())) {
+		stop = true;
+		mapper.join();
+		walker.join();
+		SKIP_OR_FAIL(b->detail());
+	}
+	go = true;
+	walker.join();
+	stop = true;
+	mapper.join();
+	b->stop();
+	ASSERT_TRUE(walk_err.empty()) << walk_err;
+	ASSERT_EQ(walks.size(), size_t(kWalks));
+	Json kv;
+	auto views = b->annotate(walks, kv);
+	const std::string d = kv.dump();
+	ASSERT_EQ(views.size(), walks.size());
+	printf("  backend: %s\n  mmap ops: %llu\n", b->detail().c_str(),
+	       (unsigned long long)mmap_ops.load());
+	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d.substr(0, 2000);
+	EXPECT_EQ(json_int(d, "lost_events"), 0) << "the kernel dropped events";
+	unsigned with_write = 0, stalls = 0;
+	uint64_t hold_sum = 0;
+	for (size_t i = 0; i < views.size(); i++) {
+		const auto &v = views[i];
+		const uint64_t span = walks[i].end_ns - walks[i].start_ns;
+		if (v.has_lock && v.lock_mode == "write" && v.lock_hold_ns > 0) {
+			with_write++;
+			// kernel and user timestamps share CLOCK_MONOTONIC: the
+			// hold lies within the syscall
+			EXPECT_LE(v.lock_hold_ns + v.lock_wait_ns, span) << "walk " << i;
+			EXPECT_EQ(v.lock_acquisitions, 1u) << "walk " << i;
+		}
+		stalls += v.stalls;
+		hold_sum += v.lock_hold_ns;
+	}
+	printf("  walks with a write hold: %u/%zu, mean hold %.3f ms, stalls %u\n", with_write,
+	       views.size(), with_write ? double(hold_sum) / with_write / 1e6 : 0.0, stalls);
+	EXPECT_EQ(with_write, views.size());
+	EXPECT_GE(stalls, 1u);
+	EXPECT_GE(json_int(d, "attributed"), 1) << d.substr(0, 2000);
+#undef SKIP_OR_FAIL
+}
+
+// Live: a one-page ring and a consumer that stalls the reader: the kernel
+// must drop events, and the drop must be counted.
+TEST(TracepointLive, CountsLostEvents)
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	const bool require = req && std::string(req) == "1";
+	if (geteuid() != 0) {
+		if (require)
+			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
+		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
+	}
+	MmapLockTrace t;
+	MmapLockTrace::Options o;
+	o.ring_bytes_per_cpu = 4096;
+	o.filter = "common_pid == " + std::to_string(getpid());
+	std::atomic<uint64_t> seen{0};
+	std::string err;
+	bool slept = false;
+	if (!t.start(o,
+		     [&](const LockEvent &) {
+			     if (!slept) {
+				     slept = true;
+				     usleep(300000);
+			     }
+			     seen++;
+		     },
+		     &err)) {
+		if (require)
+			FAIL() << err;
+		GTEST_SKIP() << err;
+	}
+	const uint64_t end = now_ns() + 600'000'000;
+	while (now_ns() < end) {
+		void *q = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q != MAP_FAILED)
+			munmap(q, 4096);
+	}
+	t.stop();
+	printf("  events %llu, lost %llu, filter %s\n", (unsigned long long)t.events(),
+	       (unsigned long long)t.lost(), t.filter_applied() ? "applied" : t.filter_error().c_str());
+	EXPECT_TRUE(t.filter_applied()) << t.filter_error();
+	EXPECT_GT(t.events(), 0u);
+	EXPECT_GT(t.lost(), 0u);
+	EXPECT_EQ(seen.load(), t.events());
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+// ptwalk: measure what userspace-triggered page-table walks cost and how
+// long they stall the walked process.
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ptwalk/monitor.hpp"
+#include "ptwalk/result.hpp"
+#include "ptwalk/run.hpp"
+#include "ptwalk/units.hpp"
+
+using namespace ptwalk;
+
+namespace {
+
+const char kUsage[] =
+	"usage: ptwalk <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  run       one scenario: a workload is mapped and served, a scanner walks\n"
+	"            it, walk cost and victim stalls are measured\n"
+	"  monitor   watch every mmap_lock-holding walk on this host for a while\n"
+	"  version   print the version\n"
+	"\n"
+	"ptwalk run options:\n"
+	"  --size SIZE          mapping size, binary suffixes K M G T (default 1G)\n"
+	"  --backing KIND       anon|thp|shmem|file|hugetlb (default anon)\n"
+	"  --dir DIR            directory of the sparse file for --backing file\n"
+	"                       (default $TMPDIR or /tmp)\n"
+	"  --victims LIST       comma list of read,write,fault,mmap (default read,mmap)\n"
+	"                       'none' for no victim\n"
+	"  --scanner PROFILE    clear_refs|clear_refs_anon|clear_refs_file|softdirty|\n"
+	"                       smaps|smaps_rollup|maps|numa_maps|pagemap|pagemap_scan|\n"
+	"                       cadvisor|wss (default clear_refs)\n"
+	"  --interval T         time between scans: 250ms, 1s, ... (default 1s)\n"
+	"  --duration T         how long the scanner runs (default 10s)\n"
+	"  --op-interval T      victims' pace, one operation per T; 0 = flat out\n"
+	"                       (default 20us)\n"
+	"  --populate-threads N threads that populate the mapping (default: CPUs)\n"
+	"  --backend B          auto|module|tracepoint|syscall (default auto)\n"
+	"  --out FILE.json      write the result (schema ptwalk.result/1) atomically\n"
+	"  --force              skip the memory and disk space guards\n"
+	"  --quiet              no table on stdout\n"
+	"\n"
+	"ptwalk monitor options:\n"
+	"  --duration T         how long to watch (default 10s)\n"
+	"  --min-hold T         report holds at least this long (default 1ms)\n"
+	"  --out FILE.json      write what was seen (schema ptwalk.monitor/1)\n"
+	"\n"
+	"exit status: 0 done, 1 failed, 2 bad usage, 4 skipped (unsupported here),\n"
+	"128+N interrupted by signal N (a partial result is still written)\n";
+
+[[noreturn]] void usage_error(const std::string &cmd, const std::string &msg)
+{
+	fprintf(stderr, "ptwalk %s: %s (see 'ptwalk help')\n", cmd.c_str(), msg.c_str());
+	exit(2);
+}
+
+// Splits "--key=value" / "--key value"; flags take no value.
+struct Args {
+	std::string cmd;
+	std::vector<std::string> argv;
+	size_t i = 0;
+
+	bool next(std::string *key, std::string *value,
+		  const std::vector<std::string> &flags)
+	{
+		if (i >= argv.size())
+			return false;
+		std::string a = argv[i++];
+		if (a.rfind("--", 0) != 0)
+			usage_error(cmd, "unexpected argument '" + a + "'");
+		size_t eq = a.find('=');
+		if (eq != std::string::npos) {
+			*key = a.substr(0, eq);
+			*value = a.substr(eq + 1);
+			return true;
+		}
+		*key = a;
+		for (auto &f : flags)
+			if (f == a) {
+				value->clear();
+				return true;
+			}
+		if (i >= argv.size() || argv[i].rfind("--", 0) == 0)
+			usage_error(cmd, a + " needs a value");
+		*value = argv[i++];
+		return true;
+	}
+};
+
+uint64_t size_arg(const std::string &cmd, const std::string &k, const std::string &v)
+{
+	std::string err;
+	auto s = parse_size(v, &err);
+	if (!s)
+		usage_error(cmd, k + " '" + v + "': " + err);
+	return *s;
+}
+
+uint64_t duration_arg(const std::string &cmd, const std::string &k, const std::string &v)
+{
+	std::string err;
+	auto d = parse_duration_ns(v, &err);
+	if (!d)
+		usage_error(cmd, k + " '" + v + "': " + err);
+	return *d;
+}
+
+int cmd_run(Args &a)
+{
+	RunOptions o;
+	o.sc.size = 1ull << 30;
+	o.sc.victims = {Victim::read, Victim::mmap};
+	o.sc.interval_ns = 1000000000ull;
+	o.sc.duration_ns = 10000000000ull;
+	std::string k, v;
+	while (a.next(&k, &v, {"--force", "--quiet"})) {
+		if (k == "--size")
+			o.sc.size = size_arg(a.cmd, k, v);
+		else if (k == "--backing") {
+			auto b = parse_backing(v);
+			if (!b)
+				usage_error(a.cmd, "unknown --backing '" + v + "' (use " +
+							   all_backings() + ")");
+			o.sc.backing = *b;
+		} else if (k == "--dir")
+			o.sc.dir = v;
+		else if (k == "--victims") {
+			o.sc.victims.clear();
+			if (v == "none")
+				continue;
+			size_t pos = 0;
+			while (pos <= v.size()) {
+				size_t c = v.find(',', pos);
+				std::string one = v.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+				auto vk = parse_victim(one);
+				if (!vk)
+					usage_error(a.cmd, "unknown victim '" + one + "' (use " +
+								   all_victims() + ")");
+				for (auto x : o.sc.victims)
+					if (x == *vk)
+						usage_error(a.cmd, "victim '" + one + "' given twice");
+				o.sc.victims.push_back(*vk);
+				if (c == std::string::npos)
+					break;
+				pos = c + 1;
+			}
+		} else if (k == "--scanner") {
+			auto p = parse_profile(v);
+			if (!p)
+				usage_error(a.cmd, "unknown --scanner '" + v + "' (use " +
+							   all_profiles() + ")");
+			o.sc.profile = *p;
+		} else if (k == "--interval")
+			o.sc.interval_ns = duration_arg(a.cmd, k, v);
+		else if (k == "--duration")
+			o.sc.duration_ns = duration_arg(a.cmd, k, v);
+		else if (k == "--op-interval")
+			o.sc.op_interval_ns = duration_arg(a.cmd, k, v);
+		else if (k == "--populate-threads") {
+			char *end = nullptr;
+			long n = strtol(v.c_str(), &end, 10);
+			if (v.empty() || *end || n < 1 || n > 1024)
+				usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
+			o.sc.populate_threads = unsigned(n);
+		} else if (k == "--backend")
+			o.backend = v;
+		else if (k == "--out")
+			o.out_path = v;
+		else if (k == "--force")
+			o.force = true;
+		else if (k == "--quiet")
+			o.quiet = true;
+		else
+			usage_error(a.cmd, "unknown option " + k);
+	}
+	o.argv = a.argv;
+	o.argv.insert(o.argv.begin(), {"ptwalk", "run"});
+	return run_command(std::move(o));
+}
+
+int cmd_monitor(Args &a)
+{
+	MonitorOptions o;
+	std::string k, v;
+	while (a.next(&k, &v, {"--quiet"})) {
+		if (k == "--duration")
+			o.duration_ns = duration_arg(a.cmd, k, v);
+		else if (k == "--min-hold")
+			o.min_hold_ns = duration_arg(a.cmd, k, v);
+		else if (k == "--out")
+			o.out_path = v;
+		else if (k == "--quiet")
+			o.quiet = true;
+		else
+			usage_error(a.cmd, "unknown option " + k);
+	}
+	if (o.duration_ns == 0)
+		usage_error(a.cmd, "--duration must be greater than 0");
+	return run_monitor(o);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(kUsage, stderr);
+		return 2;
+	}
+	Args a;
+	a.cmd = argv[1];
+	for (int i = 2; i < argc; i++)
+		a.argv.push_back(argv[i]);
+	if (a.cmd == "run")
+		return cmd_run(a);
+	if (a.cmd == "monitor")
+		return cmd_monitor(a);
+	if (a.cmd == "version" || a.cmd == "--version") {
+		printf("ptwalk %s\n", kVersion);
+		return 0;
+	}
+	if (a.cmd == "help" || a.cmd == "--help" || a.cmd == "-h") {
+		fputs(kUsage, stdout);
+		return 0;
+	}
+	fprintf(stderr, "ptwalk: unknown command '%s' (see 'ptwalk help')\n", a.cmd.c_str());
+	return 2;
+}
