@@ -13,9 +13,21 @@ REPO = Path(__file__).resolve().parents[2]
 PTWALK = REPO / "build" / "ptwalk"
 
 
+# Every ptwalk a test starts carries this in its environment, and so do its
+# children: leftovers are found by it, whatever else runs on the machine.
+TAG = f"PTWALK_TEST_TAG={os.getpid()}-{time.monotonic_ns()}"
+
+
+def tagged_env() -> dict[str, str]:
+    env = dict(os.environ)
+    k, v = TAG.split("=", 1)
+    env[k] = v
+    return env
+
+
 def run_ptwalk(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PTWALK), *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=tagged_env())
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -24,17 +36,18 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def ptwalk_children() -> list[int]:
-    """PIDs of ptwalk's workload/scanner processes still alive."""
+    """PIDs of processes started by this test session's ptwalk runs."""
     pids = []
+    tag = TAG.encode()
     for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
         try:
-            comm = (d / "comm").read_text().strip()
-            state = (d / "stat").read_text().split()[2]
+            env = (d / "environ").read_bytes()
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if comm in ("ptwalk-workload", "ptwalk-scanner") and state != "Z":
+        if tag in env.split(b"\0") and state != "Z":
             pids.append(int(d.name))
     return pids
 

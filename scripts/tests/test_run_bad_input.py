@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ptwalk_cli import PTWALK, is_root, load, run_ptwalk, wait_no_children
+from ptwalk_cli import PTWALK, is_root, load, run_ptwalk, tagged_env, wait_no_children
 
 BASE = ["run", "--duration", "1s", "--interval", "100ms", "--size", "16M"]
 
@@ -83,7 +83,8 @@ def test_signal_writes_partial_result(sig: signal.Signals, tmp_path: Path) -> No
     proc = subprocess.Popen([str(PTWALK), "run", "--size", "256M", "--scanner", "clear_refs",
                              "--interval", "100ms", "--duration", "60s",
                              "--victims", "mmap", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=tagged_env())
     # let it populate and walk a few times
     deadline = time.monotonic() + 30
     time.sleep(2.5)
