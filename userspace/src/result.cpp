@@ -79,7 +79,7 @@ void summarize_walks(Json &result)
 		});
 	Json sum = Json::object();
 	for (auto &k : order) {
-		std::vector<double> dur, nspte, hold, stall;
+		std::vector<double> dur, nspte, corr, hold, stall;
 		double ptes = 0;
 		unsigned errors = 0;
 		for (const Json *w : by_kind[k]) {
@@ -90,6 +90,8 @@ void summarize_walks(Json &result)
 			dur.push_back(num(*w, "duration_ns").value_or(0));
 			if (auto v = num(*w, "ns_per_pte"))
 				nspte.push_back(*v);
+			if (auto v = num(*w, "ns_per_pte_corrected"))
+				corr.push_back(*v);
 			if (auto v = num(*w, "lock_hold_ns"))
 				hold.push_back(*v);
 			if (auto v = num(*w, "max_stall_ns"))
@@ -111,6 +113,8 @@ void summarize_walks(Json &result)
 			s["ns_per_pte_p50"] = quantile(nspte, 0.5);
 			s["ns_per_pte_min"] = quantile(nspte, 0.0);
 		}
+		if (!corr.empty())
+			s["ns_per_pte_corrected_p50"] = quantile(corr, 0.5);
 		if (!hold.empty()) {
 			s["lock_hold_p50_ns"] = uint64_t(quantile(hold, 0.5));
 			s["lock_hold_max_ns"] = uint64_t(quantile(hold, 1.0));
@@ -149,9 +153,35 @@ void print_table(const Json &r, FILE *out)
 		fprintf(out, "         %s\n", str(r, "backend_fallback").c_str());
 	if (const Json *k = r.find("kernel"))
 		fprintf(out, "kernel: %s\n", str(*k, "release").c_str());
+	if (scen && scen->find("aliased")) {
+		fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
+			"(each page mapped %.0fx): ns/PTE is lower than with distinct pages\n",
+			format_bytes(uint64_t(num(*scen, "size_bytes").value_or(0))).c_str(),
+			format_bytes(uint64_t(num(*scen, "physical_bytes").value_or(0))).c_str(),
+			num(*scen, "alias_factor").value_or(0));
+		const Json *cal = r.find("alias_calibration");
+		if (cal && cal->find("ratio")) {
+			fprintf(out, "  calibration at %s, same run: distinct/aliased ns/PTE =",
+				format_bytes(uint64_t(num(*cal, "size_bytes").value_or(0))).c_str());
+			const Json *ra = cal->find("ratio");
+			for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file",
+					      "softdirty", "smaps", "smaps_rollup", "maps",
+					      "numa_maps", "pagemap", "pagemap_scan"})
+				if (auto v = num(*ra, k))
+					fprintf(out, " %s %.2f", k, *v);
+			fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
+				     "for distinct pages\n");
+		} else if (cal) {
+			fprintf(out, "  no calibration: %s: figures are uncorrected\n",
+				str(*cal, "skipped").c_str());
+		}
+	}
+	if (scen && scen->find("lower_bound"))
+		fprintf(out, "ZERO PAGE: %s\n", str(*scen, "lower_bound").c_str());
 
-	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s\n", "walk kind", "walks",
-		"PTEs", "dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50");
+	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s%s\n", "walk kind", "walks",
+		"PTEs", "dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
+		scen && scen->find("aliased") ? "  ns/PTE corr." : "");
 	if (const Json *ws = r.find("walk_summary")) {
 		for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file",
 				      "softdirty", "smaps", "smaps_rollup", "maps",
@@ -167,12 +197,15 @@ void print_table(const Json &r, FILE *out)
 				snprintf(nspte, sizeof(nspte), "%.1f", *v);
 			if (auto v = num(*s, "ms_per_gib_p50"))
 				snprintf(mspg, sizeof(mspg), "%.2f", *v);
-			fprintf(out, "%-16s %6llu %12s %10s %10s %8s %8s %16s\n", k,
+			char corr[32] = "";
+			if (auto v = num(*s, "ns_per_pte_corrected_p50"))
+				snprintf(corr, sizeof(corr), "  %12.1f", *v);
+			fprintf(out, "%-16s %6llu %12s %10s %10s %8s %8s %16s%s\n", k,
 				(unsigned long long)num(*s, "count").value_or(0),
 				grouped(uint64_t(num(*s, "ptes").value_or(0))).c_str(),
 				format_ns(uint64_t(num(*s, "duration_p50_ns").value_or(0))).c_str(),
 				format_ns(uint64_t(num(*s, "duration_max_ns").value_or(0))).c_str(),
-				nspte, mspg, hold.c_str());
+				nspte, mspg, hold.c_str(), corr);
 		}
 	}
 	const Json *vs = r.find("victims");

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ptwalk/backend.hpp"
+#include "ptwalk/calibrate.hpp"
 #include "ptwalk/clock.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/result.hpp"
@@ -99,11 +100,6 @@ void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
 		format_bytes(uint64_t(rate)).c_str(), eta);
 }
 
-bool is_4k_backing(Backing b)
-{
-	return b == Backing::anon || b == Backing::shmem || b == Backing::file;
-}
-
 std::unique_ptr<Backend> pick_backend(const std::string &want, std::string *note)
 {
 	if (want == "syscall")
@@ -148,17 +144,30 @@ std::string validate_run(RunOptions &o)
 			return "--size must be a multiple of the huge page size (" +
 			       format_bytes(m.hugepage_size) + ") for hugetlb";
 	} else if (!o.force) {
-		// the mapping, its page tables (8 bytes per 4 KiB page), a margin
-		const uint64_t tables = is_4k_backing(sc.backing) ? sc.size / 512 : 0;
-		const uint64_t need = sc.size + tables;
+		// the physical backing, its page tables (8 bytes per 4 KiB page
+		// mapped, aliases included), a margin
+		const uint64_t phys = physical_bytes(sc);
+		const uint64_t tables = page_table_bytes(sc);
+		const uint64_t need = phys + tables;
 		const uint64_t margin = std::max<uint64_t>(512ull << 20, m.total / 20);
 		const uint64_t avail = m.available > margin ? m.available - margin : 0;
 		if (need > avail)
-			return "--size " + format_bytes(sc.size) + " needs about " +
-			       format_bytes(need) + " (mapping + page tables) but only " +
-			       format_bytes(avail) +
-			       " is available (MemAvailable minus a " +
-			       format_bytes(margin) + " margin); use a smaller --size or --force";
+			return "--size " + format_bytes(sc.size) + " " + name(sc.backing) +
+			       " needs about " + format_bytes(need) + " (" +
+			       format_bytes(phys) + " of memory + " + format_bytes(tables) +
+			       " of page tables) but only " + format_bytes(avail) +
+			       " is available (MemAvailable minus a " + format_bytes(margin) +
+			       " margin); use a smaller --size, --backing alias, or --force";
+	}
+	if (sc.backing == Backing::alias && sc.physical < 4096)
+		return "--physical must be at least 4K";
+	if (sc.backing == Backing::alias && o.calibrate_size == UINT64_MAX)
+		o.calibrate_size = default_calibration_size(m.available);
+	if (sc.backing == Backing::alias && o.calibrate_size && !o.force) {
+		const uint64_t margin = std::max<uint64_t>(512ull << 20, m.total / 20);
+		if (o.calibrate_size + o.calibrate_size / 512 + margin > m.available)
+			return "--calibrate-size " + format_bytes(o.calibrate_size) +
+			       " does not fit in MemAvailable (" + format_bytes(m.available) + ")";
 	}
 	if (sc.backing == Backing::file) {
 		if (sc.dir.empty()) {
@@ -199,6 +208,20 @@ int run_command(RunOptions o)
 	if (std::string e = validate_run(o); !e.empty()) {
 		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
 		return 2;
+	}
+	if (o.dry_run) {
+		const uint64_t ptes = sc.backing == Backing::thp || sc.backing == Backing::hugetlb
+					      ? sc.size / (2u << 20)
+					      : sc.size / 4096;
+		MemInfo m = parse_meminfo(read_file("/proc/meminfo", nullptr).value_or(""));
+		printf("plan: %s %s: %llu leaf entries, %s of memory + %s of page tables; "
+		       "MemAvailable %s; scanner %s every %s for %s\n",
+		       format_bytes(sc.size).c_str(), name(sc.backing),
+		       (unsigned long long)ptes, format_bytes(physical_bytes(sc)).c_str(),
+		       format_bytes(page_table_bytes(sc)).c_str(),
+		       format_bytes(m.available).c_str(), name(sc.profile),
+		       format_ns(sc.interval_ns).c_str(), format_ns(sc.duration_ns).c_str());
+		return 0;
 	}
 	if (sc.backing == Backing::hugetlb) {
 		MemInfo m = parse_meminfo(read_file("/proc/meminfo", nullptr).value_or(""));
@@ -242,6 +265,19 @@ int run_command(RunOptions o)
 	result["host"] = host_info();
 
 	install_handlers();
+	if (sc.backing == Backing::alias) {
+		if (o.calibrate_size == 0) {
+			result["alias_calibration"] = Json(Json::Object{
+				{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
+		} else {
+			if (!o.quiet)
+				fprintf(stderr, "calibrating the aliasing bias at %s "
+					"(distinct vs aliased pages)...\n",
+					format_bytes(o.calibrate_size).c_str());
+			result["alias_calibration"] =
+				calibrate_alias(sc, o.calibrate_size, 5, &g_signal);
+		}
+	}
 	const uint64_t t_start = now_ns();
 	fflush(nullptr);
 	pid_t wl = fork();
@@ -414,6 +450,14 @@ int run_command(RunOptions o)
 	scen["backing"] = name(sc.backing);
 	if (sc.backing == Backing::file)
 		scen["dir"] = sc.dir;
+	if (sc.backing == Backing::alias) {
+		scen["physical_bytes"] = physical_bytes(sc);
+		scen["aliased"] = true;
+		scen["alias_factor"] = double(sc.size) / double(physical_bytes(sc));
+	}
+	if (sc.backing == Backing::zeropage)
+		scen["lower_bound"] = "every PTE maps the zero page: walks skip "
+				      "non-normal pages, so this bounds walk cost from below";
 	scen["profile"] = name(sc.profile);
 	Json vs = Json::array();
 	for (auto v : sc.victims)
@@ -446,7 +490,17 @@ int run_command(RunOptions o)
 	}
 	Json kv = Json::object();
 	auto views = backend->annotate(spans, kv);
-	const WalkSize *ws = size0 ? &*size0 : (size1 ? &*size1 : nullptr);
+	std::optional<WalkSize> wsize = size0 ? size0 : size1;
+	if (wsize && sc.backing == Backing::zeropage) {
+		// zero-page PTEs are not in Rss: count them from the PTE tables
+		wsize->ptes = wsize->pte_slots;
+		wsize->entries = wsize->pte_slots;
+		result["workload"]["ptes_source"] = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
+	}
+	const WalkSize *ws = wsize ? &*wsize : nullptr;
+	const Json *ratios = nullptr;
+	if (const Json *cal = result.find("alias_calibration"))
+		ratios = cal->find("ratio");
 	Json walks = Json::array();
 	for (uint32_t i = 0; i < nw; i++) {
 		const WalkRecord &w = sh->walks[i];
@@ -461,8 +515,13 @@ int run_command(RunOptions o)
 			j["ptes_4k"] = ws->ptes;
 			j["pmd_leaves"] = ws->pmd_entries;
 			j["pte_slots"] = ws->pte_slots;
-			if (ws->entries)
-				j["ns_per_pte"] = double(w.end_ns - w.start_ns) / double(ws->entries);
+			if (ws->entries) {
+				const double nspte = double(w.end_ns - w.start_ns) / double(ws->entries);
+				j["ns_per_pte"] = nspte;
+				const Json *r = ratios ? ratios->find(w.kind) : nullptr;
+				if (r && r->number())
+					j["ns_per_pte_corrected"] = nspte * *r->number();
+			}
 		}
 		if (w.bytes)
 			j["bytes_read"] = w.bytes;

@@ -257,7 +257,8 @@ int Scanner::run()
 	const uint64_t end = start + sc_.duration_ns;
 	uint64_t next = start;
 	const auto kinds = profile_walks(sc_.profile);
-	while (!sh_->stop.load() && now_ns() < end) {
+	while (!sh_->stop.load() && now_ns() < end &&
+	       !(sc_.max_iterations && iteration_ >= sc_.max_iterations)) {
 		if (needs_vmas) {
 			// the VMA list is read untimed, as a monitor caches it
 			std::string err;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/scenario.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -8,9 +9,10 @@ namespace ptwalk {
 
 namespace {
 
-constexpr std::array<std::pair<Backing, const char *>, 5> kBackings{{
+constexpr std::array<std::pair<Backing, const char *>, 7> kBackings{{
 	{Backing::anon, "anon"}, {Backing::thp, "thp"}, {Backing::shmem, "shmem"},
 	{Backing::file, "file"}, {Backing::hugetlb, "hugetlb"},
+	{Backing::alias, "alias"}, {Backing::zeropage, "zeropage"},
 }};
 constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
 	{Victim::read, "read"}, {Victim::write, "write"},
@@ -71,6 +73,29 @@ const char *name(Profile p) { return rlookup(kProfiles, p); }
 std::string all_backings() { return join(kBackings); }
 std::string all_victims() { return join(kVictims); }
 std::string all_profiles() { return join(kProfiles); }
+
+uint64_t physical_bytes(const Scenario &sc)
+{
+	switch (sc.backing) {
+	case Backing::alias:
+		return std::min(sc.physical, sc.size);
+	case Backing::zeropage:
+		return 0;
+	default:
+		return sc.size;
+	}
+}
+
+uint64_t page_table_bytes(const Scenario &sc)
+{
+	switch (sc.backing) {
+	case Backing::thp:
+	case Backing::hugetlb:
+		return sc.size / (512 * 512); // PMD tables only
+	default:
+		return sc.size / 512;
+	}
+}
 
 std::vector<const char *> profile_walks(Profile p)
 {

@@ -70,6 +70,49 @@ struct Region {
 	size_t page = 4096;
 };
 
+// One memfd of sc.physical bytes mapped over and over (MAP_SHARED, 4 KiB
+// pages): page tables of --size virtual bytes over little real memory.
+// Adjacent aliases all start at file offset 0, so their VMAs never merge.
+bool map_alias(const Scenario &sc, Shared *sh, Region *r)
+{
+	const size_t len = sc.size;
+	const size_t phys = (std::min<uint64_t>(sc.physical, len) + 4095) & ~size_t(4095);
+	r->fd.reset(int(memfd_create("ptwalk-alias", MFD_CLOEXEC)));
+	if (!r->fd) {
+		set_message(sh, std::string("memfd_create: ") + strerror(errno));
+		return false;
+	}
+	if (ftruncate(r->fd.get(), off_t(phys)) != 0) {
+		set_message(sh, std::string("ftruncate: ") + strerror(errno));
+		return false;
+	}
+	void *p = mmap(nullptr, len, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		set_message(sh, std::string("reserving ") + std::to_string(len) +
+					" bytes of address space: " + strerror(errno));
+		return false;
+	}
+	r->map = Mapping(p, len);
+	r->base = static_cast<uint8_t *>(p);
+	r->len = len;
+	for (size_t off = 0; off < len; off += phys) {
+		const size_t n = std::min(phys, len - off);
+		void *q = mmap(r->base + off, n, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_FIXED, r->fd.get(), 0);
+		if (q == MAP_FAILED) {
+			set_message(sh, std::string("mapping alias at offset ") +
+						std::to_string(off) + ": " + strerror(errno) +
+						(errno == ENOMEM ? " (vm.max_map_count?)" : ""));
+			return false;
+		}
+		madvise(q, n, MADV_NOHUGEPAGE);
+	}
+	// read faults: shmem fault-around maps many PTEs per fault
+	r->populate_write = false;
+	return true;
+}
+
 // Maps the region for the backing; on failure sets the message and returns
 // false (state kSkipped for a hugetlb shortage, kFailed otherwise).
 bool map_region(const Scenario &sc, Shared *sh, Region *r)
@@ -98,6 +141,12 @@ bool map_region(const Scenario &sc, Shared *sh, Region *r)
 		}
 		flags |= MAP_SHARED;
 		break;
+	case Backing::zeropage:
+		flags |= MAP_PRIVATE | MAP_ANONYMOUS;
+		r->populate_write = false; // read faults map the zero page
+		break;
+	case Backing::alias:
+		return map_alias(sc, sh, r);
 	case Backing::file: {
 		std::string path = sc.dir + "/ptwalk-file-XXXXXX";
 		std::vector<char> tmpl(path.begin(), path.end());

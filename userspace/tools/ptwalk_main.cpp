@@ -28,7 +28,14 @@ const char kUsage[] =
 	"\n"
 	"ptwalk run options:\n"
 	"  --size SIZE          mapping size, binary suffixes K M G T (default 1G)\n"
-	"  --backing KIND       anon|thp|shmem|file|hugetlb (default anon)\n"
+	"  --backing KIND       anon|thp|shmem|file|hugetlb|alias|zeropage (default anon)\n"
+	"                       alias: one memfd of --physical bytes mapped again and\n"
+	"                       again (incident-scale page tables on a small host);\n"
+	"                       zeropage: every PTE maps the zero page (lower bound)\n"
+	"  --physical SIZE      real memory behind --backing alias (default 1G)\n"
+	"  --calibrate-size SIZE  alias: measure the aliasing bias at this size with\n"
+	"                       distinct and aliased pages first (default 8G or what\n"
+	"                       fits; 0 = don't, figures stay uncorrected)\n"
 	"  --dir DIR            directory of the sparse file for --backing file\n"
 	"                       (default $TMPDIR or /tmp)\n"
 	"  --victims LIST       comma list of read,write,fault,mmap (default read,mmap)\n"
@@ -45,6 +52,8 @@ const char kUsage[] =
 	"  --out FILE.json      write the result (schema ptwalk.result/1) atomically\n"
 	"  --force              skip the memory and disk space guards\n"
 	"  --quiet              no table on stdout\n"
+	"  --dry-run            check the options and the memory guard, print the\n"
+	"                       plan, run nothing\n"
 	"\n"
 	"ptwalk monitor options:\n"
 	"  --duration T         how long to watch (default 10s)\n"
@@ -119,7 +128,7 @@ int cmd_run(Args &a)
 	o.sc.interval_ns = 1000000000ull;
 	o.sc.duration_ns = 10000000000ull;
 	std::string k, v;
-	while (a.next(&k, &v, {"--force", "--quiet"})) {
+	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run"})) {
 		if (k == "--size")
 			o.sc.size = size_arg(a.cmd, k, v);
 		else if (k == "--backing") {
@@ -130,6 +139,10 @@ int cmd_run(Args &a)
 			o.sc.backing = *b;
 		} else if (k == "--dir")
 			o.sc.dir = v;
+		else if (k == "--physical")
+			o.sc.physical = size_arg(a.cmd, k, v);
+		else if (k == "--calibrate-size")
+			o.calibrate_size = size_arg(a.cmd, k, v);
 		else if (k == "--victims") {
 			o.sc.victims.clear();
 			if (v == "none")
@@ -176,6 +189,8 @@ int cmd_run(Args &a)
 			o.force = true;
 		else if (k == "--quiet")
 			o.quiet = true;
+		else if (k == "--dry-run")
+			o.dry_run = true;
 		else
 			usage_error(a.cmd, "unknown option " + k);
 	}

@@ -3,6 +3,7 @@
 // with a backend, write the result.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct RunOptions {
 	std::string out_path;
 	bool force = false;
 	bool quiet = false; // no table on stdout
+	bool dry_run = false; // validate, print the plan, exit
+	// alias backing: size of the distinct-vs-aliased calibration;
+	// UINT64_MAX = default (8 GiB or what fits), 0 = none
+	uint64_t calibrate_size = UINT64_MAX;
 	std::vector<std::string> argv;
 };
 

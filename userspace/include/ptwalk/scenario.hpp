@@ -10,7 +10,11 @@
 
 namespace ptwalk {
 
-enum class Backing { anon, thp, shmem, file, hugetlb };
+// alias: one memfd of `physical` bytes mapped again and again to build
+// incident-scale page tables on a small host; zeropage: anonymous memory
+// read-faulted so every PTE maps the zero page (a lower bound: walks skip
+// non-normal pages).
+enum class Backing { anon, thp, shmem, file, hugetlb, alias, zeropage };
 enum class Victim { read, write, fault, mmap };
 enum class Profile {
 	clear_refs, clear_refs_anon, clear_refs_file, softdirty, smaps,
@@ -41,6 +45,13 @@ struct Scenario {
 	uint64_t duration_ns = 0;
 	uint64_t op_interval_ns = 20000; // victims' pacing
 	unsigned populate_threads = 0;   // 0: one per CPU
+	uint64_t physical = 1ull << 30;  // Backing::alias: bytes of real memory
+	uint64_t max_iterations = 0;     // scanner intervals; 0: until duration
 };
+
+// Bytes of physical memory a scenario's mapping uses (page cache included).
+uint64_t physical_bytes(const Scenario &sc);
+// Bytes of PTE tables it builds (8 bytes per 4 KiB page).
+uint64_t page_table_bytes(const Scenario &sc);
 
 } // namespace ptwalk

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/calibrate.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/scanner.hpp"
+#include "ptwalk/shared.hpp"
+#include "ptwalk/workload.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+void reap_now(pid_t pid)
+{
+	int st;
+	if (pid > 0 && waitpid(pid, &st, WNOHANG) == 0) {
+		for (int i = 0; i < 500 && waitpid(pid, &st, WNOHANG) == 0; i++)
+			usleep(10000);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+}
+
+template <typename F> pid_t fork_child(F f)
+{
+	fflush(nullptr);
+	pid_t p = fork();
+	if (p == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGINT, SIG_IGN);
+		_exit(f());
+	}
+	return p;
+}
+
+// One mapping, `reps` scanner intervals; per kind the median ns/PTE.
+// Empty map + *why on failure.
+std::map<std::string, double> measure(const Scenario &c, const volatile sig_atomic_t *stop,
+				      std::string *why)
+{
+	std::map<std::string, double> out;
+	Shared *sh = create_shared();
+	if (!sh) {
+		*why = std::string("shared memory: ") + strerror(errno);
+		return out;
+	}
+	std::unique_ptr<Shared, void (*)(Shared *)> guard(sh, destroy_shared);
+	pid_t wl = fork_child([&] { return workload_main(c, sh); });
+	if (wl < 0) {
+		*why = std::string("fork: ") + strerror(errno);
+		return out;
+	}
+	int st;
+	while (sh->workload_state.load() < kReady && !*stop) {
+		if (waitpid(wl, &st, WNOHANG) == wl) {
+			*why = std::string("workload: ") + sh->message;
+			return out;
+		}
+		usleep(20000);
+	}
+	std::string err;
+	auto size = *stop ? std::nullopt : measure_walk_size(wl, &err);
+	pid_t sc = -1;
+	if (size && !*stop) {
+		sh->victims_go = 1;
+		sc = fork_child([&] { return scanner_main(c, wl, sh); });
+		sh->scanner_go = 1;
+		while (sc > 0 && !*stop && waitpid(sc, &st, WNOHANG) == 0)
+			usleep(20000);
+		if (*stop && sc > 0)
+			kill(sc, SIGTERM);
+	}
+	sh->stop = 1;
+	sh->exit_now = 1;
+	if (sc > 0)
+		reap_now(sc);
+	reap_now(wl);
+	if (*stop) {
+		*why = "interrupted";
+		return out;
+	}
+	if (!size) {
+		*why = err;
+		return out;
+	}
+	std::map<std::string, std::vector<double>> per;
+	for (uint32_t i = 0; i < std::min(sh->nwalks.load(), kMaxWalks); i++) {
+		const WalkRecord &w = sh->walks[i];
+		if (!w.error && size->entries)
+			per[w.kind].push_back(double(w.end_ns - w.start_ns) / double(size->entries));
+	}
+	for (auto &[k, v] : per) {
+		std::sort(v.begin(), v.end());
+		out[k] = v[v.size() / 2];
+	}
+	if (out.empty())
+		*why = sh->scanner_message[0] ? sh->scanner_message : "no walk completed";
+	return out;
+}
+
+} // namespace
+
+uint64_t default_calibration_size(uint64_t avail)
+{
+	const uint64_t fit = avail / 2;
+	return std::max<uint64_t>(256ull << 20, std::min<uint64_t>(8ull << 30, fit)) &
+	       ~uint64_t((2u << 20) - 1);
+}
+
+Json calibrate_alias(const Scenario &sc, uint64_t size, int reps,
+		     const volatile sig_atomic_t *stop)
+{
+	Json j = Json::object();
+	Scenario c = sc;
+	c.size = size;
+	c.victims.clear();
+	c.interval_ns = 1000000;
+	c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
+	c.max_iterations = uint64_t(reps);
+	c.populate_threads = sc.populate_threads;
+
+	std::string why;
+	c.backing = Backing::anon;
+	auto distinct = measure(c, stop, &why);
+	if (distinct.empty()) {
+		j["skipped"] = "distinct-page calibration: " + why;
+		return j;
+	}
+	c.backing = Backing::alias;
+	c.physical = std::max<uint64_t>(size / 8, 4096);
+	auto aliased = measure(c, stop, &why);
+	if (aliased.empty()) {
+		j["skipped"] = "aliased calibration: " + why;
+		return j;
+	}
+	j["size_bytes"] = size;
+	j["reps"] = reps;
+	j["aliased_physical_bytes"] = c.physical;
+	Json d = Json::object(), a = Json::object(), r = Json::object();
+	for (auto &[k, v] : distinct) {
+		d[k] = v;
+		if (aliased.count(k) && aliased[k] > 0) {
+			a[k] = aliased[k];
+			r[k] = v / aliased[k];
+		}
+	}
+	j["distinct_ns_per_pte"] = std::move(d);
+	j["aliased_ns_per_pte"] = std::move(a);
+	j["ratio"] = std::move(r);
+	return j;
+}
+
+} // namespace ptwalk
