@@ -52,7 +52,8 @@ test-selftests:
 test-py:
 	$(PYTHON) -m pytest -q -rs scripts/tests
 
-qualify: deps
+qualify:
+	scripts/deps.sh build python
 	$(MAKE) build
 	scripts/qualify.sh
 

@@ -54,7 +54,7 @@ def test_budget_fail_with_figures() -> None:
     bs = [{"id": "ns", "check": "walk_ns_per_entry", "stat": "p50",
            "max": {"*": 1000, "smaps_rollup/anon": 10}},
           {"id": "mmap", "check": "victim_during_quantile", "victim": "mmap",
-           "quantile": "p99.9", "max_ns": 1_000_000},
+           "quantile": "p99", "max_ns": 1_000_000},
           {"id": "v", "check": "victim_during_vs_walk", "victims": ["mmap"], "quantile": "max",
            "factor": 0.0, "slack_ns": 0}]
     vs = bud.evaluate(bs, res.load([DATA / "a"]))
@@ -69,13 +69,13 @@ def test_budget_fail_with_figures() -> None:
 
 def test_budget_cli_summary_and_exit(tmp_path: Path) -> None:
     b = _budgets(tmp_path, [{"id": "mmap", "check": "victim_during_quantile", "victim": "mmap",
-                             "quantile": "p99.9", "max_ns": 1_000_000}])
+                             "quantile": "p99", "max_ns": 1_000_000}])
     env = dict(os.environ, PYTHONPATH=str(HERE.parent))
     p = subprocess.run([sys.executable, "-m", "ptwalk_report.budgets", "--budgets", str(b),
                         "--summary", str(tmp_path / "s.json"), "--meta", "mode=quick",
                         str(DATA / "a")], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "FAIL  clear_refs/anon/128M/fault,mmap,read  mmap: mmap p99.9 during" in p.stdout
+    assert "FAIL  clear_refs/anon/128M/fault,mmap,read  mmap: mmap p99 during" in p.stdout
     assert "backend: tracepoint" in p.stdout
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["verdict"] == "FAIL" and s["backends"] == ["tracepoint"] and s["mode"] == "quick"
@@ -167,3 +167,25 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
     assert "test_scenario[pagemap_scan-shmem-128M-r3]" in p.stdout
     assert sum("test_budget[" in x for x in ids) == 5
     assert not (tmp_path / "q").exists()        # collecting runs nothing
+
+
+def test_busy_periods_chain_back_to_back_walks() -> None:
+    ms = 1_000_000
+    walks = [{"start_ns": 0, "duration_ns": 10 * ms},          # alone
+             {"start_ns": 100 * ms, "duration_ns": 30 * ms},   # overruns into the next
+             {"start_ns": 130 * ms, "duration_ns": 20 * ms},
+             {"start_ns": 150 * ms + ms // 2, "duration_ns": 5 * ms},  # 0.5 ms gap: chained
+             {"start_ns": 300 * ms, "duration_ns": 1 * ms}]
+    assert bud.busy_periods(walks, 1 * ms) == [10 * ms, 55.5 * ms, 55.5 * ms, 55.5 * ms, 1 * ms]
+    assert bud.busy_periods(walks, 0)[3] == 5 * ms
+
+
+def test_quantile_of_too_few_ops_is_skip_and_per_gib_limit() -> None:
+    rs = res.load([DATA / "a"])
+    b = [{"id": "q", "check": "victim_during_quantile", "victim": "mmap", "quantile": "p99.9",
+          "max_ns_per_gib": 10_000_000, "slack_ns": 0}]
+    vs = bud.evaluate(b, rs)       # 644 mmap ops during clear_refs walks: p99.9 is the max
+    assert all(v.verdict == bud.SKIP for v in vs) and "needs >= 1000 ops" in vs[0].limit
+    b[0]["quantile"] = "p99"
+    v = bud.evaluate(b, rs)[0]
+    assert v.limit == "<= 10ms/GiB x 0.125 GiB + 0ns = 1.25ms" and v.verdict == bud.FAIL

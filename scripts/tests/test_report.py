@@ -117,3 +117,17 @@ def test_report_bad_input() -> None:
     p = subprocess.run([sys.executable, str(TOOL), "/nonexistent"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
+
+
+def test_upstream_long_argv_stays_exact_and_narrow(tmp_path: Path) -> None:
+    doc = synthetic.read(SWEEP[0])
+    doc["argv"] = ["ptwalk", "run", "--size", "2048M", "--dir", "/very/" + "long" * 30 + "/dir",
+                   "--out", "/results/vm/6.18/20261121T095308Z/runs/clear_refs-anon-2048M.json"]
+    out = render_upstream(res.load([synthetic.write(doc, tmp_path / "r.json")])[0])
+    assert max(len(x) for x in out.splitlines()) <= 72
+    block = out.split("Reproducer (as root, from a ptwalk build):\n")[1].split("\n\n")[0]
+    # what a shell reads: backslash-newline removed, leading "  #" comment marker dropped
+    shell = block.replace("\\\n", "").replace("  # ", "", 1)
+    assert shell.split() == ["ptwalk", "run", "--size", "2048M", "--dir",
+                             "/very/" + "long" * 30 + "/dir", "--out",
+                             "clear_refs-anon-2048M.json"]

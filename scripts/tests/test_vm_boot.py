@@ -40,12 +40,13 @@ def cxx_hello(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     return d / "hello"
 
 
-def first_kernel(vm_config: config.Config) -> Kernel:
-    """The kernel for single-boot tests: PTWALK_VM_KERNEL, else the first of the matrix."""
+def pick_kernel(vm_config: config.Config, name: str) -> Kernel:
+    """Kernel for a single-boot test: the matrix kernel NAME if there (spreads
+    the boots over the matrix), else the first one (or PTWALK_VM_KERNEL)."""
     ks, missing = matrix_kernels(vm_config)
     if not ks:
         skip_or_fail("no matrix kernel installed: " + "; ".join(missing))
-    return ks[0]
+    return next((k for k in ks if k.name == name), ks[0])
 
 
 def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | None) -> None:
@@ -75,17 +76,17 @@ def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | No
 
 
 def test_timeout_is_enforced(vm_config: config.Config, run_in_vm: RunInVm) -> None:
-    k = first_kernel(vm_config)
+    k = pick_kernel(vm_config, "cloud-amd64")
     t0 = time.monotonic()
     r = run_in_vm(k, "echo sleeping; sleep 1000", accel="tcg", timeout=20)
     assert time.monotonic() - t0 < 45
     assert r.timed_out and r.exit_code() == parse.EXIT_TIMEOUT and r.returncode is None
     assert (r.problem() or "").startswith("TIMEOUT: guest did not finish within 20 s")
-    assert r.stdout == "sleeping\n"
+    assert r.stdout in ("", "sleeping\n")  # "" if a loaded host did not even boot in 20 s
 
 
 def test_panic_is_reported(vm_config: config.Config, run_in_vm: RunInVm) -> None:
-    k = first_kernel(vm_config)
+    k = pick_kernel(vm_config, "rt-amd64")
     r = run_in_vm(k, "echo c > /proc/sysrq-trigger; echo survived", accel="tcg", timeout=120)
     assert not r.timed_out and not r.complete and r.returncode is None
     assert r.exit_code() == parse.EXIT_KERNEL_PROBLEM
@@ -95,7 +96,7 @@ def test_panic_is_reported(vm_config: config.Config, run_in_vm: RunInVm) -> None
 
 def test_warn_fails_a_successful_command(vm_config: config.Config, run_in_vm: RunInVm,
                                          tmp_path: Path) -> None:
-    k = first_kernel(vm_config)
+    k = pick_kernel(vm_config, "amd64")
     if k.headers is None or shutil.which("make") is None or shutil.which("gcc") is None:
         pytest.skip(f"cannot build a test module for {k.release} (need make, gcc, headers)")
     src = tmp_path / "warnmod"
@@ -111,7 +112,7 @@ def test_warn_fails_a_successful_command(vm_config: config.Config, run_in_vm: Ru
 
 
 def test_cli_end_to_end(vm_config: config.Config, tmp_path: Path) -> None:
-    k = first_kernel(vm_config)
+    k = pick_kernel(vm_config, "cloud-amd64")
     reason = vm_unavailable(vm_config, k)
     if reason:
         skip_or_fail(reason)
@@ -131,7 +132,7 @@ def test_cli_end_to_end(vm_config: config.Config, tmp_path: Path) -> None:
 
 def test_cli_steps_alone(vm_config: config.Config, tmp_path: Path) -> None:
     """initramfs, then boot, then parse, each as its own invocation."""
-    k = first_kernel(vm_config)
+    k = pick_kernel(vm_config, "rt-amd64")
     reason = vm_unavailable(vm_config, k)
     if reason:
         skip_or_fail(reason)

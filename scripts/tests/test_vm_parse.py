@@ -258,14 +258,18 @@ qemu = "qemu-system-x86_64"
 name = "amd64"
 image = "{boot}/vmlinuz-6.1.*"
 release_match = '6\\.1\\.\\d+-\\d+-amd64'
+ko = "{tmp_path}/ko/{{release}}/ptwalk.ko"
 [[matrix.m.kernel]]
 name = "rt"
 image = "{boot}/vmlinuz-6.1.*"
 release_match = '.*-rt-amd64'
 """)
+    (tmp_path / "ko/6.1.0-12-amd64").mkdir(parents=True)
+    (tmp_path / "ko/6.1.0-12-amd64/ptwalk.ko").write_bytes(b"vermagic=6.1.0-12-amd64 SMP\0")
     cfg = config.load(toml)
     ks, missing = cfg.matrix()
     assert [(k.name, k.release) for k in ks] == [("amd64", "6.1.0-12-amd64")]  # newest, not cloud
+    assert ks[0].ko == tmp_path / "ko/6.1.0-12-amd64/ptwalk.ko"
     assert len(missing) == 1 and missing[0].startswith("rt:")
 
 

@@ -19,6 +19,7 @@
 #include "ptwalk/backend.hpp"
 #include "ptwalk/calibrate.hpp"
 #include "ptwalk/clock.hpp"
+#include "ptwalk/module_view.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/scanner.hpp"
@@ -104,6 +105,8 @@ std::unique_ptr<Backend> pick_backend(const std::string &want, std::string *note
 {
 	if (want == "syscall")
 		return make_syscall_backend();
+	if (want == "module" || (want == "auto" && module_loaded()))
+		return make_module_backend();
 	if (want == "tracepoint" || want == "auto")
 		return make_tracepoint_backend();
 	*note = "unknown backend";
@@ -128,9 +131,9 @@ std::string validate_run(RunOptions &o)
 	    o.backend != "tracepoint" && o.backend != "syscall")
 		return "unknown --backend '" + o.backend +
 		       "' (use auto, module, tracepoint or syscall)";
-	if (o.backend == "module" && access("/sys/kernel/debug/ptwalk", F_OK) != 0)
+	if (o.backend == "module" && !module_loaded())
 		return "--backend module: ptwalk.ko is not loaded "
-		       "(/sys/kernel/debug/ptwalk missing; build with 'make module' and insmod it)";
+		       "(/sys/module/ptwalk missing; build with 'make module' and insmod it)";
 
 	std::string err;
 	auto mi = read_file("/proc/meminfo", &err);
@@ -369,9 +372,20 @@ int run_command(RunOptions o)
 	std::string fallback;
 	if (!g_signal && !backend->start(wl, threads, sc_pid)) {
 		if (o.backend == "auto") {
+			// module -> tracepoint -> syscall, saying why at each step
 			fallback = backend->name() + " unavailable: " + backend->detail();
-			backend = make_syscall_backend();
-			backend->start(wl, threads, sc_pid);
+			bool ok = false;
+			if (backend->name() == "module") {
+				backend = make_tracepoint_backend();
+				ok = backend->start(wl, threads, sc_pid);
+				if (!ok)
+					fallback += "; " + backend->name() +
+						    " unavailable: " + backend->detail();
+			}
+			if (!ok) {
+				backend = make_syscall_backend();
+				backend->start(wl, threads, sc_pid);
+			}
 		} else {
 			fprintf(stderr, "ptwalk run: --backend %s: %s\n", o.backend.c_str(),
 				backend->detail().c_str());

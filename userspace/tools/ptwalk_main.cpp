@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 // ptwalk: measure what userspace-triggered page-table walks cost and how
 // long they stall the walked process.
+#include <cerrno>
 #include <cstdio>
+#include <unistd.h>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -24,6 +26,10 @@ const char kUsage[] =
 	"  run       one scenario: a workload is mapped and served, a scanner walks\n"
 	"            it, walk cost and victim stalls are measured\n"
 	"  monitor   watch every mmap_lock-holding walk on this host for a while\n"
+	"  compare   A B: compare two result sets with significance\n"
+	"            (scripts/ptwalk-compare; 'ptwalk compare --help')\n"
+	"  report    RESULTS: Markdown report with plots, or --upstream RESULT for\n"
+	"            a mailing-list report (scripts/ptwalk-report)\n"
 	"  version   print the version\n"
 	"\n"
 	"ptwalk run options:\n"
@@ -220,6 +226,32 @@ int cmd_monitor(Args &a)
 	return run_monitor(o);
 }
 
+// The Python tools live in scripts/ beside build/: exec them with argv.
+int exec_script(const char *script, char **argv, int first)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "ptwalk: /proc/self/exe: %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	std::string dir(self);
+	dir = dir.substr(0, dir.rfind('/')); // build/
+	std::string path = dir + "/../scripts/" + script;
+	if (access(path.c_str(), X_OK) != 0) {
+		fprintf(stderr, "ptwalk: %s: %s\n", path.c_str(), strerror(errno));
+		return 1;
+	}
+	std::vector<char *> args{const_cast<char *>(path.c_str())};
+	for (int i = first; argv[i]; i++)
+		args.push_back(argv[i]);
+	args.push_back(nullptr);
+	execv(path.c_str(), args.data());
+	fprintf(stderr, "ptwalk: exec %s: %s\n", path.c_str(), strerror(errno));
+	return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -236,6 +268,10 @@ int main(int argc, char **argv)
 		return cmd_run(a);
 	if (a.cmd == "monitor")
 		return cmd_monitor(a);
+	if (a.cmd == "compare")
+		return exec_script("ptwalk-compare", argv, 2);
+	if (a.cmd == "report")
+		return exec_script("ptwalk-report", argv, 2);
 	if (a.cmd == "version" || a.cmd == "--version") {
 		printf("ptwalk %s\n", kVersion);
 		return 0;

@@ -1,0 +1,265 @@
+"""Budgets are data (results/budgets/*.json); this applies them to a set of
+results, one verdict (PASS / FAIL / SKIP, with the figures) per budget and
+scenario. `python3 -m ptwalk_report.budgets` prints them, writes a summary
+JSON and exits 0 when nothing FAILs, 1 otherwise, 2 on bad input."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from . import hist, stats
+from . import results as res
+from .compare import fmt_ns
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999, "max": 1.0}
+Q_KEYS = {"p50": "p50_ns", "p90": "p90_ns", "p99": "p99_ns", "p99.9": "p999_ns",
+          "p99.99": "p9999_ns", "max": "max_ns"}
+
+
+@dataclass
+class Verdict:
+    budget: str
+    scenario: str
+    verdict: str
+    figure: str
+    limit: str
+    detail: str = ""
+
+
+def load_budgets(path: Path) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise res.InputError(f"{path}: {e}") from None
+    if doc.get("schema") != "ptwalk.budgets/1" or not isinstance(doc.get("budgets"), list):
+        raise res.InputError(f"{path}: not a ptwalk.budgets/1 document")
+    for b in doc["budgets"]:
+        if b.get("check") not in CHECKS:
+            raise res.InputError(f"{path}: budget {b.get('id')!r}: unknown check {b.get('check')!r}")
+    return doc["budgets"]
+
+
+def _complete(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    bad = [f"{r.path.name}: {r.doc.get('error') or r.doc.get('interrupted') or 'incomplete'}"
+           for r in runs if not r.usable]
+    errs = sum(1 for r in runs for w in r.doc.get("walks", []) if "error" in w)
+    ok = not bad and errs == 0
+    return [Verdict(b["id"], key, PASS if ok else FAIL,
+                    f"{len(runs) - len(bad)}/{len(runs)} runs complete, {errs} walk errors",
+                    "all complete, 0 walk errors", "; ".join(bad))]
+
+
+def _limit(table: dict[str, float], kind: str, backing: str) -> float | None:
+    """Most specific limit: "kind/backing", then "kind", then "*/backing", then "*"."""
+    for k in (f"{kind}/{backing}", kind, f"*/{backing}", "*"):
+        if k in table:
+            return table[k]
+    return None
+
+
+def _walk_ns(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    out = []
+    by_kind: dict[str, list[float]] = {}
+    for r in runs:
+        for w in res.good_walks(r):
+            by_kind.setdefault(w["kind"], []).append(w["duration_ns"] / w["ptes"])
+    q = QUANTILES[b.get("stat", "p50")]
+    backing = runs[0].doc["scenario"].get("backing", "?")
+    for kind, xs in sorted(by_kind.items()):
+        limit = _limit(b["max"], kind, backing)
+        if limit is None:
+            continue
+        v = stats.quantile(xs, q)
+        out.append(Verdict(f"{b['id']}[{kind}]", key, PASS if v <= limit else FAIL,
+                           f"{b.get('stat', 'p50')} {v:.1f} ns/entry over {len(xs)} walks",
+                           f"<= {limit} ns/entry"))
+    return out
+
+
+def busy_periods(walks: list[dict], gap_ns: float) -> list[float]:
+    """For each walk, the length of the busy period it belongs to: walks
+    that follow each other within gap_ns (cadvisor's smaps then clear_refs,
+    or a walk that overran its interval into the next) form one period, and
+    a waiter queued behind one of them can wait for all of them."""
+    order = sorted(range(len(walks)), key=lambda i: walks[i]["start_ns"])
+    out = [0.0] * len(walks)
+    group: list[int] = []
+    end = -1.0
+    for i in order + [-1]:
+        if i == -1 or (group and walks[i]["start_ns"] - end > gap_ns):
+            if group:
+                length = end - walks[group[0]]["start_ns"]
+                for j in group:
+                    out[j] = float(length)
+            group = []
+            if i == -1:
+                break
+        group.append(i)
+        end = max(end, walks[i]["start_ns"] + walks[i]["duration_ns"])
+    return out
+
+
+def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    worst: tuple[float, dict, float, res.Result] | None = None
+    n = 0
+    for r in runs:
+        walks = res.good_walks(r)
+        periods = busy_periods(walks, b.get("gap_ns", 1_000_000))
+        for w, period in zip(walks, periods):
+            if "max_stall_ns" not in w:
+                continue
+            n += 1
+            excess = w["max_stall_ns"] - (b["factor"] * period + b["slack_ns"])
+            if worst is None or excess > worst[0]:
+                worst = (excess, w, period, r)
+    if worst is None:
+        backends = sorted({r.backend for r in runs})
+        return [Verdict(b["id"], key, SKIP, "no attributed stalls",
+                        f"<= {b['factor']}x walk + {fmt_ns(b['slack_ns'])}",
+                        f"backend {', '.join(backends)} does not attribute stalls")]
+    excess, w, period, r = worst
+    return [Verdict(b["id"], key, PASS if excess <= 0 else FAIL,
+                    f"worst stall {fmt_ns(w['max_stall_ns'])} behind {fmt_ns(period)} of "
+                    f"back-to-back walks ({w['kind']} {fmt_ns(w['duration_ns'])}; {n} walks)",
+                    f"<= {b['factor']}x walks + {fmt_ns(b['slack_ns'])}",
+                    f"{r.path.name} iteration {w.get('iteration')}")]
+
+
+def _too_few(n: int, q: float) -> bool:
+    """A quantile q of fewer than 1/(1-q) samples is just the maximum."""
+    return q < 1.0 and n * (1.0 - q) < 1.0 - 1e-9
+
+
+def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    """A victim's latency quantile during walks (merged histograms of all
+    runs) may be factor x the longest walk + slack, or as slow as the same
+    quantile outside walks (host noise is not the walk's doing)."""
+    out = []
+    qname = b.get("quantile", "max")
+    q = QUANTILES[qname]
+    walks = [w for r in runs for w in res.good_walks(r)]
+    if not walks:
+        return out
+    wmax = max(w["duration_ns"] for w in walks)
+    for v in b["victims"]:
+        during = res.victim_hist(runs, v, "during")
+        outside = res.victim_hist(runs, v, "outside")
+        d, o = hist.quantile(during, q), hist.quantile(outside, q) or 0
+        if d is None:
+            continue
+        if _too_few(hist.total(during), q):
+            out.append(Verdict(f"{b['id']}[{v}]", key, SKIP,
+                               f"{hist.total(during)} {v} ops during walks",
+                               f"{qname} needs >= {round(1 / (1 - q))} ops",
+                               f"{qname} of so few is the max ({fmt_ns(d)})"))
+            continue
+        allowed = max(b["factor"] * wmax + b["slack_ns"], o)
+        out.append(Verdict(f"{b['id']}[{v}]", key, PASS if d <= allowed else FAIL,
+                           f"{v} {qname} during {fmt_ns(d)} ({hist.total(during):,} ops), "
+                           f"longest walk {fmt_ns(wmax)}, {qname} outside {fmt_ns(o)}",
+                           f"<= max({b['factor']}x walk + {fmt_ns(b['slack_ns'])}, "
+                           f"{qname} outside)"))
+    return out
+
+
+def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    """Latency quantile of a victim during walks (merged histograms of all
+    runs) against max_ns, or against max_ns_per_gib x GiB mapped + slack_ns
+    (walks, and so the waits behind them, grow with the mapping)."""
+    v = b["victim"]
+    h = res.victim_hist(runs, v, "during")
+    q = QUANTILES[b["quantile"]]
+    val = hist.quantile(h, q)
+    if val is None:
+        return []
+    if _too_few(hist.total(h), q):
+        return [Verdict(b["id"], key, SKIP, f"{hist.total(h)} {v} ops during walks",
+                        f"{b['quantile']} needs >= {round(1 / (1 - q))} ops",
+                        f"{b['quantile']} of so few is the max ({fmt_ns(val)})")]
+    if "max_ns" in b:
+        limit, limit_s = float(b["max_ns"]), f"<= {fmt_ns(b['max_ns'])}"
+    else:
+        gib = runs[0].doc["scenario"].get("size_bytes", 0) / (1 << 30)
+        limit = b["max_ns_per_gib"] * gib + b.get("slack_ns", 0)
+        limit_s = (f"<= {fmt_ns(b['max_ns_per_gib'])}/GiB x {gib:.3g} GiB + "
+                   f"{fmt_ns(b.get('slack_ns', 0))} = {fmt_ns(limit)}")
+    return [Verdict(f"{b['id']}", key, PASS if val <= limit else FAIL,
+                    f"{v} {b['quantile']} during walks {fmt_ns(val)} ({hist.total(h):,} ops)",
+                    limit_s)]
+
+
+CHECKS: dict[str, Callable[[dict, str, list[res.Result]], list[Verdict]]] = {
+    "complete": _complete,
+    "walk_ns_per_entry": _walk_ns,
+    "stall_vs_walk": _stall_vs_walk,
+    "victim_during_vs_walk": _victim_vs_walk,
+    "victim_during_quantile": _victim_quantile,
+}
+
+
+def evaluate(budgets: list[dict[str, Any]], results: list[res.Result]) -> list[Verdict]:
+    out: list[Verdict] = []
+    for key, runs in res.group(results).items():
+        for b in budgets:
+            use = runs if b["check"] == "complete" else [r for r in runs if r.usable]
+            if use:
+                out += CHECKS[b["check"]](b, str(key), use)
+    return out
+
+
+def overall(vs: list[Verdict]) -> str:
+    return FAIL if any(v.verdict == FAIL for v in vs) else PASS
+
+
+def render(vs: list[Verdict]) -> str:
+    lines = []
+    for v in vs:
+        lines.append(f"{v.verdict:4}  {v.scenario}  {v.budget}: {v.figure} (budget {v.limit})"
+                     + (f" [{v.detail}]" if v.detail else ""))
+    n = {k: sum(1 for v in vs if v.verdict == k) for k in (PASS, FAIL, SKIP)}
+    lines.append(f"budgets: {overall(vs)} ({n[PASS]} pass, {n[FAIL]} fail, {n[SKIP]} skip)")
+    return "\n".join(lines) + "\n"
+
+
+def summary(vs: list[Verdict], results: list[res.Result], budgets_path: str) -> dict[str, Any]:
+    backends = sorted({r.backend for r in results})
+    details = sorted({f"{r.backend}: {r.doc.get('backend_detail', '')}" for r in results})
+    return {"schema": "ptwalk.qualify-summary/1", "verdict": overall(vs),
+            "budgets": budgets_path, "backends": backends, "backend_details": details,
+            "kernel": sorted({r.release for r in results}),
+            "results": len(results), "complete": sum(1 for r in results if r.usable),
+            "verdicts": [asdict(v) for v in vs]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ptwalk-budgets")
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("--budgets", default=str(Path(__file__).resolve().parents[2]
+                                            / "results" / "budgets" / "default.json"))
+    p.add_argument("--summary", metavar="OUT.json")
+    p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra member of the summary (repeatable)")
+    args = p.parse_args(argv)
+    try:
+        budgets = load_budgets(Path(args.budgets))
+        results = res.load(args.inputs)
+    except res.InputError as e:
+        print(f"budgets: error: {e}", file=sys.stderr)
+        return 2
+    vs = evaluate(budgets, results)
+    sys.stdout.write(render(vs))
+    print("backend: " + ", ".join(sorted({r.backend for r in results})))
+    if args.summary:
+        doc = summary(vs, results, args.budgets)
+        doc.update(kv.split("=", 1) for kv in args.meta if "=" in kv)
+        Path(args.summary).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return 1 if overall(vs) == FAIL else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The qualification matrix (scripts/qualify/matrix.json): which scenarios
+run, at which size, and where their results go:
+
+  results/<host>/<kernel-release>/<UTC timestamp>/
+      runs/<profile>-<backing>-<size>-r<N>.json   one ptwalk result per run
+      commands.txt                                the exact command lines
+      junit.xml, summary.json, report/report.md + PNGs
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MIB = 1 << 20
+GIB = 1 << 30
+REPO = Path(__file__).resolve().parents[2]
+MATRIX = REPO / "scripts" / "qualify" / "matrix.json"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    profile: str
+    backing: str
+    size_mib: int
+    victims: tuple[str, ...]
+    interval: str
+    duration_ms: int
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.profile}-{self.backing}-{self.size_mib}M-r{self.repeat}"
+
+    def argv(self, ptwalk: str, out: Path) -> list[str]:
+        return [ptwalk, "run", "--size", f"{self.size_mib}M", "--backing", self.backing,
+                "--scanner", self.profile, "--interval", self.interval,
+                "--duration", f"{self.duration_ms}ms", "--victims", ",".join(self.victims),
+                "--quiet", "--out", str(out)]
+
+
+def load_matrix(path: Path = MATRIX) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def mode_from_env(env: dict[str, str] | None = None) -> str:
+    env = dict(os.environ) if env is None else env
+    if env.get("FULL", "0") not in ("", "0"):
+        return "full"
+    if env.get("QUICK", "0") not in ("", "0"):
+        return "quick"
+    return "default"
+
+
+def mem_available() -> int:
+    with open("/proc/meminfo", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no MemAvailable in /proc/meminfo")
+
+
+def estimate_s(m: dict[str, Any], mode: str, size_mib: int, runs: int) -> float:
+    md = m["modes"][mode]
+    per_run = (m["overhead_s"] + md["duration_ms"] / 1000.0
+               + 2.0 * m["populate_s_per_gib"] * size_mib / 1024.0)
+    return runs * per_run
+
+
+def choose_size(m: dict[str, Any], mode: str, avail_bytes: int, runs: int) -> int:
+    md = m["modes"][mode]
+    cap = min(md["max_size_mib"], int(avail_bytes * m["mem_fraction"]) // MIB)
+    size = m["min_size_mib"]
+    while size * 2 <= cap:
+        size *= 2
+    budget = md.get("time_budget_s")
+    while budget and size > m["min_size_mib"] and estimate_s(m, mode, size, runs) > budget:
+        size //= 2
+    return size
+
+
+def select(m: dict[str, Any], mode: str, avail_bytes: int,
+           size_mib: int | None = None) -> list[Scenario]:
+    md = m["modes"][mode]
+    combos = [(p, b) for p in m["profiles"] for b in m["backings"]]
+    runs = len(combos) * md["repeats"]
+    size = size_mib or choose_size(m, mode, avail_bytes, runs)
+    return [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
+            for p, b in combos for r in range(1, md["repeats"] + 1)]
+
+
+def results_dir(root: Path, host: str | None = None, release: str | None = None,
+                stamp: str | None = None) -> Path:
+    host = host or socket.gethostname()
+    release = release or platform.release()
+    stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return root / host / release / stamp
+
+
+@dataclass(frozen=True)
+class QualifyConfig:
+    out: Path
+    ptwalk: str
+    mode: str
+    budgets: Path
+
+
+def qualify_config(env: dict[str, str] | None = None) -> QualifyConfig:
+    """From the environment scripts/qualify.sh sets (defaults for a direct
+    `pytest scripts/qualify`): PTWALK_QUALIFY_OUT, PTWALK_BIN, PTWALK_BUDGETS,
+    QUICK / FULL."""
+    env = dict(os.environ) if env is None else env
+    out = env.get("PTWALK_QUALIFY_OUT")
+    return QualifyConfig(
+        out=Path(out) if out else results_dir(REPO / "results"),
+        ptwalk=env.get("PTWALK_BIN", str(REPO / "build" / "ptwalk")),
+        mode=mode_from_env(env),
+        budgets=Path(env.get("PTWALK_BUDGETS", REPO / "results" / "budgets" / "default.json")))
+
+
+def run_scenario(sc: Scenario, ptwalk: str, out_dir: Path,
+                 timeout_s: float | None = None) -> tuple[int, Path, str]:
+    """Run one scenario; returns (exit status, result path, stderr tail)."""
+    runs = out_dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    out = runs / f"{sc.id}.json"
+    argv = sc.argv(ptwalk, out)
+    with open(out_dir / "commands.txt", "a", encoding="utf-8") as f:
+        f.write(shlex.join(argv) + "\n")
+    timeout = timeout_s or (sc.duration_ms / 1000.0 + 120.0 + 20.0 * sc.size_mib / 1024.0)
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, out, f"timed out after {timeout:.0f}s"
+    return p.returncode, out, "\n".join(p.stderr.strip().splitlines()[-5:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m ptwalk_report.matrix outdir ROOT` prints a new results dir;
+    `... plan` prints the scenarios the current mode would run."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["outdir"] and len(args) == 2:
+        print(results_dir(Path(args[1])))
+        return 0
+    if args[:1] == ["plan"]:
+        m, mode = load_matrix(), mode_from_env()
+        scs = select(m, mode, mem_available())
+        est = estimate_s(m, mode, scs[0].size_mib, len(scs))
+        print(f"mode {mode}: {len(scs)} runs at {scs[0].size_mib} MiB, estimate {est:.0f}s")
+        return 0
+    print("usage: python3 -m ptwalk_report.matrix outdir ROOT | plan", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Synthetic ptwalk.result/1 documents for tests (only the members the
+verdict layer reads), and transforms of recorded ones."""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from . import SCHEMA
+
+
+def _summary(lat: list[int]) -> dict[str, Any]:
+    s = sorted(lat)
+    n = len(s)
+
+    def q(p: float) -> int:
+        return s[max(1, -(-int(p * n * 1000) // 1000)) - 1]
+    buckets: dict[int, int] = {}
+    for x in s:
+        buckets[x] = buckets.get(x, 0) + 1  # values are exact below 256 ns only; fine for tests
+    return {"count": n, "min_ns": s[0], "p50_ns": q(0.5), "p90_ns": q(0.9), "p99_ns": q(0.99),
+            "p999_ns": q(0.999), "p9999_ns": q(0.9999), "max_ns": s[-1],
+            "mean_ns": sum(s) / n, "buckets": [[k, c] for k, c in sorted(buckets.items())]}
+
+
+def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str = "anon",
+                size_bytes: int = 1 << 30, ptes: int = 262144, walks: int = 10,
+                ns_per_pte: float = 30.0, spread: float = 0.05, victim_ms: float = 5.0,
+                release: str = "6.18.0", complete: bool = True) -> dict[str, Any]:
+    t0 = 1_000_000_000
+    ws = []
+    for i in range(walks):
+        npp = rng.gauss(ns_per_pte, ns_per_pte * spread)
+        dur = int(npp * ptes)
+        ws.append({"kind": profile if profile != "cadvisor" else "clear_refs", "iteration": i,
+                   "start_ns": t0 + i * 100_000_000, "duration_ns": dur, "ptes": ptes,
+                   "ns_per_pte": dur / ptes, "lock_hold_ns": int(dur * 0.9), "lock_mode": "write",
+                   "stalls": 1, "max_stall_ns": int(dur * 0.8)})
+    outside = [int(rng.lognormvariate(8.0, 0.3)) for _ in range(2000)]
+    during = [int(rng.gauss(victim_ms * 1e6, victim_ms * 1e6 * spread)) for _ in range(50)]
+    return {
+        "schema": SCHEMA, "tool": {"name": "ptwalk", "version": "0.1.0"}, "complete": complete,
+        "started_at": "2026-11-21T00:00:00Z",
+        "argv": ["ptwalk", "run", "--size", str(size_bytes), "--scanner", profile],
+        "kernel": {"release": release, "version": "#1", "machine": "x86_64",
+                   "config": {"CONFIG_PER_VMA_LOCK": "y"}},
+        "host": {"hostname": "synthetic", "cpu_model": "test", "cpus": 2,
+                 "mem_total_bytes": 8 << 30},
+        "scenario": {"size_bytes": size_bytes, "backing": backing, "profile": profile,
+                     "victims": ["mmap"], "interval_ns": 100_000_000, "duration_ns": 10**9},
+        "backend": "tracepoint", "backend_detail": "synthetic",
+        "workload": {"size_start": {"entries": ptes}},
+        "scan_start_ns": t0, "scan_end_ns": t0 + walks * 100_000_000,
+        "walks": ws, "walks_dropped": 0, "walk_summary": {},
+        "victims": {"mmap": {"tid": 1, "ops": 2050, "outside": _summary(outside),
+                             "during": _summary(during)}},
+        "kernel_view": {"source": "synthetic", "stalls": []},
+    }
+
+
+def read(path: Path) -> dict[str, Any]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        return json.load(f)
+
+
+def write(doc: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def scale_walks(doc: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A recorded result whose walks (duration, ns/PTE, lock hold, stalls)
+    took `factor` times as long: an injected regression."""
+    d = copy.deepcopy(doc)
+    for w in d["walks"]:
+        for k in ("duration_ns", "lock_hold_ns", "max_stall_ns"):
+            if k in w:
+                w[k] = int(w[k] * factor)
+        if "ns_per_pte" in w:
+            w["ns_per_pte"] *= factor
+    return d

@@ -1,0 +1,130 @@
+"""Plain-text report of one result for a kernel mailing list: at most 72
+columns, no Markdown, the exact reproducer, the numbers."""
+from __future__ import annotations
+
+import shlex
+import shutil
+import textwrap
+from typing import Any
+
+from . import results as res
+from .compare import fmt_ns
+
+WIDTH = 72
+CONFIG_KEYS = ("CONFIG_PER_VMA_LOCK", "CONFIG_PREEMPT", "CONFIG_PREEMPT_VOLUNTARY",
+               "CONFIG_PREEMPT_NONE", "CONFIG_PREEMPT_DYNAMIC", "CONFIG_HZ",
+               "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_MEM_SOFT_DIRTY", "CONFIG_PGTABLE_LEVELS",
+               "CONFIG_LRU_GEN", "CONFIG_LOCK_STAT", "CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_VM",
+               "CONFIG_KASAN", "CONFIG_NUMA")
+
+
+def _wrap(label: str, text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=f"{label:<10}",
+                         subsequent_indent=" " * 10, break_on_hyphens=False) or [label]
+
+
+def _command(argv: list[str]) -> list[str]:
+    """Shell command wrapped at 72 columns with backslash continuations. The
+    --out file is shown by its base name (where it went does not matter to
+    a reproducer); a word still too long is split by a backslash-newline,
+    which the shell removes, so the command stays exact."""
+    args = list(argv)
+    for i, a in enumerate(args[:-1]):
+        if a == "--out":
+            args[i + 1] = args[i + 1].rsplit("/", 1)[-1]
+    words = [shlex.quote(a) for a in args]
+    lines, cur = [], "  #"
+    for w in words:
+        if len(cur) + 1 + len(w) <= WIDTH - 2:
+            cur += " " + w
+            continue
+        lines.append(cur + " \\")
+        cur = "      "
+        while len(cur) + len(w) > WIDTH - 2:
+            cut = WIDTH - 2 - len(cur)
+            lines.append(cur + w[:cut] + "\\")
+            cur, w = "", w[cut:]
+        cur += w
+    lines.append(cur)
+    return lines
+
+
+def _gib(n: float) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def _perf(doc: dict[str, Any]) -> list[str]:
+    perf = doc.get("perf")
+    if not perf:
+        why = ("perf is not installed here" if shutil.which("perf") is None
+               else "this result carries no perf summary")
+        return [f"Top kernel symbols: not available ({why})."]
+    syms = perf.get("symbols") or perf.get("top_symbols") or [] if isinstance(perf, dict) else perf
+    out = ["Top kernel symbols (perf):"]
+    for s in syms[:10]:
+        if isinstance(s, dict):
+            name, pct = s.get("symbol", s.get("name", "?")), s.get("percent", s.get("pct"))
+        else:
+            name, pct = s[0], s[1] if len(s) > 1 else None
+        pct_s = f"{float(pct):6.2f}%" if pct is not None else "      -"
+        out.append(f"  {pct_s}  {str(name)[:WIDTH - 12]}")
+    return out
+
+
+def render_upstream(r: res.Result) -> str:
+    d = r.doc
+    k, h, sc = d.get("kernel", {}), d.get("host", {}), d["scenario"]
+    size = d.get("workload", {}).get("size_start", {})
+    out: list[str] = []
+    title = (f"ptwalk: {sc.get('profile')} walks of {res.human_size(sc.get('size_bytes', 0))}iB "
+             f"{sc.get('backing')} ({size.get('entries', 0):,} entries) on {k.get('release')}")
+    out += textwrap.wrap(title, WIDTH) + [""]
+    out += _wrap("Kernel:", f"{k.get('release')} {k.get('version', '')} ({k.get('machine', '')})")
+    cfg = k.get("config") or {}
+    shown = [f"{c}={cfg[c]}" for c in CONFIG_KEYS if c in cfg]
+    out += _wrap("Config:", " ".join(shown) if shown else
+                 f"not available ({k.get('config_note', 'no config source')})")
+    virt = h.get("virtualized")
+    out += _wrap("Hardware:", f"{h.get('cpu_model', '?')}, {h.get('cpus', '?')} CPUs, "
+                 f"{_gib(h.get('mem_total_bytes', 0))} RAM"
+                 + (f", virtualized ({virt})" if virt else ", bare metal"))
+    thp = h.get("thp", {})
+    out += _wrap("THP:", " ".join(f"{a}: {b}" for a, b in thp.items()))
+    out += _wrap("Backend:", f"{d.get('backend')}: {d.get('backend_detail', '')}")
+    if "backend_fallback" in d:
+        out += _wrap("Fallback:", d["backend_fallback"])
+    if not r.usable:
+        out += _wrap("NOTE:", "incomplete run: "
+                     + str(d.get("error") or d.get("interrupted") or "complete=false"))
+    out += ["", "Reproducer (as root, from a ptwalk build):"]
+    out += _command(d.get("argv", ["ptwalk", "run"]))
+    out += ["", "Walks:", f"  {'kind':<13}{'walks':>6}{'entries':>11}{'p50':>9}{'max':>9}"
+            f"{'ns/ent':>8}{'hold p50':>10}"]
+    for kind, s in sorted(d.get("walk_summary", {}).items()):
+        hold = s.get("lock_hold_p50_ns")
+        out.append(f"  {kind[:12]:<13}{s.get('count', 0):>6}{s.get('ptes', 0):>11,}"
+                   f"{fmt_ns(s.get('duration_p50_ns', 0)):>9}{fmt_ns(s.get('duration_max_ns', 0)):>9}"
+                   f"{s.get('ns_per_pte_p50', 0):>8.1f}{fmt_ns(hold) if hold else '-':>10}")
+    locks = [f"{kind}: {s['lock_mode']} lock, longest attributed wait "
+             f"{fmt_ns(s.get('max_stall_ns', 0))}"
+             for kind, s in sorted(d.get("walk_summary", {}).items()) if "lock_mode" in s]
+    for line in locks:
+        out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    out += ["", "Victim latency, outside walks -> during walks:",
+            f"  {'victim':<7}{'ops out/during':>17}{'p99':>19}{'p99.9':>19}"]
+    for name, v in sorted(d.get("victims", {}).items()):
+        o, du = v.get("outside", {}), v.get("during", {})
+
+        def pair(key: str) -> str:
+            a, b = o.get(key), du.get(key)
+            return f"{fmt_ns(a) if a is not None else '-'}->{fmt_ns(b) if b is not None else '-'}"
+        out.append(f"  {name[:6]:<7}{o.get('count', 0):>10,}/{du.get('count', 0):<6,}"
+                   f"{pair('p99_ns'):>19}{pair('p999_ns'):>19}")
+        out.append(f"  {'':<7}{'max':>17}{pair('max_ns'):>19}")
+    lost = d.get("kernel_view", {}).get("lost_events")
+    if lost:
+        out += ["", f"Note: {lost} tracepoint events lost; lock figures are partial."]
+    out += [""] + _perf(d) + [""]
+    out += textwrap.wrap(f"Result: {r.path.name}, ptwalk {d.get('tool', {}).get('version', '?')}, "
+                         f"started {d.get('started_at', '?')}.", WIDTH)
+    return "\n".join(line.rstrip() for line in out) + "\n"

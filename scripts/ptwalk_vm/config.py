@@ -1,0 +1,187 @@
+"""Kernel matrix and per-arch qemu settings, loaded from scripts/kernels.toml."""
+from __future__ import annotations
+
+import glob
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent.parent
+PROJECT = SCRIPTS.parent
+DEFAULT_TOML = SCRIPTS / "kernels.toml"
+
+
+class ConfigError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ArchSettings:
+    name: str
+    qemu: str
+    machine: str
+    cpu_tcg: str
+    cpu_kvm: str
+    console: str
+    append: tuple[str, ...]
+    extra_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel build to boot: image plus what belongs to it."""
+
+    name: str
+    image: Path
+    release: str
+    arch: str = "x86_64"
+    headers: Path | None = None
+    module_dir: Path | None = None
+    ko: Path | None = None  # ptwalk.ko built for this release, if any
+
+    @property
+    def id(self) -> str:  # pytest id / result directory name
+        return self.name
+
+
+@dataclass
+class Config:
+    raw: dict
+    path: Path = DEFAULT_TOML
+    arches: dict[str, ArchSettings] = field(default_factory=dict)
+
+    @property
+    def default_matrix(self) -> str:
+        return str(self.raw.get("default_matrix", ""))
+
+    def arch(self, name: str) -> ArchSettings:
+        try:
+            return self.arches[name]
+        except KeyError:
+            raise ConfigError(f"{self.path}: no [arch.{name}] table") from None
+
+    def matrix_names(self) -> list[str]:
+        return sorted(self.raw.get("matrix", {}))
+
+    def allow(self) -> list[str]:
+        """Regexes of kernel-log lines the detector tolerates."""
+        return [str(a) for a in self.raw.get("allow", [])]
+
+    def default_files(self) -> list[Path]:
+        return [Path(_fmt(p, "")) for p in self.raw.get("default_files", [])]
+
+    def find_ko(self, release: str) -> Path | None:
+        """First ko candidate whose vermagic matches RELEASE."""
+        for pat in self.raw.get("ko", []):
+            p = Path(_fmt(pat, release))
+            if p.is_file() and module_release(p) == release:
+                return p
+        return None
+
+    def matrix(self, name: str | None = None) -> tuple[list[Kernel], list[str]]:
+        """Resolve a matrix to installed kernels; also return why entries were skipped."""
+        name = name or self.default_matrix
+        table = self.raw.get("matrix", {}).get(name)
+        if table is None:
+            raise ConfigError(f"{self.path}: no matrix {name!r} (have: {', '.join(self.matrix_names())})")
+        kernels: list[Kernel] = []
+        missing: list[str] = []
+        for entry in table.get("kernel", []):
+            k = self._resolve(entry)
+            if isinstance(k, str):
+                missing.append(k)
+            else:
+                kernels.append(k)
+        return kernels, missing
+
+    def _resolve(self, e: dict) -> Kernel | str:
+        name = e["name"]
+        pat = re.compile(e.get("release_match", ".*"))
+        found: list[tuple[tuple, Path, str]] = []
+        for img in glob.glob(_fmt(e["image"], "*")):
+            rel = image_release(Path(img)) or _release_from_name(Path(img))
+            if rel and pat.fullmatch(rel):
+                found.append((_version_key(rel), Path(img), rel))
+        if not found:
+            return f"{name}: no image matches {e['image']} with release {pat.pattern}"
+        _, img, rel = max(found)
+        ko = Path(_fmt(e["ko"], rel)) if "ko" in e else None
+        return self.kernel(name, img, rel, e.get("arch", "x86_64"), headers=e.get("headers"),
+                           module_dir=e.get("modules"), ko=ko if ko and ko.is_file() else None)
+
+    def kernel(self, name: str, image: Path, release: str | None = None,
+               arch: str = "x86_64", headers: str | None = None,
+               module_dir: str | None = None, ko: Path | None = None) -> Kernel:
+        """Describe one kernel; RELEASE is read from the image if not given."""
+        if not image.is_file():
+            raise ConfigError(f"kernel image not found: {image}")
+        release = release or image_release(image) or _release_from_name(image)
+        if not release and module_dir:
+            release = Path(module_dir).name
+        if not release:
+            raise ConfigError(f"cannot tell the release of {image}; pass --modules DIR")
+        hdr = Path(_fmt(headers, release)) if headers else None
+        mod = Path(_fmt(module_dir, release)) if module_dir else None
+        return Kernel(name=name, image=image, release=release, arch=arch,
+                      headers=hdr if hdr and hdr.is_dir() else None,
+                      module_dir=mod if mod and mod.is_dir() else None,
+                      ko=ko or self.find_ko(release))
+
+
+def load(path: Path = DEFAULT_TOML) -> Config:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from e
+    arches = {}
+    for name, a in raw.get("arch", {}).items():
+        arches[name] = ArchSettings(
+            name=name, qemu=a["qemu"], machine=a.get("machine", "pc"),
+            cpu_tcg=a.get("cpu_tcg", "max"), cpu_kvm=a.get("cpu_kvm", "host"),
+            console=a.get("console", "ttyS0"), append=tuple(a.get("append", [])),
+            extra_args=tuple(a.get("extra_args", [])))
+    return Config(raw=raw, path=path, arches=arches)
+
+
+def _fmt(s: str, release: str) -> str:
+    return s.replace("{release}", release).replace("{project}", str(PROJECT))
+
+
+def image_release(image: Path) -> str | None:
+    """Release string from an x86 bzImage setup header (kernel_version field)."""
+    try:
+        with image.open("rb") as f:
+            hdr = f.read(0x210)
+            if len(hdr) < 0x210 or hdr[0x202:0x206] != b"HdrS":
+                return None
+            off = int.from_bytes(hdr[0x20E:0x210], "little")
+            if not off:
+                return None
+            f.seek(off + 0x200)
+            s = f.read(256).split(b"\0", 1)[0].decode("ascii", "replace")
+    except OSError:
+        return None
+    return s.split()[0] if s.split() else None
+
+
+def module_release(ko: Path) -> str | None:
+    """Release from a .ko's vermagic (e.g. '6.1.0-56-amd64 SMP preempt ...')."""
+    try:
+        data = ko.read_bytes()
+    except OSError:
+        return None
+    i = data.find(b"vermagic=")
+    if i < 0:
+        return None
+    val = data[i + 9:data.find(b"\0", i)].decode("ascii", "replace")
+    return val.split()[0] if val.split() else None
+
+
+def _release_from_name(image: Path) -> str | None:
+    m = re.match(r"(?:vmlinuz|bzImage|vmlinux)-(.+)$", image.name)
+    return m.group(1) if m else None
+
+
+def _version_key(rel: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.-]", rel))

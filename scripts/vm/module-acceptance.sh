@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside a kernel booted by scripts/ptwalk-vm (busybox sh): loads
+# ptwalk.ko and drives `ptwalk run` through it. Results go to /results for
+# the host-side assertions (scripts/tests/test_module_in_vm.py); this script
+# fails only on what it checks itself.
+#
+# usage: module-acceptance.sh KO PTWALK [SIZE]
+set -u
+KO=${1:?ko}
+PTWALK=${2:?ptwalk}
+SIZE=${3:-256M}
+R=/results
+mkdir -p $R
+fail=0
+say() { echo "acceptance: $*"; }
+bad() { echo "acceptance: FAIL: $*"; fail=1; }
+
+mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug
+
+# bad parameters are refused with a message, and nothing stays loaded
+for p in "inject_delay_ns=-5" "inject_delay_ns=99999999999" "kinds=bogus" "kinds=" ; do
+	dmesg -c >/dev/null
+	if insmod "$KO" "$p" 2>/dev/null; then
+		bad "insmod $p was accepted"
+		rmmod ptwalk
+	elif ! dmesg | grep -q "ptwalk: invalid"; then
+		bad "insmod $p refused without a 'ptwalk: invalid' line"
+	else
+		say "refused $p: $(dmesg | grep 'ptwalk: invalid' | head -1)"
+	fi
+	[ -d /sys/module/ptwalk ] && bad "module loaded after refused $p"
+done
+
+insmod "$KO" || { bad "insmod"; exit 1; }
+cat /sys/kernel/debug/ptwalk/hooks > $R/hooks.txt
+say "hooks:"; cat $R/hooks.txt
+
+run() { # name args...
+	n=$1; shift
+	"$PTWALK" run --backend module --size "$SIZE" --backing anon --populate-threads 1 \
+		--out $R/$n.json "$@" > $R/$n.txt 2>&1
+	rc=$?
+	cat $R/$n.txt
+	[ $rc = 0 ] || bad "ptwalk run $n exited $rc"
+}
+run clear_refs --scanner clear_refs --interval 300ms --duration 4s --victims mmap
+run smaps_rollup --scanner smaps_rollup --interval 300ms --duration 3s --victims mmap
+run pagemap --scanner pagemap --interval 300ms --duration 2s --victims none
+run smaps --scanner smaps --interval 300ms --duration 2s --victims none
+
+# the tracepoint backend on this kernel's field layout
+"$PTWALK" run --backend tracepoint --size 64M --scanner clear_refs --interval 200ms \
+	--duration 2s --victims mmap --out $R/tracepoint.json > $R/tracepoint.txt 2>&1 \
+	|| bad "ptwalk run --backend tracepoint exited $?"
+
+# fault injection: a delay per PTE table must show in ns/PTE
+echo "${INJECT_NS:-100000}" > /sys/module/ptwalk/parameters/inject_delay_ns
+run inject --scanner clear_refs --interval 300ms --duration 3s --victims none
+echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
+cat /sys/kernel/debug/ptwalk/counters > $R/counters.txt
+
+rmmod ptwalk || bad "rmmod"
+exit $fail

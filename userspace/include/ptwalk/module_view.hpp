@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+// ptwalk.ko's debugfs records (module/README.md) and their matching with the
+// walks the scanner made. Parsing is pure so it is tested on recorded files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptwalk/backend.hpp"
+
+namespace ptwalk {
+
+// One debugfs line: key=value tokens; *_comm values %XX-unescaped.
+using Record = std::map<std::string, std::string>;
+std::vector<Record> parse_records(std::string_view text);
+std::string unescape_comm(std::string_view s);
+
+struct ModuleWalk {
+	uint64_t seq = 0;
+	std::string kind, walker_comm;
+	int32_t walker_pid = 0, target_tgid = 0;
+	uint64_t start_ns = 0, end_ns = 0, duration_ns = 0;
+	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0, tlb_flushes = 0;
+	uint64_t calls = 0, stalls = 0;
+	std::string lock_mode;
+};
+struct ModuleStall {
+	uint64_t walk_seq = 0;
+	std::string kind, waiter_comm, mode;
+	int32_t waiter_pid = 0, target_tgid = 0, walker_pid = 0;
+	uint64_t start_ns = 0, wait_ns = 0;
+	bool acquired = true;
+};
+std::vector<ModuleWalk> parse_module_walks(std::string_view text);
+std::vector<ModuleStall> parse_module_stalls(std::string_view text);
+
+// The module's kind for a scanner walk kind ("" when the module does not
+// hook that kind: maps, numa_maps).
+std::string module_kind(std::string_view user_kind);
+
+// Matches each scanner walk with at most one module record of the same
+// walker and kind lying within it (± slack_ns); returns, per span, the index
+// into `mw` or -1. Each record is used at most once.
+std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
+			     const std::vector<ModuleWalk> &mw, uint64_t slack_ns);
+
+std::unique_ptr<Backend> make_module_backend();
+// Whether ptwalk.ko is loaded (/sys/module/ptwalk).
+bool module_loaded();
+
+} // namespace ptwalk

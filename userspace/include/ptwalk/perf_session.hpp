@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+// `ptwalk run --perf`: the perf tool beside a run. `perf record -g` samples
+// the scanner (the walker) on cpu-clock, `perf stat` counts the ptwalk:*,
+// mmap_lock:* and tlb:* tracepoints this kernel has in the scanner and the
+// target. Both run as child processes, started disabled and enabled through
+// perf's --control fds, so start() returns once they count. stop() ends them
+// (SIGINT, wait, SIGKILL), runs `perf report` and parses what perf wrote.
+//
+// What is missing is said, never filled in: no perf, no PMU, no tracefs, no
+// ptwalk.ko each show up in "notes" / "unsupported" / "error" members.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include "ptwalk/json.hpp"
+
+namespace ptwalk {
+
+struct PerfOptions {
+	std::string perf = "perf"; // a path, or a name looked up in PATH
+	std::string workdir;       // where perf.data, perf-stat.csv and logs go
+	                           // (created if missing; "" = current dir)
+	int stop_timeout_ms = 10000;   // SIGINT -> SIGKILL, per child
+	int start_timeout_ms = 10000;  // perf's ack of "enable"
+	int report_timeout_ms = 120000; // `perf report` run in stop()
+};
+
+class PerfSession {
+public:
+	PerfSession();
+	~PerfSession(); // stop() if still running: no child outlives the session
+	PerfSession(const PerfSession &) = delete;
+	PerfSession &operator=(const PerfSession &) = delete;
+
+	// Starts `perf record -e cpu-clock -g -p scanner` and
+	// `perf stat -x, -p scanner,target -e <tracepoints>`. Tracepoints come
+	// from tracefs (found, or mounted for the session and unmounted in
+	// stop()); systems absent here (ptwalk:* without ptwalk.ko) are listed
+	// as unsupported with the reason. Returns true when at least one of
+	// the two runs (the other's failure is in stop()'s JSON); false with
+	// why() set when perf is missing or unusable. Never throws. Call once.
+	bool start(pid_t scanner, pid_t target, const PerfOptions &o);
+
+	// Stops both children (SIGINT, wait up to stop_timeout_ms, SIGKILL),
+	// runs `perf report` and returns
+	//   {"perf": {"version", "record": {"event", "samples",
+	//     "top_kernel_symbols": [{"symbol","percent","samples"}...15],
+	//     "data", ...}, "stat": {"events": {name: count},
+	//     "unsupported": [{"event","reason"}], "scope", ...},
+	//     "notes": [...]}}
+	// A part that failed carries "error" instead of figures. Idempotent:
+	// later calls return the same document. Before/without start(): the
+	// document says why perf did not run.
+	Json stop();
+
+	std::string why() const;
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+};
+
+// Parses `perf report --stdio --sort symbol` text (best with --no-children
+// -g none --show-nr-samples). Returns {"event", "samples" (sum of the
+// Samples column, only when present), "samples_header" (the "# Samples:"
+// figure, abbreviated by perf: "4K"), "lost_samples", "kernel_percent",
+// "entries", "top_kernel_symbols": [{"symbol", "percent", "samples"}]}:
+// the `top` [k] entries by self overhead. Call-chain lines are skipped; in
+// children mode the Self column is used.
+Json parse_perf_report_symbols(std::string_view perf_report_stdio_text, size_t top);
+
+// Parses `perf stat -x,` output (as written by -o: "# started on" header).
+// Returns {"events": {name: count}, "unsupported": [{"event","reason"}],
+// "run_ns": {name: ns the counter ran}, "malformed": [line]}; counts of an
+// event seen on several lines (per-thread, per-cpu) are summed.
+Json parse_perf_stat_csv(std::string_view perf_stat_x_output);
+
+} // namespace ptwalk

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/module_view.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <tuple>
+#include <cerrno>
+#include <cstring>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ptwalk/histogram.hpp"
+#include "ptwalk/procfs.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+constexpr const char *kDebugfs = "/sys/kernel/debug";
+constexpr const char *kDir = "/sys/kernel/debug/ptwalk";
+
+uint64_t u64(const Record &r, const char *k)
+{
+	auto it = r.find(k);
+	return it == r.end() ? 0 : strtoull(it->second.c_str(), nullptr, 10);
+}
+int32_t i32(const Record &r, const char *k)
+{
+	auto it = r.find(k);
+	return it == r.end() ? 0 : int32_t(strtol(it->second.c_str(), nullptr, 10));
+}
+std::string s(const Record &r, const char *k)
+{
+	auto it = r.find(k);
+	return it == r.end() ? "" : it->second;
+}
+
+} // namespace
+
+std::string unescape_comm(std::string_view v)
+{
+	auto hex = [](char c) -> int {
+		if (c >= '0' && c <= '9')
+			return c - '0';
+		if (c >= 'a' && c <= 'f')
+			return c - 'a' + 10;
+		if (c >= 'A' && c <= 'F')
+			return c - 'A' + 10;
+		return -1;
+	};
+	std::string out;
+	for (size_t i = 0; i < v.size(); i++) {
+		if (v[i] == '%' && i + 2 < v.size()) {
+			const int hi = hex(v[i + 1]), lo = hex(v[i + 2]);
+			if (hi >= 0 && lo >= 0) {
+				if (const char c = char(hi * 16 + lo))
+					out += c;
+				i += 2;
+				continue;
+			}
+		}
+		out += v[i];
+	}
+	return out;
+}
+
+std::vector<Record> parse_records(std::string_view text)
+{
+	std::vector<Record> out;
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t eol = text.find('\n', pos);
+		if (eol == std::string_view::npos)
+			eol = text.size();
+		std::string_view line = text.substr(pos, eol - pos);
+		pos = eol + 1;
+		Record r;
+		size_t p = 0;
+		while (p < line.size()) {
+			while (p < line.size() && line[p] == ' ')
+				p++;
+			size_t e = line.find(' ', p);
+			if (e == std::string_view::npos)
+				e = line.size();
+			std::string_view tok = line.substr(p, e - p);
+			p = e;
+			size_t eq = tok.find('=');
+			if (eq == std::string_view::npos || eq == 0)
+				continue;
+			std::string key(tok.substr(0, eq));
+			std::string_view val = tok.substr(eq + 1);
+			r[key] = key.size() > 5 && key.compare(key.size() - 5, 5, "_comm") == 0
+					 ? unescape_comm(val)
+					 : std::string(val);
+		}
+		if (!r.empty())
+			out.push_back(std::move(r));
+	}
+	return out;
+}
+
+std::vector<ModuleWalk> parse_module_walks(std::string_view text)
+{
+	std::vector<ModuleWalk> out;
+	for (const Record &r : parse_records(text)) {
+		if (!r.count("seq") || !r.count("kind"))
+			continue;
+		ModuleWalk w;
+		w.seq = u64(r, "seq");
+		w.kind = s(r, "kind");
+		w.walker_pid = i32(r, "walker_pid");
+		w.walker_comm = s(r, "walker_comm");
+		w.target_tgid = i32(r, "target_tgid");
+		w.start_ns = u64(r, "start_ns");
+		w.end_ns = u64(r, "end_ns");
+		w.duration_ns = u64(r, "duration_ns");
+		w.pte_tables = u64(r, "pte_tables");
+		w.pte_slots = u64(r, "pte_slots");
+		w.lock_hold_ns = u64(r, "lock_hold_ns");
+		w.lock_mode = s(r, "lock_mode");
+		w.tlb_flushes = u64(r, "tlb_flushes");
+		w.calls = u64(r, "calls");
+		w.stalls = u64(r, "stalls");
+		out.push_back(std::move(w));
+	}
+	return out;
+}
+
+std::vector<ModuleStall> parse_module_stalls(std::string_view text)
+{
+	std::vector<ModuleStall> out;
+	for (const Record &r : parse_records(text)) {
+		if (!r.count("walk_seq"))
+			continue;
+		ModuleStall st;
+		st.walk_seq = u64(r, "walk_seq");
+		st.kind = s(r, "kind");
+		st.waiter_pid = i32(r, "waiter_pid");
+		st.waiter_comm = s(r, "waiter_comm");
+		st.target_tgid = i32(r, "target_tgid");
+		st.start_ns = u64(r, "start_ns");
+		st.wait_ns = u64(r, "wait_ns");
+		st.mode = s(r, "mode");
+		st.walker_pid = i32(r, "walker_pid");
+		st.acquired = s(r, "acquired") != "0";
+		out.push_back(std::move(st));
+	}
+	return out;
+}
+
+std::string module_kind(std::string_view k)
+{
+	if (k == "clear_refs" || k == "clear_refs_anon" || k == "clear_refs_file" ||
+	    k == "softdirty")
+		return "clear_refs";
+	if (k == "smaps" || k == "smaps_rollup" || k == "pagemap" || k == "pagemap_scan")
+		return std::string(k);
+	return "";
+}
+
+std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
+			     const std::vector<ModuleWalk> &mw, uint64_t slack_ns)
+{
+	std::vector<int> out(spans.size(), -1);
+	std::vector<bool> used(mw.size(), false);
+	for (size_t i = 0; i < spans.size(); i++) {
+		const std::string mk = module_kind(spans[i].kind);
+		if (mk.empty())
+			continue;
+		const uint64_t lo = spans[i].start_ns > slack_ns ? spans[i].start_ns - slack_ns : 0;
+		const uint64_t hi = spans[i].end_ns + slack_ns;
+		for (size_t j = 0; j < mw.size(); j++) {
+			if (used[j] || mw[j].kind != mk || mw[j].walker_pid != spans[i].walker_pid)
+				continue;
+			if (mw[j].start_ns >= lo && mw[j].end_ns <= hi) {
+				out[i] = int(j);
+				used[j] = true;
+				break;
+			}
+		}
+	}
+	return out;
+}
+
+bool module_loaded()
+{
+	return access("/sys/module/ptwalk", F_OK) == 0;
+}
+
+namespace {
+
+class ModuleBackend : public Backend {
+public:
+	~ModuleBackend() override
+	{
+		quit_ = true;
+		if (poller_.joinable())
+			poller_.join();
+		unmount();
+	}
+	std::string name() const override { return "module"; }
+	std::string detail() const override { return detail_; }
+
+	bool start(pid_t target, const std::vector<WatchedThread> &threads,
+		   pid_t walker) override
+	{
+		target_ = target;
+		walker_ = walker;
+		threads_ = threads;
+		if (!module_loaded()) {
+			detail_ = "ptwalk.ko is not loaded (/sys/module/ptwalk missing)";
+			return false;
+		}
+		if (access(kDir, F_OK) != 0) {
+			if (mount("debugfs", kDebugfs, "debugfs", 0, nullptr) != 0) {
+				detail_ = std::string("mounting debugfs on ") + kDebugfs + ": " +
+					  strerror(errno);
+				return false;
+			}
+			mounted_ = true;
+			if (access(kDir, F_OK) != 0) {
+				detail_ = std::string(kDir) + " missing although ptwalk.ko is loaded";
+				unmount();
+				return false;
+			}
+		}
+		std::string err;
+		auto hooks = read_file(std::string(kDir) + "/hooks", &err);
+		if (!hooks) {
+			detail_ = err;
+			unmount();
+			return false;
+		}
+		hooks_ = parse_records(*hooks);
+		unsigned attached = 0, total = 0;
+		for (auto &h : hooks_)
+			if (h.count("hook")) {
+				total++;
+				attached += s(h, "status") == "attached";
+			}
+		// walks before this run are not ours: remember where the ring is
+		if (auto w = read_file(std::string(kDir) + "/walks", nullptr))
+			for (auto &m : parse_module_walks(*w))
+				seq0_ = std::max(seq0_, m.seq);
+		detail_ = "ptwalk.ko debugfs records (" + std::to_string(attached) + "/" +
+			  std::to_string(total) + " hooks attached" +
+			  (mounted_ ? ", debugfs mounted and unmounted by ptwalk" : "") + ")";
+		// the rings hold the last 4096 records: collect as the run goes
+		poller_ = std::thread([this] {
+			while (!quit_.load()) {
+				collect();
+				for (int i = 0; i < 25 && !quit_.load(); i++)
+					usleep(20000);
+			}
+		});
+		return true;
+	}
+
+	void stop() override
+	{
+		if (stopped_)
+			return;
+		stopped_ = true;
+		quit_ = true;
+		if (poller_.joinable())
+			poller_.join();
+		collect();
+		const std::string d = kDir;
+		counters_text_ = read_file(d + "/counters", nullptr).value_or("");
+		if (auto h = read_file(d + "/hooks", nullptr))
+			hooks_ = parse_records(*h);
+		unmount();
+	}
+
+	std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &spans,
+					     Json &kv) override
+	{
+		std::vector<WalkKernelView> views(spans.size());
+		std::vector<ModuleWalk> mine;
+		for (auto &[seq, m] : walks_)
+			if (seq > seq0_ && m.walker_pid == walker_)
+				mine.push_back(m);
+		auto match = match_walks(spans, mine, 1000000);
+		std::map<uint64_t, size_t> seq_to_span;
+		unsigned matched = 0, hookable = 0;
+		for (size_t i = 0; i < spans.size(); i++) {
+			if (!module_kind(spans[i].kind).empty())
+				hookable++;
+			if (match[i] < 0)
+				continue;
+			const ModuleWalk &m = mine[size_t(match[i])];
+			auto &v = views[i];
+			v.seen = v.has_module = v.has_lock = true;
+			v.kernel_duration_ns = m.duration_ns;
+			v.pte_tables = m.pte_tables;
+			v.pte_slots = m.pte_slots;
+			v.tlb_flushes = m.tlb_flushes;
+			v.lock_hold_ns = m.lock_hold_ns;
+			v.lock_mode = m.lock_mode == "mixed" ? "read+write" : m.lock_mode;
+			seq_to_span[m.seq] = i;
+			matched++;
+		}
+		std::map<pid_t, std::string> names;
+		for (auto &t : threads_)
+			names[t.tid] = t.name;
+		std::map<std::string, Histogram> waits;
+		std::map<std::string, uint64_t> attributed, max_attr;
+		Json stalls = Json::array();
+		std::vector<ModuleStall> st;
+		for (auto &[key, x] : stalls_)
+			if (seq_to_span.count(x.walk_seq))
+				st.push_back(x);
+		std::sort(st.begin(), st.end(),
+			  [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
+		for (auto &x : st) {
+			const size_t i = seq_to_span[x.walk_seq];
+			views[i].stalls++;
+			views[i].max_stall_ns = std::max(views[i].max_stall_ns, x.wait_ns);
+			std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid]
+								    : x.waiter_comm;
+			waits[who].record(x.wait_ns);
+			attributed[who]++;
+			max_attr[who] = std::max(max_attr[who], x.wait_ns);
+			if (stalls.size() < 200) {
+				Json j = Json::object();
+				j["tid"] = x.waiter_pid;
+				j["victim"] = who;
+				j["start_ns"] = x.start_ns;
+				j["wait_ns"] = x.wait_ns;
+				j["mode"] = x.mode;
+				j["walk"] = uint64_t(i);
+				j["acquired"] = x.acquired;
+				stalls.push(std::move(j));
+			}
+		}
+		kv["source"] = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
+		kv["walks_matched"] = matched;
+		kv["walks_hookable"] = hookable;
+		kv["module_walks_unmatched"] = uint64_t(mine.size() - matched);
+		Json th = Json::object();
+		for (auto &[who, h] : waits) {
+			Json j = Json::object();
+			j["waits"] = h.to_json();
+			j["attributed"] = attributed[who];
+			j["max_attributed_ns"] = max_attr[who];
+			th[who] = std::move(j);
+		}
+		kv["threads"] = std::move(th);
+		kv["stalls"] = std::move(stalls);
+		Json hooks = Json::array();
+		uint64_t nmissed = 0;
+		for (auto &h : hooks_) {
+			if (!h.count("hook"))
+				continue;
+			Json j = Json::object();
+			for (auto &[k, v] : h)
+				j[k] = v;
+			nmissed += u64(h, "nmissed");
+			hooks.push(std::move(j));
+		}
+		kv["hooks"] = std::move(hooks);
+		kv["nmissed"] = nmissed;
+		Json counters = Json::object();
+		for (auto &c : parse_records(counters_text_))
+			if (c.count("counter"))
+				counters[s(c, "counter") + "." + s(c, "kind")] = u64(c, "value");
+		kv["counters"] = std::move(counters);
+		return views;
+	}
+
+private:
+	// Merges the current rings into walks_/stalls_ (deduplicated).
+	void collect()
+	{
+		const std::string d = kDir;
+		if (auto w = read_file(d + "/walks", nullptr))
+			for (auto &m : parse_module_walks(*w))
+				if (m.seq > seq0_)
+					walks_.emplace(m.seq, m);
+		if (auto s2 = read_file(d + "/stalls", nullptr))
+			for (auto &x : parse_module_stalls(*s2))
+				if (x.walk_seq > seq0_)
+					stalls_.emplace(std::make_tuple(x.walk_seq, x.waiter_pid,
+									x.start_ns),
+							x);
+	}
+
+	void unmount()
+	{
+		if (mounted_ && umount(kDebugfs) == 0)
+			mounted_ = false;
+	}
+
+	std::string detail_ = "ptwalk.ko";
+	pid_t target_ = 0, walker_ = 0;
+	std::vector<WatchedThread> threads_;
+	std::vector<Record> hooks_;
+	uint64_t seq0_ = 0;
+	bool mounted_ = false, stopped_ = false;
+	std::string counters_text_;
+	std::thread poller_;
+	std::atomic<bool> quit_{false};
+	std::map<uint64_t, ModuleWalk> walks_;
+	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleStall> stalls_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_module_backend()
+{
+	return std::make_unique<ModuleBackend>();
+}
+
+} // namespace ptwalk

@@ -1,0 +1,1065 @@
+// SPDX-License-Identifier: GPL-2.0
+// `ptwalk run --perf`: perf record / perf stat as child processes, and the
+// parsers of what they write. See perf_session.hpp.
+#include "ptwalk/perf_session.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <optional>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/tracefs.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+std::string errno_str(int e) { return std::strerror(e); }
+
+std::string_view trim(std::string_view s)
+{
+	while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+		s.remove_prefix(1);
+	while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+			      s.back() == '\n'))
+		s.remove_suffix(1);
+	return s;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text)
+{
+	std::vector<std::string_view> out;
+	while (!text.empty()) {
+		size_t nl = text.find('\n');
+		out.push_back(text.substr(0, nl));
+		if (nl == std::string_view::npos)
+			break;
+		text.remove_prefix(nl + 1);
+	}
+	return out;
+}
+
+std::optional<uint64_t> parse_u64(std::string_view s)
+{
+	s = trim(s);
+	uint64_t v = 0;
+	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+	if (ec != std::errc() || p != s.data() + s.size() || s.empty())
+		return std::nullopt;
+	return v;
+}
+
+std::optional<double> parse_double(std::string_view s)
+{
+	s = trim(s);
+	if (s.empty())
+		return std::nullopt;
+	std::string tmp(s);
+	char *end = nullptr;
+	errno = 0;
+	double v = std::strtod(tmp.c_str(), &end);
+	if (errno != 0 || end != tmp.c_str() + tmp.size())
+		return std::nullopt;
+	return v;
+}
+
+std::string join(const std::vector<std::string> &v, const char *sep)
+{
+	std::string out;
+	for (const auto &s : v) {
+		if (!out.empty())
+			out += sep;
+		out += s;
+	}
+	return out;
+}
+
+// The last n lines of a log, for error messages.
+std::string log_tail(const std::string &path, size_t n = 4)
+{
+	std::string err;
+	auto text = read_file(path, &err);
+	if (!text)
+		return "";
+	auto lines = split_lines(*text);
+	std::vector<std::string> keep;
+	for (auto l : lines) {
+		l = trim(l);
+		if (!l.empty())
+			keep.emplace_back(l);
+	}
+	if (keep.size() > n)
+		keep.erase(keep.begin(), keep.end() - long(n));
+	return join(keep, " | ");
+}
+
+bool is_executable(const std::string &p)
+{
+	struct stat st {};
+	return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+}
+
+// A path or a name looked up in PATH; nullopt with *err when not found.
+std::optional<std::string> resolve_program(const std::string &prog, std::string *err)
+{
+	if (prog.empty()) {
+		*err = "perf: empty program name";
+		return std::nullopt;
+	}
+	if (prog.find('/') != std::string::npos) {
+		if (is_executable(prog))
+			return prog;
+		int e = errno;
+		*err = prog + ": not an executable file (" + errno_str(e ? e : ENOENT) + ")";
+		return std::nullopt;
+	}
+	const char *path = std::getenv("PATH");
+	std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+	while (true) {
+		size_t c = dirs.find(':');
+		std::string dir(dirs.substr(0, c));
+		std::string cand = (dir.empty() ? std::string(".") : dir) + "/" + prog;
+		if (is_executable(cand))
+			return cand;
+		if (c == std::string_view::npos)
+			break;
+		dirs.remove_prefix(c + 1);
+	}
+	*err = prog + ": not found in PATH (" + std::string(path ? path : "") +
+	       "); install linux-perf";
+	return std::nullopt;
+}
+
+std::string describe_status(int status)
+{
+	if (WIFEXITED(status))
+		return "exit status " + std::to_string(WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		return std::string("killed by ") + strsignal(WTERMSIG(status));
+	return "status " + std::to_string(status);
+}
+
+// A child process we own: waited for by pid only (never wait(-1), which
+// would reap the caller's children); SIGKILLed and reaped if still alive
+// when the owner goes away.
+class Child {
+public:
+	Child() = default;
+	explicit Child(pid_t pid) : pid_(pid) {}
+	Child(const Child &) = delete;
+	Child &operator=(const Child &) = delete;
+	Child(Child &&o) noexcept
+		: pid_(std::exchange(o.pid_, -1)), status_(o.status_), reaped_(o.reaped_) {}
+	Child &operator=(Child &&o) noexcept
+	{
+		if (this != &o) {
+			kill_and_reap();
+			pid_ = std::exchange(o.pid_, -1);
+			status_ = o.status_;
+			reaped_ = o.reaped_;
+		}
+		return *this;
+	}
+	~Child() { kill_and_reap(); }
+
+	pid_t pid() const { return pid_; }
+	bool running() const { return pid_ > 0 && !reaped_; }
+	bool reaped() const { return reaped_; }
+	int status() const { return status_; }
+
+	// Non-blocking reap; true once the child is gone.
+	bool poll_exit()
+	{
+		if (pid_ <= 0 || reaped_)
+			return true;
+		int st = 0;
+		pid_t r;
+		do
+			r = waitpid(pid_, &st, WNOHANG);
+		while (r < 0 && errno == EINTR);
+		if (r == pid_) {
+			status_ = st;
+			reaped_ = true;
+		} else if (r < 0) { // ECHILD: SIGCHLD ignored, auto-reaped
+			status_ = -1;
+			reaped_ = true;
+		}
+		return reaped_;
+	}
+
+	// Waits up to timeout_ms for the child to exit.
+	bool wait_for(int timeout_ms)
+	{
+		uint64_t deadline = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+		while (!poll_exit()) {
+			if (now_ns() >= deadline)
+				return false;
+			usleep(5000);
+		}
+		return true;
+	}
+
+	// sig, wait up to timeout_ms, then SIGKILL. Returns what happened.
+	std::string stop(int sig, int timeout_ms)
+	{
+		if (pid_ <= 0)
+			return "not started";
+		if (poll_exit())
+			return "had exited: " + describe_status(status_);
+		kill(pid_, sig);
+		if (wait_for(timeout_ms))
+			return std::string("stopped by ") + sigabbrev(sig) + ": " +
+			       describe_status(status_);
+		kill(pid_, SIGKILL);
+		wait_for(60000);
+		return std::string("did not stop within ") + std::to_string(timeout_ms) +
+		       " ms of " + sigabbrev(sig) + "; SIGKILLed";
+	}
+
+	void kill_and_reap()
+	{
+		if (pid_ > 0 && !poll_exit()) {
+			kill(pid_, SIGKILL);
+			int st;
+			while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+			}
+			status_ = st;
+			reaped_ = true;
+		}
+	}
+
+private:
+	static const char *sigabbrev(int sig) { return sig == SIGINT ? "SIGINT" : "signal"; }
+	pid_t pid_ = -1;
+	int status_ = 0;
+	bool reaped_ = false;
+};
+
+bool exited_ok(const Child &c)
+{
+	int st = c.status();
+	return c.reaped() && ((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+			      // perf re-raises SIGINT after writing its output
+			      (WIFSIGNALED(st) && WTERMSIG(st) == SIGINT));
+}
+
+// Forks and execs argv[0] (a path) with stdout/stderr into files (append
+// not needed: truncated), keep_fds inherited at their numbers, every other
+// fd closed on exec, signals unblocked and SIGINT/SIGTERM at default (the
+// caller may block them for a signalfd), its own process group (a terminal
+// ^C reaches ptwalk, which stops perf itself) and SIGINT when the forking
+// thread dies, so perf writes its data even if ptwalk is killed.
+std::optional<Child> spawn(const std::vector<std::string> &argv, const std::string &out_path,
+			   const std::string &err_path, const std::vector<int> &keep_fds,
+			   std::string *err)
+{
+	std::vector<char *> cargv;
+	for (const auto &a : argv)
+		cargv.push_back(const_cast<char *>(a.c_str()));
+	cargv.push_back(nullptr);
+
+	Fd out(open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	if (!out) {
+		*err = "open " + out_path + ": " + errno_str(errno);
+		return std::nullopt;
+	}
+	Fd errf;
+	if (err_path != out_path) {
+		errf.reset(open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+		if (!errf) {
+			*err = "open " + err_path + ": " + errno_str(errno);
+			return std::nullopt;
+		}
+	}
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Fd in(devnull);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		*err = std::string("pipe2: ") + errno_str(errno);
+		return std::nullopt;
+	}
+	Fd exec_r(p[0]), exec_w(p[1]);
+	const pid_t parent = getpid();
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		*err = "fork (" + argv[0] + "): " + errno_str(errno);
+		return std::nullopt;
+	}
+	if (pid == 0) {
+		// Child: async-signal-safe calls only.
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, nullptr);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGINT);
+		if (getppid() != parent)
+			_exit(127);
+		int efd = errf ? errf.get() : out.get();
+		if ((in && dup2(in.get(), 0) < 0) || dup2(out.get(), 1) < 0 || dup2(efd, 2) < 0)
+			goto fail;
+		for (int fd : keep_fds) {
+			int fl = fcntl(fd, F_GETFD);
+			if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+				goto fail;
+		}
+		execv(cargv[0], cargv.data());
+	fail:
+		int e = errno;
+		ssize_t w = write(exec_w.get(), &e, sizeof(e));
+		(void)w;
+		_exit(127);
+	}
+	exec_w.reset();
+	Child child(pid);
+	int e = 0;
+	ssize_t n;
+	do
+		n = read(exec_r.get(), &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(e)) {
+		child.wait_for(5000);
+		*err = "exec " + argv[0] + ": " + errno_str(e);
+		return std::nullopt;
+	}
+	return child;
+}
+
+// Runs argv to completion (timeout: SIGINT, then SIGKILL).
+bool run_to_completion(const std::vector<std::string> &argv, const std::string &out_path,
+		       const std::string &err_path, int timeout_ms, std::string *err)
+{
+	auto c = spawn(argv, out_path, err_path, {}, err);
+	if (!c)
+		return false;
+	if (!c->wait_for(timeout_ms)) {
+		*err = argv[0] + " " + argv[1] + ": " + c->stop(SIGINT, 2000) + " (timeout " +
+		       std::to_string(timeout_ms) + " ms)";
+		return false;
+	}
+	if (!exited_ok(*c)) {
+		*err = argv[0] + " " + argv[1] + ": " + describe_status(c->status());
+		std::string tail = log_tail(err_path);
+		if (!tail.empty())
+			*err += ": " + tail;
+		return false;
+	}
+	return true;
+}
+
+std::string command_line(const std::vector<std::string> &argv)
+{
+	std::string s;
+	for (const auto &a : argv) {
+		if (!s.empty())
+			s += ' ';
+		s += a;
+	}
+	return s;
+}
+
+// Event names of one tracepoint system: the subdirectories of
+// <root>/events/<system>.
+std::optional<std::vector<std::string>> list_events(const std::string &root,
+						    const std::string &system, std::string *err)
+{
+	std::string dir = root + "/events/" + system;
+	DIR *d = opendir(dir.c_str());
+	if (!d) {
+		*err = dir + ": " + errno_str(errno);
+		return std::nullopt;
+	}
+	std::vector<std::string> out;
+	while (dirent *e = readdir(d)) {
+		std::string name = e->d_name;
+		if (name == "." || name == "..")
+			continue;
+		struct stat st {};
+		if (stat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+			out.push_back(system + ":" + name);
+	}
+	closedir(d);
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+std::optional<long> read_long_file(const std::string &path)
+{
+	std::string err;
+	auto t = read_file(path, &err);
+	if (!t)
+		return std::nullopt;
+	std::string s(trim(*t));
+	char *end = nullptr;
+	long v = std::strtol(s.c_str(), &end, 10);
+	if (s.empty() || *end)
+		return std::nullopt;
+	return v;
+}
+
+struct Control {
+	Fd ctl_r, ctl_w, ack_r, ack_w;
+	bool open(std::string *err)
+	{
+		int a[2], b[2];
+		if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0) {
+			*err = std::string("pipe2 (perf --control): ") + errno_str(errno);
+			return false;
+		}
+		ctl_r.reset(a[0]);
+		ctl_w.reset(a[1]);
+		ack_r.reset(b[0]);
+		ack_w.reset(b[1]);
+		return true;
+	}
+	std::string arg() const
+	{
+		return "fd:" + std::to_string(ctl_r.get()) + "," + std::to_string(ack_w.get());
+	}
+};
+
+// Sends "enable" and waits for perf's "ack"; false with *err when the child
+// exits first or the timeout passes.
+bool enable_and_wait(Control &c, Child &child, const std::string &log, int timeout_ms,
+		     std::string *err)
+{
+	c.ctl_r.reset(); // the child has its copies now
+	c.ack_w.reset();
+	static const char kEnable[] = "enable\n";
+	ssize_t w = write(c.ctl_w.get(), kEnable, sizeof(kEnable) - 1);
+	if (w != ssize_t(sizeof(kEnable) - 1)) {
+		*err = std::string("write perf control fd: ") + errno_str(errno);
+		if (!child.poll_exit())
+			*err += " (perf running)";
+		else
+			*err += " (perf " + describe_status(child.status()) + ": " + log_tail(log) + ")";
+		return false;
+	}
+	uint64_t deadline = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+	std::string got;
+	while (now_ns() < deadline) {
+		pollfd p{c.ack_r.get(), POLLIN, 0};
+		int r = poll(&p, 1, 20);
+		if (r > 0) {
+			char buf[64];
+			ssize_t n = read(c.ack_r.get(), buf, sizeof(buf));
+			if (n > 0) {
+				got.append(buf, size_t(n));
+				if (got.find("ack") != std::string::npos)
+					return true;
+			} else if (n == 0) { // perf closed its end: it exited
+				child.wait_for(2000);
+				*err = "perf exited before enabling events (" +
+				       describe_status(child.status()) + "): " + log_tail(log);
+				return false;
+			}
+		} else if (r < 0 && errno != EINTR) {
+			*err = std::string("poll perf ack fd: ") + errno_str(errno);
+			return false;
+		}
+		if (child.poll_exit()) {
+			*err = "perf exited before enabling events (" +
+			       describe_status(child.status()) + "): " + log_tail(log);
+			return false;
+		}
+	}
+	*err = "perf did not acknowledge 'enable' within " + std::to_string(timeout_ms) +
+	       " ms: " + log_tail(log);
+	return false;
+}
+
+} // namespace
+
+// --- parsers ---------------------------------------------------------------
+
+Json parse_perf_report_symbols(std::string_view text, size_t top)
+{
+	struct Entry {
+		std::string symbol;
+		double percent = 0;
+		std::optional<uint64_t> samples;
+		size_t order = 0;
+	};
+	std::vector<Entry> kernel;
+	Json out = Json::object();
+	std::optional<std::string> event;
+	std::optional<uint64_t> lost;
+	std::string samples_header;
+	size_t sym_col = std::string_view::npos, sym_end = std::string_view::npos;
+	bool have_samples_col = false, children = false;
+	std::string_view prev_comment;
+	uint64_t sample_sum = 0;
+	size_t entries = 0;
+	double kernel_pct = 0;
+
+	for (std::string_view line : split_lines(text)) {
+		if (!line.empty() && line.back() == '\r')
+			line.remove_suffix(1);
+		if (!line.empty() && line.front() == '#') {
+			std::string_view c = trim(line.substr(1));
+			if (c.starts_with("Samples:")) {
+				// "Samples: 4K of event 'cpu-clock'"
+				size_t of = c.find(" of event '");
+				samples_header = std::string(trim(c.substr(8, of == std::string_view::npos ? std::string_view::npos : of - 8)));
+				if (of != std::string_view::npos) {
+					std::string_view ev = c.substr(of + 11);
+					size_t q = ev.find('\'');
+					if (!event)
+						event = std::string(ev.substr(0, q));
+				}
+			} else if (c.starts_with("Total Lost Samples:")) {
+				lost = parse_u64(c.substr(19));
+			} else if (!c.empty() && c.find_first_not_of(". ") == std::string_view::npos) {
+				// The dots line under the column names: column spans.
+				std::string_view names = prev_comment;
+				std::vector<std::pair<size_t, size_t>> spans;
+				for (size_t i = 0; i < line.size();) {
+					if (line[i] != '.') {
+						++i;
+						continue;
+					}
+					size_t j = line.find_first_not_of('.', i);
+					if (j == std::string_view::npos)
+						j = line.size();
+					spans.emplace_back(i, j);
+					i = j;
+				}
+				have_samples_col = false;
+				children = false;
+				sym_col = sym_end = std::string_view::npos;
+				for (auto [b, e] : spans) {
+					std::string_view name = b < names.size() ? trim(names.substr(b, e - b)) : "";
+					if (name.starts_with("Symbol")) {
+						sym_col = b;
+						sym_end = e;
+					} else if (name.starts_with("Samples")) {
+						have_samples_col = true;
+					} else if (name.starts_with("Children")) {
+						children = true;
+					}
+				}
+			}
+			prev_comment = line;
+			continue;
+		}
+		// "    32.05%          1359  [k] vm_normal_folio   -   -"
+		std::string_view rest = trim(line);
+		if (rest.empty() || !(rest[0] >= '0' && rest[0] <= '9'))
+			continue; // call-chain line, blank
+		std::vector<double> pcts;
+		while (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
+			size_t pc = rest.find('%');
+			size_t sp = rest.find(' ');
+			if (pc == std::string_view::npos || (sp != std::string_view::npos && sp < pc))
+				break;
+			auto v = parse_double(rest.substr(0, pc));
+			if (!v)
+				break;
+			pcts.push_back(*v);
+			rest = trim(rest.substr(pc + 1));
+		}
+		if (pcts.empty())
+			continue;
+		std::optional<uint64_t> nsamples;
+		if (have_samples_col && !rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
+			size_t sp = rest.find(' ');
+			nsamples = parse_u64(rest.substr(0, sp));
+			rest = trim(rest.substr(sp == std::string_view::npos ? rest.size() : sp));
+		}
+		if (rest.size() < 3 || rest[0] != '[' || rest[2] != ']')
+			continue;
+		char where = rest[1];
+		std::string_view sym;
+		size_t at = size_t(rest.data() - line.data());
+		if (sym_col != std::string_view::npos && at == sym_col && sym_end <= line.size())
+			sym = trim(line.substr(at + 3, sym_end - at - 3));
+		else if (sym_col != std::string_view::npos && at == sym_col)
+			sym = trim(line.substr(at + 3));
+		else
+			sym = trim(rest.substr(3)); // no header: the rest of the line
+		double pct = children && pcts.size() >= 2 ? pcts[1] : pcts[0];
+		++entries;
+		if (nsamples)
+			sample_sum += *nsamples;
+		if (where == 'k') {
+			kernel_pct += pct;
+			kernel.push_back({std::string(sym), pct, nsamples, kernel.size()});
+		}
+	}
+	std::stable_sort(kernel.begin(), kernel.end(),
+			 [](const Entry &a, const Entry &b) { return a.percent > b.percent; });
+	if (event)
+		out["event"] = *event;
+	if (have_samples_col && !children)
+		out["samples"] = sample_sum;
+	if (!samples_header.empty())
+		out["samples_header"] = samples_header;
+	if (lost)
+		out["lost_samples"] = *lost;
+	out["entries"] = entries;
+	out["kernel_percent"] = double(int64_t(kernel_pct * 100 + 0.5)) / 100;
+	Json syms = Json::array();
+	for (size_t i = 0; i < kernel.size() && i < top; ++i) {
+		Json s = Json::object();
+		s["symbol"] = kernel[i].symbol;
+		s["percent"] = kernel[i].percent;
+		if (kernel[i].samples)
+			s["samples"] = *kernel[i].samples;
+		syms.push(std::move(s));
+	}
+	out["top_kernel_symbols"] = std::move(syms);
+	return out;
+}
+
+Json parse_perf_stat_csv(std::string_view text)
+{
+	// count,unit,event,run_ns,run_pct[,metric,metric_unit]
+	// count may be "<not supported>" / "<not counted>".
+	Json events = Json::object(), unsupported = Json::array(), run = Json::object(),
+	     malformed = Json::array();
+	std::vector<std::pair<std::string, uint64_t>> counts; // keeps order
+	std::vector<std::pair<std::string, uint64_t>> runs;
+	std::vector<std::string> unsup_seen;
+	auto add = [](std::vector<std::pair<std::string, uint64_t>> &v, const std::string &k,
+		      uint64_t x) {
+		for (auto &[name, val] : v)
+			if (name == k) {
+				val += x;
+				return;
+			}
+		v.emplace_back(k, x);
+	};
+	for (std::string_view line : split_lines(text)) {
+		line = trim(line);
+		if (line.empty() || line.front() == '#')
+			continue;
+		const std::string_view whole = line;
+		std::vector<std::string_view> f;
+		while (true) {
+			size_t c = line.find(',');
+			f.push_back(line.substr(0, c));
+			if (c == std::string_view::npos)
+				break;
+			line.remove_prefix(c + 1);
+		}
+		if (f.size() < 3 || trim(f[2]).empty()) {
+			malformed.push(std::string(whole));
+			continue;
+		}
+		std::string name(trim(f[2]));
+		std::string_view cnt = trim(f[0]);
+		if (cnt.starts_with("<")) {
+			if (std::find(unsup_seen.begin(), unsup_seen.end(), name) == unsup_seen.end()) {
+				unsup_seen.push_back(name);
+				Json u = Json::object();
+				u["event"] = name;
+				u["reason"] = std::string("perf stat: ") + std::string(cnt);
+				unsupported.push(std::move(u));
+			}
+			continue;
+		}
+		auto v = parse_u64(cnt);
+		if (!v) {
+			// software clocks print msec with decimals: keep as-is in ns
+			auto d = parse_double(cnt);
+			if (d && trim(f[1]) == "msec")
+				v = uint64_t(*d * 1e6 + 0.5);
+		}
+		if (!v) {
+			malformed.push(std::string(whole));
+			continue;
+		}
+		std::string key = trim(f[1]) == "msec" ? name + "_ns" : name;
+		add(counts, key, *v);
+		if (f.size() > 3)
+			if (auto r = parse_u64(f[3]))
+				add(runs, name, *r);
+	}
+	for (auto &[k, v] : counts)
+		events[k] = v;
+	for (auto &[k, v] : runs)
+		run[k] = v;
+	Json out = Json::object();
+	out["events"] = std::move(events);
+	out["unsupported"] = std::move(unsupported);
+	out["run_ns"] = std::move(run);
+	if (malformed.size())
+		out["malformed"] = std::move(malformed);
+	return out;
+}
+
+// --- the session -----------------------------------------------------------
+
+struct PerfSession::Impl {
+	bool started = false, stopped = false;
+	std::string why;
+	std::string perf;    // resolved path
+	std::string workdir;
+	PerfOptions opt;
+	pid_t scanner = 0, target = 0;
+	std::string version;
+	std::vector<std::string> notes;
+	Tracefs tracefs;
+
+	Child record;
+	std::string record_error, record_cmd, record_stop;
+	std::string data_path, record_log;
+	Child stat;
+	std::string stat_error, stat_cmd, stat_stop, stat_scope;
+	std::string stat_path, stat_log;
+	Json stat_unsupported = Json::array();
+	std::vector<std::string> stat_events;
+	Json result;
+
+	void stop_children()
+	{
+		if (record.pid() > 0 && record_stop.empty())
+			record_stop = record.stop(SIGINT, opt.stop_timeout_ms);
+		if (stat.pid() > 0 && stat_stop.empty())
+			stat_stop = stat.stop(SIGINT, opt.stop_timeout_ms);
+		if (tracefs.mounted_by_us())
+			notes.push_back("tracefs: mounted by ptwalk at " + tracefs.root() +
+					" for perf, unmounted");
+		tracefs.release();
+	}
+
+	std::string path(const char *name) const
+	{
+		return (workdir.empty() ? std::string(".") : workdir) + "/" + name;
+	}
+
+	bool start_record();
+	bool start_stat();
+	Json summarize_record();
+	Json summarize_stat();
+};
+
+PerfSession::PerfSession() : impl_(std::make_unique<Impl>()) {}
+
+PerfSession::~PerfSession()
+{
+	if (impl_)
+		impl_->stop_children();
+}
+
+std::string PerfSession::why() const { return impl_->why; }
+
+bool PerfSession::Impl::start_record()
+{
+	data_path = path("perf.data");
+	record_log = path("perf-record.log");
+	Control ctl;
+	if (!ctl.open(&record_error))
+		return false;
+	// cpu-clock: a software timer, sampled in the scanner's context kernel
+	// and user side alike; no PMU needed.
+	std::vector<std::string> argv = {perf, "record", "-e", "cpu-clock", "-g",
+					 "-p", std::to_string(scanner), "-o", data_path,
+					 "-D", "-1", "--control", ctl.arg()};
+	record_cmd = command_line(argv);
+	auto c = spawn(argv, record_log, record_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
+		       &record_error);
+	if (!c)
+		return false;
+	record = std::move(*c);
+	if (!enable_and_wait(ctl, record, record_log, opt.start_timeout_ms, &record_error)) {
+		record_error = "perf record: " + record_error;
+		record_stop = record.stop(SIGINT, opt.stop_timeout_ms);
+		return false;
+	}
+	return true;
+}
+
+bool PerfSession::Impl::start_stat()
+{
+	stat_path = path("perf-stat.csv");
+	stat_log = path("perf-stat.log");
+	std::string terr;
+	if (!tracefs.open(&terr)) {
+		stat_error = "tracefs: " + terr;
+		for (const char *s : {"ptwalk:*", "mmap_lock:*", "tlb:*"}) {
+			Json u = Json::object();
+			u["event"] = s;
+			u["reason"] = "tracefs unavailable: " + terr;
+			stat_unsupported.push(std::move(u));
+		}
+		return false;
+	}
+	struct Sys {
+		const char *name, *why_missing;
+	};
+	const Sys systems[] = {
+		{"ptwalk", "ptwalk.ko is not loaded"},
+		{"mmap_lock", "kernel without mmap_lock tracepoints (5.10+, CONFIG_TRACING)"},
+		{"tlb", "kernel without tlb tracepoints (x86 CONFIG_TRACING)"},
+	};
+	for (const auto &s : systems) {
+		std::string err;
+		auto evs = list_events(tracefs.root(), s.name, &err);
+		if (!evs || evs->empty()) {
+			Json u = Json::object();
+			u["event"] = std::string(s.name) + ":*";
+			u["reason"] = (evs ? tracefs.root() + "/events/" + s.name + ": empty" : err) +
+				      " (" + s.why_missing + ")";
+			stat_unsupported.push(std::move(u));
+			continue;
+		}
+		stat_events.insert(stat_events.end(), evs->begin(), evs->end());
+	}
+	if (stat_events.empty()) {
+		stat_error = "no ptwalk:*, mmap_lock:* or tlb:* tracepoint on this kernel";
+		return false;
+	}
+	Control ctl;
+	if (!ctl.open(&stat_error))
+		return false;
+	std::string pids = std::to_string(scanner);
+	if (target > 0 && target != scanner)
+		pids += "," + std::to_string(target);
+	stat_scope = "per task: the scanner (pid " + std::to_string(scanner) + ")" +
+		     (target > 0 && target != scanner
+			      ? " and the target (pid " + std::to_string(target) + ")"
+			      : std::string()) +
+		     ", all their threads and children; events of other processes on "
+		     "this (shared) host are not counted";
+	std::vector<std::string> argv = {perf, "stat", "-x,", "-o", stat_path, "-p", pids,
+					 "-e", join(stat_events, ","), "-D", "-1", "--control",
+					 ctl.arg()};
+	stat_cmd = command_line(argv);
+	auto c = spawn(argv, stat_log, stat_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
+		       &stat_error);
+	if (!c)
+		return false;
+	stat = std::move(*c);
+	if (!enable_and_wait(ctl, stat, stat_log, opt.start_timeout_ms, &stat_error)) {
+		stat_error = "perf stat: " + stat_error;
+		stat_stop = stat.stop(SIGINT, opt.stop_timeout_ms);
+		return false;
+	}
+	return true;
+}
+
+bool PerfSession::start(pid_t scanner, pid_t target, const PerfOptions &o)
+{
+	Impl &m = *impl_;
+	if (m.started) {
+		m.why = "PerfSession::start called twice";
+		return false;
+	}
+	m.started = true;
+	m.opt = o;
+	m.scanner = scanner;
+	m.target = target;
+	try {
+		if (scanner <= 0) {
+			m.why = "no scanner pid";
+			return false;
+		}
+		m.workdir = o.workdir.empty() ? "." : o.workdir;
+		if (mkdir(m.workdir.c_str(), 0755) != 0 && errno != EEXIST) {
+			m.why = "mkdir " + m.workdir + ": " + errno_str(errno);
+			return false;
+		}
+		auto perf = resolve_program(o.perf, &m.why);
+		if (!perf)
+			return false;
+		m.perf = *perf;
+
+		// `perf --version` also proves the binary runs (the Debian
+		// wrapper fails here when no perf_<version> matches the kernel).
+		std::string vout = m.path("perf-version.txt"), err;
+		if (!run_to_completion({m.perf, "--version"}, vout, vout, 10000, &err)) {
+			m.why = "perf unusable: " + err;
+			return false;
+		}
+		auto vt = read_file(vout, &err);
+		m.version = vt ? std::string(trim(*vt)) : "";
+		if (m.version.starts_with("perf version "))
+			m.version = m.version.substr(13);
+		unlink(vout.c_str());
+
+		struct stat st {};
+		if (::stat("/sys/bus/event_source/devices/cpu", &st) != 0 &&
+		    ::stat("/sys/bus/event_source/devices/cpu_core", &st) != 0)
+			m.notes.push_back("no hardware PMU (/sys/bus/event_source/devices/cpu "
+					  "missing): samples come from the cpu-clock software "
+					  "timer; no cycles/instructions counts");
+		else
+			m.notes.push_back("samples come from the cpu-clock software timer "
+					  "(same on hosts with and without a PMU)");
+		if (auto k = read_long_file("/proc/sys/kernel/kptr_restrict")) {
+			if (*k >= 2 || (*k == 1 && geteuid() != 0))
+				m.notes.push_back("kernel.kptr_restrict=" + std::to_string(*k) +
+						  ": kernel addresses hidden, kernel symbols "
+						  "will not resolve (left unchanged)");
+		}
+		if (auto p = read_long_file("/proc/sys/kernel/perf_event_paranoid"))
+			if (*p > 1 && geteuid() != 0)
+				m.notes.push_back("kernel.perf_event_paranoid=" + std::to_string(*p) +
+						  ": kernel samples need root or CAP_PERFMON");
+
+		bool rec = m.start_record();
+		bool st_ok = m.start_stat();
+		if (!rec && !st_ok) {
+			m.why = m.record_error + "; " + m.stat_error;
+			m.stop_children();
+			return false;
+		}
+		return true;
+	} catch (const std::exception &e) {
+		m.why = std::string("perf session: ") + e.what();
+		m.stop_children();
+		return false;
+	}
+}
+
+Json PerfSession::Impl::summarize_record()
+{
+	Json r = Json::object();
+	r["event"] = "cpu-clock";
+	r["pid"] = scanner;
+	if (!record_cmd.empty())
+		r["command"] = record_cmd;
+	if (!record_error.empty()) {
+		r["error"] = record_error;
+		return r;
+	}
+	r["stop"] = record_stop;
+	if (!exited_ok(record))
+		r["error"] = "perf record " + record_stop + ": " + log_tail(record_log);
+	r["data"] = data_path;
+	struct stat st {};
+	if (::stat(data_path.c_str(), &st) != 0) {
+		r["error"] = data_path + ": " + errno_str(errno);
+		return r;
+	}
+	std::string rep = path("perf-report.txt"), replog = path("perf-report.log"), err;
+	std::vector<std::string> argv = {perf, "report", "-i", data_path, "--stdio",
+					 "--sort", "symbol", "--no-children", "-g", "none",
+					 "--show-nr-samples"};
+	if (!run_to_completion(argv, rep, replog, opt.report_timeout_ms, &err)) {
+		r["error"] = err;
+		return r;
+	}
+	auto text = read_file(rep, &err);
+	if (!text) {
+		r["error"] = err;
+		return r;
+	}
+	Json p = parse_perf_report_symbols(*text, 15);
+	if (const Json *ev = p.find("event"); ev && ev->string())
+		r["event"] = *ev->string();
+	if (const Json *s = p.find("samples"))
+		r["samples"] = *s;
+	else if (text->find("no samples") != std::string::npos ||
+		 text->find("# Samples:") == std::string::npos)
+		r["samples"] = 0; // perf report prints no table without samples
+	for (const char *k : {"lost_samples", "kernel_percent", "top_kernel_symbols"})
+		if (const Json *v = p.find(k))
+			r[k] = *v;
+	r["report"] = rep;
+	return r;
+}
+
+Json PerfSession::Impl::summarize_stat()
+{
+	Json s = Json::object();
+	if (!stat_cmd.empty())
+		s["command"] = stat_cmd;
+	if (!stat_scope.empty())
+		s["scope"] = stat_scope;
+	Json unsupported = stat_unsupported;
+	if (!stat_error.empty()) {
+		s["error"] = stat_error;
+		s["unsupported"] = std::move(unsupported);
+		return s;
+	}
+	s["stop"] = stat_stop;
+	if (!exited_ok(stat))
+		s["error"] = "perf stat " + stat_stop + ": " + log_tail(stat_log);
+	s["file"] = stat_path;
+	std::string err;
+	auto text = read_file(stat_path, &err);
+	if (!text) {
+		s["error"] = err;
+		s["unsupported"] = std::move(unsupported);
+		return s;
+	}
+	Json p = parse_perf_stat_csv(*text);
+	s["events"] = p.find("events") ? *p.find("events") : Json::object();
+	if (const Json *u = p.find("unsupported"))
+		for (size_t i = 0; i < u->size(); ++i)
+			unsupported.push(u->at(i));
+	s["unsupported"] = std::move(unsupported);
+	if (const Json *r = p.find("run_ns"))
+		s["run_ns"] = *r;
+	if (const Json *m = p.find("malformed"))
+		s["malformed"] = *m;
+	// Every requested event must have a line: a missing one is said.
+	Json missing = Json::array();
+	const Json *ev = s.find("events");
+	for (const auto &e : stat_events) {
+		bool found = ev && ev->find(e);
+		if (!found)
+			if (const Json *u = p.find("unsupported"))
+				for (size_t i = 0; i < u->size(); ++i)
+					if (u->at(i).find("event")->string() == e)
+						found = true;
+		if (!found)
+			missing.push(e);
+	}
+	if (missing.size())
+		s["missing"] = std::move(missing);
+	return s;
+}
+
+Json PerfSession::stop()
+{
+	Impl &m = *impl_;
+	if (m.stopped)
+		return m.result;
+	m.stopped = true;
+	Json perf = Json::object();
+	try {
+		m.stop_children();
+		if (!m.version.empty())
+			perf["version"] = m.version;
+		if (!m.started || m.perf.empty() || (m.record.pid() <= 0 && m.stat.pid() <= 0 &&
+						     m.record_error.empty() && m.stat_error.empty())) {
+			perf["error"] = m.started ? m.why : std::string("perf session not started");
+		} else {
+			perf["record"] = m.summarize_record();
+			perf["stat"] = m.summarize_stat();
+			perf["workdir"] = m.workdir;
+		}
+	} catch (const std::exception &e) {
+		perf["error"] = std::string("perf session: ") + e.what();
+	}
+	Json notes = Json::array();
+	for (const auto &n : m.notes)
+		notes.push(n);
+	perf["notes"] = std::move(notes);
+	m.result = Json::object();
+	m.result["perf"] = std::move(perf);
+	return m.result;
+}
+
+} // namespace ptwalk
