@@ -62,6 +62,9 @@ rc_budgets=0
 	--meta report="$OUT/report/report.md" "$OUT/runs" || rc_budgets=$?
 [ "$rc_budgets" -le 1 ] || { echo "qualify: budget check failed to run" >&2; exit 2; }
 
+# production-scale figures (incident-scale runs) next to the budgets
+"$PYTHON" -m ptwalk_report.incident "$OUT/runs" --json "$OUT/incident.json"
+
 "$PYTHON" scripts/ptwalk-report "$OUT/runs" --out "$OUT/report"
 
 if [ "$rc_tests" -eq 0 ] && [ "$rc_budgets" -eq 0 ]; then

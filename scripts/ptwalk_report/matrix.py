@@ -35,16 +35,22 @@ class Scenario:
     interval: str
     duration_ms: int
     repeat: int
+    physical_mib: int = 0    # alias backing only
+    calibrate_mib: int = 0   # alias backing only
+    incident: bool = False   # the incident-scale block of the matrix
 
     @property
     def id(self) -> str:
         return f"{self.profile}-{self.backing}-{self.size_mib}M-r{self.repeat}"
 
     def argv(self, ptwalk: str, out: Path) -> list[str]:
-        return [ptwalk, "run", "--size", f"{self.size_mib}M", "--backing", self.backing,
-                "--scanner", self.profile, "--interval", self.interval,
-                "--duration", f"{self.duration_ms}ms", "--victims", ",".join(self.victims),
-                "--quiet", "--out", str(out)]
+        a = [ptwalk, "run", "--size", f"{self.size_mib}M", "--backing", self.backing,
+             "--scanner", self.profile, "--interval", self.interval,
+             "--duration", f"{self.duration_ms}ms", "--victims", ",".join(self.victims)]
+        if self.backing == "alias":
+            a += ["--physical", f"{self.physical_mib}M",
+                  "--calibrate-size", f"{self.calibrate_mib}M"]
+        return a + ["--quiet", "--out", str(out)]
 
 
 def load_matrix(path: Path = MATRIX) -> dict[str, Any]:
@@ -88,14 +94,36 @@ def choose_size(m: dict[str, Any], mode: str, avail_bytes: int, runs: int) -> in
     return size
 
 
+def incident(m: dict[str, Any], mode: str, avail_bytes: int) -> list[Scenario]:
+    """Incident-scale scenarios: distinct pages when they fit, else aliased."""
+    inc = m.get("incident")
+    if not inc or mode not in inc["modes"]:
+        return []
+    md = inc["modes"][mode]
+    size = inc["size_mib"]
+    # 8 bytes of PTE per 4 KiB page on top of the pages themselves
+    distinct_fits = size * MIB * (1 + 1 / 512) <= avail_bytes * m["mem_fraction"]
+    backing = "anon" if distinct_fits else "alias"
+    return [Scenario(p, backing, size, tuple(m["victims"]), md["interval"], md["duration_ms"],
+                     r, inc["physical_mib"], inc["calibrate_mib"], True)
+            for p in inc["profiles"] for r in range(1, md["repeats"] + 1)]
+
+
 def select(m: dict[str, Any], mode: str, avail_bytes: int,
            size_mib: int | None = None) -> list[Scenario]:
     md = m["modes"][mode]
     combos = [(p, b) for p in m["profiles"] for b in m["backings"]]
     runs = len(combos) * md["repeats"]
-    size = size_mib or choose_size(m, mode, avail_bytes, runs)
+    inc = incident(m, mode, avail_bytes)
+    mm = m
+    if inc and md.get("time_budget_s"):
+        # the incident runs take their share of the mode's time budget first
+        mm = json.loads(json.dumps(m))
+        mm["modes"][mode]["time_budget_s"] = max(
+            60, md["time_budget_s"] - len(inc) * m["incident"]["estimate_s"])
+    size = size_mib or choose_size(mm, mode, avail_bytes, runs)
     return [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
-            for p, b in combos for r in range(1, md["repeats"] + 1)]
+            for p, b in combos for r in range(1, md["repeats"] + 1)] + inc
 
 
 def results_dir(root: Path, host: str | None = None, release: str | None = None,
@@ -136,7 +164,9 @@ def run_scenario(sc: Scenario, ptwalk: str, out_dir: Path,
     argv = sc.argv(ptwalk, out)
     with open(out_dir / "commands.txt", "a", encoding="utf-8") as f:
         f.write(shlex.join(argv) + "\n")
-    timeout = timeout_s or (sc.duration_ms / 1000.0 + 120.0 + 20.0 * sc.size_mib / 1024.0)
+    timeout = timeout_s or (sc.duration_ms / 1000.0 + 120.0 +
+                            (2.0 if sc.backing == "alias" else 20.0) * sc.size_mib / 1024.0
+                            + 10.0 * sc.calibrate_mib / 1024.0)
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=timeout)
@@ -155,8 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["plan"]:
         m, mode = load_matrix(), mode_from_env()
         scs = select(m, mode, mem_available())
-        est = estimate_s(m, mode, scs[0].size_mib, len(scs))
-        print(f"mode {mode}: {len(scs)} runs at {scs[0].size_mib} MiB, estimate {est:.0f}s")
+        main_runs = [s for s in scs if not s.incident]
+        inc = [s for s in scs if s.incident]
+        est = estimate_s(m, mode, main_runs[0].size_mib, len(main_runs))
+        if inc:
+            est += len(inc) * m["incident"]["estimate_s"]
+        print(f"mode {mode}: {len(main_runs)} runs at {main_runs[0].size_mib} MiB"
+              + (f" + {len(inc)} incident-scale runs ({inc[0].size_mib // 1024} GiB "
+                 f"{inc[0].backing})" if inc else "") + f", estimate {est:.0f}s")
         return 0
     print("usage: python3 -m ptwalk_report.matrix outdir ROOT | plan", file=sys.stderr)
     return 2
