@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/monitor.hpp"
+#include "ptwalk/module_view.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -245,6 +246,8 @@ void sleep_until_done(uint64_t end_ns)
 
 int run_monitor(const MonitorOptions &o)
 {
+	if (o.backend == "module" || (o.backend == "auto" && module_loaded()))
+		return run_module_monitor(o);
 	SigintGuard sig;
 	HoldCollector col(o.min_hold_ns);
 	TaskNames names;

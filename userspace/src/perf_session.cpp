@@ -11,6 +11,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <optional>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -154,6 +155,47 @@ std::string describe_status(int status)
 	return "status " + std::to_string(status);
 }
 
+// "tid state wchan" of each thread of pid, for a child that hangs.
+std::string task_states(pid_t pid)
+{
+	std::string out, err;
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return dir + ": " + errno_str(errno);
+	while (dirent *e = readdir(d)) {
+		if (e->d_name[0] == '.')
+			continue;
+		std::string t = dir + "/" + e->d_name;
+		auto stat = read_file(t + "/stat", &err);
+		auto wchan = read_file(t + "/wchan", &err);
+		char state = '?';
+		if (stat) {
+			size_t rp = stat->rfind(')');
+			if (rp != std::string::npos && rp + 2 < stat->size())
+				state = (*stat)[rp + 2];
+		}
+		if (!out.empty())
+			out += ", ";
+		out += std::string(e->d_name) + " " + state + " " +
+		       (wchan && !wchan->empty() ? *wchan : std::string("-"));
+	}
+	closedir(d);
+	return out;
+}
+
+// A process that has exited (zombie included) or is gone.
+bool process_gone(pid_t pid)
+{
+	std::string err;
+	auto stat = read_file("/proc/" + std::to_string(pid) + "/stat", &err);
+	if (!stat)
+		return true;
+	size_t rp = stat->rfind(')');
+	return rp != std::string::npos && rp + 2 < stat->size() &&
+	       ((*stat)[rp + 2] == 'Z' || (*stat)[rp + 2] == 'X');
+}
+
 // A child process we own: waited for by pid only (never wait(-1), which
 // would reap the caller's children); SIGKILLed and reaped if still alive
 // when the owner goes away.
@@ -225,16 +267,17 @@ public:
 		if (wait_for(timeout_ms))
 			return std::string("stopped by ") + sigabbrev(sig) + ": " +
 			       describe_status(status_);
-		kill(pid_, SIGKILL);
+		std::string where = task_states(pid_);
+		kill_group(SIGKILL);
 		wait_for(60000);
 		return std::string("did not stop within ") + std::to_string(timeout_ms) +
-		       " ms of " + sigabbrev(sig) + "; SIGKILLed";
+		       " ms of " + sigabbrev(sig) + " (threads: " + where + "); SIGKILLed";
 	}
 
 	void kill_and_reap()
 	{
 		if (pid_ > 0 && !poll_exit()) {
-			kill(pid_, SIGKILL);
+			kill_group(SIGKILL);
 			int st;
 			while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
 			}
@@ -244,6 +287,13 @@ public:
 	}
 
 private:
+	// The child leads its own process group (spawn): whatever it started
+	// goes with it.
+	void kill_group(int sig)
+	{
+		if (kill(-pid_, sig) != 0)
+			kill(pid_, sig);
+	}
 	static const char *sigabbrev(int sig) { return sig == SIGINT ? "SIGINT" : "signal"; }
 	pid_t pid_ = -1;
 	int status_ = 0;
@@ -306,9 +356,10 @@ std::optional<Child> spawn(const std::vector<std::string> &argv, const std::stri
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, nullptr);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
+		struct sigaction dfl {};
+		dfl.sa_handler = SIG_DFL;
+		for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD})
+			sigaction(sig, &dfl, nullptr);
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGINT);
 		if (getppid() != parent)
@@ -328,6 +379,7 @@ std::optional<Child> spawn(const std::vector<std::string> &argv, const std::stri
 		(void)w;
 		_exit(127);
 	}
+	setpgid(pid, pid); // also here: no window where kill(-pid) misses it
 	exec_w.reset();
 	Child child(pid);
 	int e = 0;
@@ -424,11 +476,26 @@ struct Control {
 			*err = std::string("pipe2 (perf --control): ") + errno_str(errno);
 			return false;
 		}
-		ctl_r.reset(a[0]);
+		ctl_r.reset(above_stdio(a[0]));
 		ctl_w.reset(a[1]);
 		ack_r.reset(b[0]);
-		ack_w.reset(b[1]);
+		ack_w.reset(above_stdio(b[1]));
+		if (!ctl_r || !ack_w) {
+			*err = std::string("fcntl F_DUPFD_CLOEXEC (perf --control): ") +
+			       errno_str(errno);
+			return false;
+		}
 		return true;
+	}
+	// The child's ends keep their numbers across exec: never 0-2, which
+	// spawn() replaces with /dev/null and the logs.
+	static int above_stdio(int fd)
+	{
+		if (fd >= 3)
+			return fd;
+		int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		return n;
 	}
 	std::string arg() const
 	{
@@ -518,7 +585,8 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 			if (c.starts_with("Samples:")) {
 				// "Samples: 4K of event 'cpu-clock'"
 				size_t of = c.find(" of event '");
-				samples_header = std::string(trim(c.substr(8, of == std::string_view::npos ? std::string_view::npos : of - 8)));
+				size_t n = of == std::string_view::npos ? of : of - 8;
+				samples_header = std::string(trim(c.substr(8, n)));
 				if (of != std::string_view::npos) {
 					std::string_view ev = c.substr(of + 11);
 					size_t q = ev.find('\'');
@@ -719,6 +787,10 @@ struct PerfSession::Impl {
 	std::vector<std::string> notes;
 	Tracefs tracefs;
 
+	// perf's --control pipes stay open while perf runs: closing our end
+	// makes perf 6.1 record drop the fd from its poll array and fail at
+	// exit with "Thread and evlist pollfd index mismatch" (no data).
+	Control record_ctl, stat_ctl;
 	Child record;
 	std::string record_error, record_cmd, record_stop;
 	std::string data_path, record_log;
@@ -731,10 +803,18 @@ struct PerfSession::Impl {
 
 	void stop_children()
 	{
-		if (record.pid() > 0 && record_stop.empty())
+		if (record.pid() > 0 && record_stop.empty()) {
+			// perf record -p ends by itself once the scanner has
+			// exited; a SIGINT racing with that exit has left
+			// perf 6.1 hung after writing its data: give it time.
+			if (process_gone(scanner))
+				record.wait_for(std::min(opt.stop_timeout_ms, 3000));
 			record_stop = record.stop(SIGINT, opt.stop_timeout_ms);
+		}
 		if (stat.pid() > 0 && stat_stop.empty())
 			stat_stop = stat.stop(SIGINT, opt.stop_timeout_ms);
+		record_ctl = Control{};
+		stat_ctl = Control{};
 		if (tracefs.mounted_by_us())
 			notes.push_back("tracefs: mounted by ptwalk at " + tracefs.root() +
 					" for perf, unmounted");
@@ -766,7 +846,7 @@ bool PerfSession::Impl::start_record()
 {
 	data_path = path("perf.data");
 	record_log = path("perf-record.log");
-	Control ctl;
+	Control &ctl = record_ctl;
 	if (!ctl.open(&record_error))
 		return false;
 	// cpu-clock: a software timer, sampled in the scanner's context kernel
@@ -828,7 +908,7 @@ bool PerfSession::Impl::start_stat()
 		stat_error = "no ptwalk:*, mmap_lock:* or tlb:* tracepoint on this kernel";
 		return false;
 	}
-	Control ctl;
+	Control &ctl = stat_ctl;
 	if (!ctl.open(&stat_error))
 		return false;
 	std::string pids = std::to_string(scanner);
@@ -874,8 +954,14 @@ bool PerfSession::start(pid_t scanner, pid_t target, const PerfOptions &o)
 			return false;
 		}
 		m.workdir = o.workdir.empty() ? "." : o.workdir;
-		if (mkdir(m.workdir.c_str(), 0755) != 0 && errno != EEXIST) {
-			m.why = "mkdir " + m.workdir + ": " + errno_str(errno);
+		std::error_code ec;
+		std::filesystem::create_directories(m.workdir, ec);
+		if (ec) {
+			m.why = "mkdir -p " + m.workdir + ": " + ec.message();
+			return false;
+		}
+		if (!std::filesystem::is_directory(m.workdir, ec)) {
+			m.why = m.workdir + ": " + errno_str(ENOTDIR);
 			return false;
 		}
 		auto perf = resolve_program(o.perf, &m.why);
@@ -943,8 +1029,17 @@ Json PerfSession::Impl::summarize_record()
 		return r;
 	}
 	r["stop"] = record_stop;
-	if (!exited_ok(record))
-		r["error"] = "perf record " + record_stop + ": " + log_tail(record_log);
+	if (!exited_ok(record)) {
+		std::string tail = log_tail(record_log);
+		// "[ perf record: Captured and wrote 0.153 MB perf.data (947
+		// samples) ]" is printed once perf.data is complete: a hang after
+		// it loses nothing.
+		if (tail.find("Captured and wrote") != std::string::npos)
+			notes.push_back("perf record " + record_stop +
+					" after writing its data (\"Captured and wrote\")");
+		else
+			r["error"] = "perf record " + record_stop + ": " + tail;
+	}
 	r["data"] = data_path;
 	struct stat st {};
 	if (::stat(data_path.c_str(), &st) != 0) {
@@ -964,18 +1059,23 @@ Json PerfSession::Impl::summarize_record()
 		r["error"] = err;
 		return r;
 	}
+	r["report"] = rep;
 	Json p = parse_perf_report_symbols(*text, 15);
 	if (const Json *ev = p.find("event"); ev && ev->string())
 		r["event"] = *ev->string();
-	if (const Json *s = p.find("samples"))
+	if (const Json *s = p.find("samples")) {
 		r["samples"] = *s;
-	else if (text->find("no samples") != std::string::npos ||
-		 text->find("# Samples:") == std::string::npos)
-		r["samples"] = 0; // perf report prints no table without samples
+	} else if (log_tail(replog).find("has no samples") != std::string::npos) {
+		// perf report's own word ("The perf.data data has no samples!",
+		// exit 0, no table): the scanner never ran on a CPU while sampled
+		r["samples"] = 0;
+		notes.push_back("perf report: no samples in " + data_path);
+	} else {
+		r["error"] = "perf report: no sample count in " + rep + ": " + log_tail(replog);
+	}
 	for (const char *k : {"lost_samples", "kernel_percent", "top_kernel_symbols"})
 		if (const Json *v = p.find(k))
 			r[k] = *v;
-	r["report"] = rep;
 	return r;
 }
 

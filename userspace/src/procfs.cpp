@@ -176,6 +176,8 @@ Json WalkSize::to_json() const
 	j["pte_slots"] = pte_slots;
 	j["rss_bytes"] = rss;
 	j["huge_bytes"] = huge_bytes;
+	if (vmas)
+		j["vmas"] = vmas;
 	return j;
 }
 
@@ -191,7 +193,11 @@ std::optional<WalkSize> measure_walk_size(pid_t pid, std::string *err)
 	uint64_t hp = 0;
 	if (auto mi = read_file("/proc/meminfo", nullptr))
 		hp = parse_meminfo(*mi).hugepage_size;
-	return walk_size(parse_smaps_rollup(*rollup), parse_status(*status), hp);
+	WalkSize w = walk_size(parse_smaps_rollup(*rollup), parse_status(*status), hp);
+	if (auto maps = read_file(base + "/maps", nullptr))
+		for (char c : *maps)
+			w.vmas += c == '\n';
+	return w;
 }
 
 Json parse_kernel_config(std::string_view text)

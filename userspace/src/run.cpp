@@ -524,6 +524,7 @@ int run_command(RunOptions o)
 		j["walker_pid"] = w.walker_pid;
 		j["start_ns"] = w.start_ns;
 		j["duration_ns"] = w.end_ns - w.start_ns;
+		j["syscall_ns"] = w.syscall_ns;
 		if (ws) {
 			j["ptes"] = ws->entries;
 			j["ptes_4k"] = ws->ptes;

@@ -128,7 +128,9 @@ int Scanner::read_file_walk(const char *file, WalkRecord *r, bool keep)
 			dst = b + kBufSize - 65536;
 			room = 65536;
 		}
+		const uint64_t t0 = now_ns();
 		ssize_t n = read(fd.get(), dst, room);
+		r->syscall_ns += now_ns() - t0;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -144,16 +146,18 @@ int Scanner::read_file_walk(const char *file, WalkRecord *r, bool keep)
 	return 0;
 }
 
-int Scanner::clear_refs(const char *value, WalkRecord *)
+int Scanner::clear_refs(const char *value, WalkRecord *r)
 {
 	Fd fd(open((proc_ + "clear_refs").c_str(), O_WRONLY | O_CLOEXEC));
 	if (!fd)
 		return errno;
 	const size_t n = strlen(value);
 	ssize_t w;
-	do
+	do {
+		const uint64_t t0 = now_ns();
 		w = write(fd.get(), value, n);
-	while (w < 0 && errno == EINTR);
+		r->syscall_ns += now_ns() - t0;
+	} while (w < 0 && errno == EINTR);
 	return w == ssize_t(n) ? 0 : (w < 0 ? errno : EIO);
 }
 
@@ -166,7 +170,9 @@ int Scanner::pagemap(WalkRecord *r)
 		for (uint64_t a = v.start; a < v.end;) {
 			const uint64_t pages = std::min<uint64_t>((v.end - a) / 4096,
 								  kBufSize / 8);
+			const uint64_t t0 = now_ns();
 			ssize_t n = pread(fd.get(), buf_.get(), pages * 8, off_t(a / 4096 * 8));
+			r->syscall_ns += now_ns() - t0;
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
@@ -197,7 +203,9 @@ int Scanner::pagemap_scan(WalkRecord *r)
 			arg.vec_len = regions_.size();
 			arg.category_anyof_mask = kPageIsPresent;
 			arg.return_mask = kPageIsPresent;
+			const uint64_t t0 = now_ns();
 			long n = ioctl(fd.get(), kPagemapScan, &arg);
+			r->syscall_ns += now_ns() - t0;
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;

@@ -65,6 +65,8 @@ const char kUsage[] =
 	"  --duration T         how long to watch (default 10s)\n"
 	"  --min-hold T         report holds at least this long (default 1ms)\n"
 	"  --out FILE.json      write what was seen (schema ptwalk.monitor/1)\n"
+	"  --backend B          auto (module when ptwalk.ko is loaded) | module |\n"
+	"                       tracepoint\n"
 	"\n"
 	"exit status: 0 done, 1 failed, 2 bad usage, 4 skipped (unsupported here),\n"
 	"128+N interrupted by signal N (a partial result is still written)\n";
@@ -218,7 +220,12 @@ int cmd_monitor(Args &a)
 			o.out_path = v;
 		else if (k == "--quiet")
 			o.quiet = true;
-		else
+		else if (k == "--backend") {
+			if (v != "auto" && v != "module" && v != "tracepoint")
+				usage_error(a.cmd, "unknown --backend '" + v +
+							   "' (use auto, module or tracepoint)");
+			o.backend = v;
+		} else
 			usage_error(a.cmd, "unknown option " + k);
 	}
 	if (o.duration_ns == 0)

@@ -20,7 +20,12 @@ struct MonitorOptions {
 	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
 	std::string out_path;             // JSON (tmp file + rename); "" = none
 	bool quiet = false;               // no table on stdout
+	std::string backend = "auto";     // auto (module if loaded) | module | tracepoint
 };
+
+// The module flavour: every walk ptwalk.ko records on the host, with the
+// stalls it attributed. Same schema, "backend": "module".
+int run_module_monitor(const MonitorOptions &o);
 
 // 0 ok; 1 when the tracepoint backend is unavailable (one line on stderr)
 // or the JSON could not be written. SIGINT ends the watch early; what was

@@ -42,13 +42,19 @@ public:
 	// stop()); systems absent here (ptwalk:* without ptwalk.ko) are listed
 	// as unsupported with the reason. Returns true when at least one of
 	// the two runs (the other's failure is in stop()'s JSON); false with
-	// why() set when perf is missing or unusable. Never throws. Call once.
+	// why() set when perf is missing or unusable. Never throws. Call once,
+	// from a thread that outlives the session: the children get SIGINT
+	// (PR_SET_PDEATHSIG) when it dies, and write their data. They run in
+	// their own process group, so a terminal ^C reaches ptwalk only; stop()
+	// then stops them. Call it while the scanner is held (before it walks):
+	// perf has acknowledged "enable" when start() returns.
 	bool start(pid_t scanner, pid_t target, const PerfOptions &o);
 
 	// Stops both children (SIGINT, wait up to stop_timeout_ms, SIGKILL),
 	// runs `perf report` and returns
 	//   {"perf": {"version", "record": {"event", "samples",
 	//     "top_kernel_symbols": [{"symbol","percent","samples"}...15],
+	//     (percent: of all the scanner's samples, user and kernel)
 	//     "data", ...}, "stat": {"events": {name: count},
 	//     "unsupported": [{"event","reason"}], "scope", ...},
 	//     "notes": [...]}}

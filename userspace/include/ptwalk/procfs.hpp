@@ -55,6 +55,7 @@ struct WalkSize {
 	uint64_t pte_slots = 0;   // VmPTE / 8
 	uint64_t rss = 0;
 	uint64_t huge_bytes = 0;
+	uint64_t vmas = 0;        // lines of /proc/PID/maps (0: not read)
 	Json to_json() const;
 };
 WalkSize walk_size(const MemRollup &r, const ProcStatus &s, uint64_t hugetlb_page);

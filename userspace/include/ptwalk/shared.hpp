@@ -37,6 +37,8 @@ struct WalkRecord {
 	uint64_t bytes;         // bytes read (read walks)
 	uint64_t referenced;    // smaps Referenced: sum in bytes (cadvisor, wss)
 	uint64_t iteration;     // scanner interval number
+	uint64_t syscall_ns;    // time inside the walking syscalls (write/read/
+				// pread/ioctl), without open and close
 };
 
 struct Shared {
