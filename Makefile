@@ -13,8 +13,8 @@ BUILD   := build
 CMAKE_BUILD := $(BUILD)/cmake
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps deps-test build userspace selftests module test test-unit \
-	test-selftests test-py qualify bench clean
+.PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
+	test-selftests test-py qualify bench clean vm-matrix
 
 all: build
 
@@ -31,13 +31,18 @@ userspace: deps
 	cmake --build $(CMAKE_BUILD) -j$(JOBS)
 
 selftests: deps
-	@if [ -f selftests/Makefile ]; then $(MAKE) -C selftests; fi
+	$(MAKE) -C selftests
 
 module:
 	$(MAKE) -C module
 
+# ptwalk.ko for every installed kernel headers tree (the VM matrix)
+module-matrix:
+	scripts/build-modules.sh
+
 test: deps-test
 	$(MAKE) build
+	$(MAKE) module-matrix
 	$(MAKE) test-unit
 	$(MAKE) test-selftests
 	$(MAKE) test-py
@@ -46,8 +51,8 @@ test-unit:
 	$(BUILD)/ptwalk_unit --gtest_brief=1
 
 test-selftests:
-	@if [ -f selftests/Makefile ]; then $(MAKE) -C selftests run_tests; \
-	else echo "selftests: none yet"; fi
+	$(MAKE) -C selftests run_tests
+	selftests/test-budget-breach.sh
 
 test-py:
 	$(PYTHON) -m pytest -q -rs scripts/tests
@@ -56,6 +61,12 @@ qualify:
 	scripts/deps.sh build python
 	$(MAKE) build
 	scripts/qualify.sh
+
+# the standard scenarios in each Debian kernel build (VM) and on the host
+vm-matrix: deps-test
+	$(MAKE) build
+	$(MAKE) module-matrix
+	$(PYTHON) scripts/ptwalk-vm-matrix
 
 bench: deps
 	$(MAKE) build

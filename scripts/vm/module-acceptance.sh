@@ -54,8 +54,19 @@ run smaps --scanner smaps --interval 300ms --duration 2s --victims none
 	--duration 2s --victims mmap --out $R/tracepoint.json > $R/tracepoint.txt 2>&1 \
 	|| bad "ptwalk run --backend tracepoint exited $?"
 
+# ptwalk monitor with the module: catches a walker it knows nothing of
+"$PTWALK" monitor --duration 5s --out $R/monitor.json > $R/monitor.txt 2>&1 &
+mp=$!
+sleep 1
+"$PTWALK" run --backend syscall --size 64M --scanner clear_refs --interval 200ms \
+	--duration 2s --victims mmap --quiet --out $R/monitored.json || bad "monitored run exited $?"
+wait $mp || bad "ptwalk monitor exited $?"
+cat $R/monitor.txt
+
 # fault injection: a delay per PTE table must show in ns/PTE
+run base --scanner clear_refs --interval 300ms --duration 3s --victims none
 echo "${INJECT_NS:-100000}" > /sys/module/ptwalk/parameters/inject_delay_ns
+dmesg | grep -q "inject_delay_ns" || bad "inject_delay_ns set without a loud dmesg line"
 run inject --scanner clear_refs --interval 300ms --duration 3s --victims none
 echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
 cat /sys/kernel/debug/ptwalk/counters > $R/counters.txt

@@ -30,6 +30,8 @@ const char kUsage[] =
 	"            (scripts/ptwalk-compare; 'ptwalk compare --help')\n"
 	"  report    RESULTS: Markdown report with plots, or --upstream RESULT for\n"
 	"            a mailing-list report (scripts/ptwalk-report)\n"
+	"  calibrate measure this host and write a selftest budget file with\n"
+	"            headroom (--out FILE; 'ptwalk calibrate --help')\n"
 	"  version   print the version\n"
 	"\n"
 	"ptwalk run options:\n"
@@ -233,8 +235,10 @@ int cmd_monitor(Args &a)
 	return run_monitor(o);
 }
 
-// The Python tools live in scripts/ beside build/: exec them with argv.
-int exec_script(const char *script, char **argv, int first)
+// The Python tools live in scripts/ beside build/, the calibration program
+// in build/selftests/: exec them with the rest of argv. `rel` is relative to
+// the directory of this binary.
+int exec_script(const char *rel, char **argv, int first)
 {
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -245,7 +249,7 @@ int exec_script(const char *script, char **argv, int first)
 	self[n] = '\0';
 	std::string dir(self);
 	dir = dir.substr(0, dir.rfind('/')); // build/
-	std::string path = dir + "/../scripts/" + script;
+	std::string path = dir + "/" + rel;
 	if (access(path.c_str(), X_OK) != 0) {
 		fprintf(stderr, "ptwalk: %s: %s\n", path.c_str(), strerror(errno));
 		return 1;
@@ -276,9 +280,11 @@ int main(int argc, char **argv)
 	if (a.cmd == "monitor")
 		return cmd_monitor(a);
 	if (a.cmd == "compare")
-		return exec_script("ptwalk-compare", argv, 2);
+		return exec_script("../scripts/ptwalk-compare", argv, 2);
 	if (a.cmd == "report")
-		return exec_script("ptwalk-report", argv, 2);
+		return exec_script("../scripts/ptwalk-report", argv, 2);
+	if (a.cmd == "calibrate")
+		return exec_script("selftests/ptwalk_calibrate", argv, 2);
 	if (a.cmd == "version" || a.cmd == "--version") {
 		printf("ptwalk %s\n", kVersion);
 		return 0;
