@@ -2,17 +2,12 @@
 /*
  * With the ptwalk module loaded (/sys/kernel/debug/ptwalk/ exists):
  *  - pte_slots.<backing>: the PTE slots the module counts for one walk
- *    equal the mapped size of the walked target;
- *  - walk_recorded_once.<backing>: every walk is recorded exactly once.
+ *    (module/README.md: sum of (end - addr) / PAGE_SIZE over the walk's
+ *    per-PMD-range callbacks) cover the mapped size of the walked target,
+ *    and exceed it by at most one PTE table per VMA of the target;
+ *  - walk_recorded_once.<backing>: every walk is recorded exactly once,
+ *    with the right kind, walker and target.
  * SKIPs "ptwalk module not loaded" without the debugfs directory.
- *
- * TODO(ptwalk module): the debugfs record format is not yet documented in
- * module/README.md. When it is, fill in module_check() below: the target
- * child and the trigger are already in place; what remains is to parse
- * /sys/kernel/debug/ptwalk/walks (ptw_kv_get() reads "key=value" records)
- * for records with target_tgid == t->pid and compare their pte_slots
- * against t->size / page size (plus the child's other VMAs, which need a
- * documented definition), and count them (== walks done).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,7 +24,7 @@
 static struct ptw_opts opts;
 
 /* value of key in one "k1=v1 k2=v2 ..." record line, or NULL */
-static __attribute__((unused)) const char *
+static const char *
 ptw_kv_get(const char *line, const char *key, char *buf, size_t len)
 {
 	size_t kl = strlen(key);
@@ -47,17 +42,121 @@ ptw_kv_get(const char *line, const char *key, char *buf, size_t len)
 	return NULL;
 }
 
+#define NWALKS 3
+
+struct walk_rec {
+	unsigned long long seq, pte_slots;
+	long walker, target;
+	char kind[32];
+};
+
+/* the module's walk records with seq > after; returns how many (<= max) */
+static int read_walks(unsigned long long after, struct walk_rec *out, int max,
+		      unsigned long long *max_seq)
+{
+	FILE *f = fopen(PTWALK_DEBUGFS "/walks", "r");
+	char line[1024], v[64];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct walk_rec r = { 0 };
+
+		if (!ptw_kv_get(line, "seq", v, sizeof(v)))
+			continue;
+		r.seq = strtoull(v, NULL, 10);
+		if (max_seq && r.seq > *max_seq)
+			*max_seq = r.seq;
+		if (r.seq <= after || n >= max)
+			continue;
+		if (ptw_kv_get(line, "pte_slots", v, sizeof(v)))
+			r.pte_slots = strtoull(v, NULL, 10);
+		if (ptw_kv_get(line, "walker_pid", v, sizeof(v)))
+			r.walker = strtol(v, NULL, 10);
+		if (ptw_kv_get(line, "target_tgid", v, sizeof(v)))
+			r.target = strtol(v, NULL, 10);
+		ptw_kv_get(line, "kind", r.kind, sizeof(r.kind));
+		out[n++] = r;
+	}
+	fclose(f);
+	return n;
+}
+
+static unsigned int count_vmas(pid_t pid)
+{
+	char path[64], line[512];
+	unsigned int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
 static enum ptw_result module_check(const struct ptw_case *c,
 				    struct ptw_target *t, char *why,
 				    size_t len)
 {
-	(void)c;
-	(void)t;
-	/* TODO(ptwalk module): see the header comment. */
-	snprintf(why, len, "ptwalk module loaded, but its debugfs walk "
-		 "record format is not yet documented in module/README.md "
-		 "(TODO hook in ptwalk_module.c)");
-	return PTW_SKIP;
+	static const int kinds[] = { PW_CLEAR_REFS, PW_SMAPS_ROLLUP };
+	struct walk_rec recs[256];
+	unsigned long long seq0 = 0;
+	unsigned long long pages = t->size / (unsigned long long)getpagesize();
+	unsigned int vmas = count_vmas(t->pid), k, i;
+	int n, mine[2] = { 0, 0 };
+
+	if (read_walks(~0ULL, recs, 0, &seq0) < 0) {
+		snprintf(why, len, "%s/walks: %m", PTWALK_DEBUGFS);
+		return PTW_FAIL;
+	}
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < NWALKS; i++)
+			if (!ptw_walk_target(kinds[k], t)) {
+				snprintf(why, len, "%s walk of pid %d failed: %m",
+					 ptw_walker_names[kinds[k]], t->pid);
+				return PTW_FAIL;
+			}
+	n = read_walks(seq0, recs, 256, NULL);
+	if (n < 0) {
+		snprintf(why, len, "%s/walks: %m", PTWALK_DEBUGFS);
+		return PTW_FAIL;
+	}
+	for (i = 0; i < (unsigned int)n; i++) {
+		const struct walk_rec *r = &recs[i];
+
+		if (r->target != t->pid)
+			continue;	/* another walker on the host */
+		if (r->walker != getpid()) {
+			snprintf(why, len, "walk seq %llu of pid %d names walker %ld, not %d",
+				 r->seq, t->pid, r->walker, getpid());
+			return PTW_FAIL;
+		}
+		for (k = 0; k < 2; k++)
+			if (!strcmp(r->kind, ptw_walker_names[kinds[k]]))
+				mine[k]++;
+		if (c->arg == 0 && (r->pte_slots < pages ||
+				    r->pte_slots > pages + 512ULL * vmas)) {
+			snprintf(why, len, "%s walk seq %llu: %llu PTE slots, want %llu.."
+				 "%llu (%llu pages mapped, %u VMAs)", r->kind,
+				 r->seq, r->pte_slots, pages, pages + 512ULL * vmas,
+				 pages, vmas);
+			return PTW_FAIL;
+		}
+	}
+	for (k = 0; k < 2; k++)
+		if (mine[k] != NWALKS) {
+			snprintf(why, len, "%d %s walks of pid %d made, %d recorded",
+				 NWALKS, ptw_walker_names[kinds[k]], t->pid, mine[k]);
+			return PTW_FAIL;
+		}
+	ptw_diag("%d clear_refs + %d smaps_rollup walks of %llu pages, each recorded once%s",
+		 NWALKS, NWALKS, pages, c->arg == 0 ? ", PTE slots within one table per VMA" : "");
+	return PTW_PASS;
 }
 
 static enum ptw_result t_module(const struct ptw_case *c, char *why,

@@ -59,8 +59,13 @@ def _perf(doc: dict[str, Any]) -> list[str]:
         why = ("perf is not installed here" if shutil.which("perf") is None
                else "this result carries no perf summary")
         return [f"Top kernel symbols: not available ({why})."]
-    syms = perf.get("symbols") or perf.get("top_symbols") or [] if isinstance(perf, dict) else perf
-    out = ["Top kernel symbols (perf):"]
+    rec = perf.get("record", {}) if isinstance(perf, dict) else {}
+    syms = (rec.get("top_kernel_symbols") or perf.get("symbols") or perf.get("top_symbols")
+            or []) if isinstance(perf, dict) else perf
+    if isinstance(perf, dict) and not syms:
+        return [f"Top kernel symbols: not available ({rec.get('error', 'no samples')})."]
+    out = [f"Top kernel symbols (perf record -e {rec.get('event', '?')} -g of the scanner, "
+           f"{rec.get('samples', '?')} samples):" if rec else "Top kernel symbols (perf):"]
     for s in syms[:10]:
         if isinstance(s, dict):
             name, pct = s.get("symbol", s.get("name", "?")), s.get("percent", s.get("pct"))
@@ -68,6 +73,11 @@ def _perf(doc: dict[str, Any]) -> list[str]:
             name, pct = s[0], s[1] if len(s) > 1 else None
         pct_s = f"{float(pct):6.2f}%" if pct is not None else "      -"
         out.append(f"  {pct_s}  {str(name)[:WIDTH - 12]}")
+    events = (perf.get("stat") or {}).get("events") if isinstance(perf, dict) else None
+    if events:
+        out.append("Tracepoint counts (perf stat, scanner + target):")
+        for ev, n in sorted(events.items()):
+            out.append(f"  {n:>12}  {ev[:WIDTH - 16]}")
     return out
 
 

@@ -190,3 +190,24 @@ def test_hugetlb_backing(reserved_hugepages: Any, tmp_path: Path) -> None:
     size = r["workload"]["size_start"]
     assert size["huge_bytes"] >= 64 << 20
     assert size["ptes"] < 4096  # the mapping added no 4 KiB PTEs
+
+
+def test_perf_summary_in_result(tmp_path: Path) -> None:
+    import shutil
+    from ptwalk_cli import is_root
+    if shutil.which("perf") is None or not is_root():
+        pytest.skip("perf (linux-perf) not installed or not root: --perf not exercised")
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", "--size", "512M", "--scanner", "clear_refs", "--interval", "200ms",
+                   "--duration", "2s", "--victims", "mmap", "--perf", "--quiet",
+                   "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    perf = load(out)["perf"]
+    assert "error" not in perf, perf
+    rec = perf["record"]
+    assert rec["samples"] > 0
+    syms = [s["symbol"] for s in rec["top_kernel_symbols"]]
+    assert any("clear_refs" in s or "vm_normal" in s or "pte" in s for s in syms), syms
+    assert perf["stat"]["events"]["mmap_lock:mmap_lock_start_locking"] > 0
+    assert (tmp_path / "r.json.perf" / "perf.data").exists()
+    assert wait_no_children() == []

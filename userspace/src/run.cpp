@@ -20,6 +20,7 @@
 #include "ptwalk/calibrate.hpp"
 #include "ptwalk/clock.hpp"
 #include "ptwalk/module_view.hpp"
+#include "ptwalk/perf_session.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/scanner.hpp"
@@ -395,6 +396,15 @@ int run_command(RunOptions o)
 			return 1;
 		}
 	}
+	// perf last: it must be recording before the scanner is released
+	PerfSession perf;
+	Json perf_json;
+	if (o.perf && !g_signal) {
+		PerfOptions po;
+		po.workdir = (o.out_path.empty() ? std::string("ptwalk") : o.out_path) + ".perf";
+		if (!perf.start(sc_pid, wl, po))
+			perf_json = Json(Json::Object{{"error", perf.why()}});
+	}
 	sh->scanner_go = 1;
 	const uint64_t t_scan = now_ns();
 
@@ -439,6 +449,11 @@ int run_command(RunOptions o)
 	if (!wl_gone)
 		wl_status = reap(wl, 10000, 0);
 	backend->stop();
+	if (o.perf && perf_json.is_null()) {
+		Json p = perf.stop();
+		if (const Json *inner = p.find("perf"))
+			perf_json = *inner;
+	}
 
 	// what happened
 	std::string failure;
@@ -566,6 +581,8 @@ int run_command(RunOptions o)
 	result["walks"] = std::move(walks);
 	result["walks_dropped"] = sh->walks_dropped.load();
 	result["kernel_view"] = std::move(kv);
+	if (o.perf)
+		result["perf"] = std::move(perf_json);
 
 	// victims
 	Json victims = Json::object();

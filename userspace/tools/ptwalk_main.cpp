@@ -62,6 +62,9 @@ const char kUsage[] =
 	"  --quiet              no table on stdout\n"
 	"  --dry-run            check the options and the memory guard, print the\n"
 	"                       plan, run nothing\n"
+	"  --perf               perf record -g the scanner and perf stat the ptwalk:*,\n"
+	"                       mmap_lock:* and tlb:* tracepoints; the summary goes in\n"
+	"                       the result, the data in OUT.perf/\n"
 	"\n"
 	"ptwalk monitor options:\n"
 	"  --duration T         how long to watch (default 10s)\n"
@@ -138,7 +141,7 @@ int cmd_run(Args &a)
 	o.sc.interval_ns = 1000000000ull;
 	o.sc.duration_ns = 10000000000ull;
 	std::string k, v;
-	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run"})) {
+	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run", "--perf"})) {
 		if (k == "--size")
 			o.sc.size = size_arg(a.cmd, k, v);
 		else if (k == "--backing") {
@@ -201,6 +204,8 @@ int cmd_run(Args &a)
 			o.quiet = true;
 		else if (k == "--dry-run")
 			o.dry_run = true;
+		else if (k == "--perf")
+			o.perf = true;
 		else
 			usage_error(a.cmd, "unknown option " + k);
 	}
