@@ -128,8 +128,12 @@ Json calibrate_alias(const Scenario &sc, uint64_t size, int reps,
 	c.max_iterations = uint64_t(reps);
 	c.populate_threads = sc.populate_threads;
 
+	// Both sides are the same kind of mapping (a memfd, MAP_SHARED, 4 KiB
+	// pages); only the number of times each page is mapped differs, so
+	// the ratio isolates aliasing from the backing type.
 	std::string why;
-	c.backing = Backing::anon;
+	c.backing = Backing::alias;
+	c.physical = size; // every page mapped once: distinct pages
 	auto distinct = measure(c, stop, &why);
 	if (distinct.empty()) {
 		j["skipped"] = "distinct-page calibration: " + why;

@@ -155,7 +155,8 @@ void print_table(const Json &r, FILE *out)
 		fprintf(out, "kernel: %s\n", str(*k, "release").c_str());
 	if (scen && scen->find("aliased")) {
 		fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
-			"(each page mapped %.0fx): ns/PTE is lower than with distinct pages\n",
+			"(each page mapped %.0fx): ns/PTE differs from distinct pages "
+			"(hot struct pages, shared mapcounts)\n",
 			format_bytes(uint64_t(num(*scen, "size_bytes").value_or(0))).c_str(),
 			format_bytes(uint64_t(num(*scen, "physical_bytes").value_or(0))).c_str(),
 			num(*scen, "alias_factor").value_or(0));

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // Aliasing bias: walks over one physical page mapped many times keep struct
-// pages cache-hot, so their ns/PTE is lower than over distinct pages. This
-// measures the factor on this host, in the same run, so an aliased figure
-// is always shown with it and never passed off as a distinct-page one.
+// pages cache-hot but meet pages mapped many times (mapcounts, shared
+// young bits), so their ns/PTE differs from walks over distinct pages, in
+// either direction depending on the walk and the kernel. This measures the
+// factor on this host, in the same run, so an aliased figure is always
+// shown with it and never passed off as a distinct-page one.
 #pragma once
 
 #include <csignal>
@@ -13,9 +15,9 @@
 
 namespace ptwalk {
 
-// Walks `reps` times each kind of sc.profile over `size` bytes of distinct
-// 4 KiB anonymous pages and over `size` bytes aliased onto size/8 bytes of
-// memfd. Returns {"size_bytes","reps","aliased_physical_bytes",
+// Walks `reps` times each kind of sc.profile over a memfd of `size` bytes
+// mapped once (distinct pages) and over `size` bytes aliased onto size/8
+// bytes of memfd: same mapping type, 4 KiB pages, only aliasing differs. Returns {"size_bytes","reps","aliased_physical_bytes",
 // "distinct_ns_per_pte":{kind:..},"aliased_ns_per_pte":{..},
 // "ratio":{kind: distinct/aliased}} or {"skipped": reason}.
 // Stops early (returning {"skipped":"interrupted"}) once *stop is set.
