@@ -39,6 +39,7 @@ module:
 # ptwalk.ko for every installed kernel headers tree (the VM matrix)
 module-matrix:
 	scripts/build-modules.sh
+	$(MAKE) -C module walker
 
 test: deps-test
 	$(MAKE) build

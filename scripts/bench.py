@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -40,6 +41,33 @@ def self_memory(size: str) -> dict[str, Any]:
     return r["self_memory"]
 
 
+def incident(size: str) -> None:
+    """An aliased run at incident scale: populate rate, walk time, own memory."""
+    import time
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "r.json"
+        t0 = time.monotonic()
+        p = subprocess.run([str(REPO / "build/ptwalk"), "run", "--size", size,
+                            "--backing", "alias", "--calibrate-size", "2G",
+                            "--scanner", "clear_refs", "--interval", "2s", "--duration", "8s",
+                            "--victims", "read,mmap", "--quiet", "--out", str(out)],
+                           capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if p.returncode != 0:
+            print(f"  incident scale {size}: FAILED: {p.stderr.strip()}")
+            return
+        r = json.loads(out.read_text())
+    w = r["workload"]
+    s = r["walk_summary"]["clear_refs"]
+    mem = r["self_memory"]
+    own = max(mem.get("parent_hwm_bytes", 0), mem.get("scanner_hwm_bytes", 0),
+              mem.get("workload_rss_minus_mapping_bytes", 0))
+    print(f"  incident scale {size} alias: {w['size_start']['ptes'] / 1e6:.1f}M PTEs populated in "
+          f"{w['populate_ns'] / 1e9:.1f} s; clear_refs p50 {s['duration_p50_ns'] / 1e6:.0f} ms "
+          f"({s['ns_per_pte_p50']:.1f} ns/PTE raw, {s.get('ns_per_pte_corrected_p50', 0):.1f} "
+          f"corrected); whole run {wall:.0f} s; largest own RSS {own / 2**20:.1f} MiB")
+
+
 def main() -> int:
     m = medians(Path(sys.argv[1]) / "core.json")
     empty, rec = m["BM_EmptyLoop"], m["BM_HistogramRecord"]
@@ -64,6 +92,9 @@ def main() -> int:
     a = rows["1G"]["workload_rss_minus_mapping_bytes"]
     b = rows["8G"]["workload_rss_minus_mapping_bytes"]
     print(f"  own memory ratio 8 GiB / 1 GiB (O(1) in --size means ~1): {b / max(a, 1):.2f}")
+    incident("100G")
+    if os.environ.get("BENCH_FULL", "0") not in ("", "0"):
+        incident("1T")
     return 0
 
 

@@ -26,6 +26,8 @@ class ArchSettings:
     console: str
     append: tuple[str, ...]
     extra_args: tuple[str, ...]
+    # -accel tcg options, e.g. "thread=single" (see kernels.toml)
+    tcg_opts: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def load(path: Path = DEFAULT_TOML) -> Config:
             name=name, qemu=a["qemu"], machine=a.get("machine", "pc"),
             cpu_tcg=a.get("cpu_tcg", "max"), cpu_kvm=a.get("cpu_kvm", "host"),
             console=a.get("console", "ttyS0"), append=tuple(a.get("append", [])),
-            extra_args=tuple(a.get("extra_args", [])))
+            extra_args=tuple(a.get("extra_args", [])), tcg_opts=a.get("tcg_opts", ""))
     return Config(raw=raw, path=path, arches=arches)
 
 

@@ -35,7 +35,10 @@ class BootParams:
 
 def qemu_command(p: BootParams, run_dir: Path) -> list[str]:
     a = p.arch
-    cmd = [a.qemu, "-machine", a.machine, "-accel", p.accel,
+    accel = p.accel
+    if accel == "tcg" and a.tcg_opts:
+        accel = f"tcg,{a.tcg_opts}"
+    cmd = [a.qemu, "-machine", a.machine, "-accel", accel,
            "-cpu", a.cpu_kvm if p.accel == "kvm" else a.cpu_tcg,
            "-m", p.mem, "-smp", str(p.smp), *a.extra_args,
            "-kernel", str(p.kernel), "-initrd", str(p.initrd),

@@ -75,3 +75,31 @@ TEST(ModuleView, MatchesEachWalkOnceByWalkerKindAndTime)
 	EXPECT_EQ(match_walks(late, w, 0), std::vector<int>{-1});
 	EXPECT_EQ(match_walks(late, w, 1000000), std::vector<int>{0});
 }
+
+// The module's own recorded output (module/testdata, from a 6.1 VM).
+TEST(ModuleView, ParsesRecordedModuleOutput)
+{
+	const std::string dir = std::string(PTWALK_TESTDATA) + "/../../module/testdata/";
+	auto walks_txt = read_file(dir + "walks.txt", nullptr);
+	auto stalls_txt = read_file(dir + "stalls.txt", nullptr);
+	ASSERT_TRUE(walks_txt && stalls_txt);
+	auto w = parse_module_walks(*walks_txt);
+	ASSERT_FALSE(w.empty());
+	size_t lines = 0;
+	for (char c : *walks_txt)
+		lines += c == '\n';
+	EXPECT_EQ(w.size(), lines); // every line a walk record
+	for (auto &x : w) {
+		EXPECT_FALSE(module_kind(x.kind).empty()) << x.kind;
+		EXPECT_GT(x.walker_pid, 0);
+		EXPECT_LE(x.start_ns, x.end_ns);
+		EXPECT_LE(x.duration_ns, x.end_ns - x.start_ns + 1);
+		EXPECT_GT(x.pte_slots, 0u);
+		EXPECT_FALSE(x.lock_mode.empty());
+	}
+	auto s = parse_module_stalls(*stalls_txt);
+	for (auto &x : s) {
+		EXPECT_GT(x.wait_ns, 0u);
+		EXPECT_TRUE(x.mode == "read" || x.mode == "write") << x.mode;
+	}
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ptwalk debugfs interface: <debugfs>/ptwalk/{walks,stalls,hist,counters,
+ * hooks,reset}.  Every line of every file is a record of space separated
+ * key=value tokens; the format is documented in README.md.  Files are
+ * root only (0400, reset 0200).  Nothing here prints a kernel pointer.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/fs.h>
+
+#include "ptwalk.h"
+
+static struct dentry *ptw_dir;
+
+static const char *const ptw_mode_names[] = {
+	"none", "read", "write", "mixed",
+};
+
+/* comm may hold any byte: escape everything but [!-~] minus '=' and '%' */
+static void ptw_seq_comm(struct seq_file *m, const char *comm)
+{
+	unsigned int i;
+
+	for (i = 0; i < TASK_COMM_LEN && comm[i]; i++) {
+		unsigned char c = comm[i];
+
+		if (c > ' ' && c < 0x7f && c != '=' && c != '%')
+			seq_putc(m, c);
+		else
+			seq_printf(m, "%%%02x", c);
+	}
+	if (i == 0)
+		seq_puts(m, "%00");
+}
+
+/* ---- snapshot-backed record files ------------------------------------ */
+
+struct ptw_snap {
+	size_t n;
+	size_t size;	/* bytes per record */
+	char recs[];
+};
+
+static void *ptw_snap_start(struct seq_file *m, loff_t *pos)
+{
+	struct ptw_snap *s = m->private;
+
+	return *pos < s->n ? s->recs + *pos * s->size : NULL;
+}
+
+static void *ptw_snap_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	++*pos;
+	return ptw_snap_start(m, pos);
+}
+
+static void ptw_snap_stop(struct seq_file *m, void *v)
+{
+}
+
+static int ptw_walk_show(struct seq_file *m, void *v)
+{
+	const struct ptw_walk_rec *r = v;
+
+	seq_printf(m, "seq=%llu kind=%s walker_pid=%d walker_comm=", r->seq,
+		   ptw_kind_names[r->kind], r->walker_pid);
+	ptw_seq_comm(m, r->walker_comm);
+	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu duration_ns=%llu pte_tables=%llu pte_slots=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu calls=%llu stalls=%llu lock_wait_ns=%llu\n",
+		   r->target_tgid, r->start_ns, r->end_ns, r->duration_ns,
+		   r->pte_tables, r->pte_slots, r->lock_hold_ns,
+		   ptw_mode_names[r->lock_mode & 3], r->tlb_flushes, r->calls,
+		   r->stalls, r->lock_wait_ns);
+	return 0;
+}
+
+static int ptw_stall_show(struct seq_file *m, void *v)
+{
+	const struct ptw_stall_rec *r = v;
+
+	seq_printf(m, "walk_seq=%llu kind=%s waiter_pid=%d waiter_comm=",
+		   r->walk_seq, ptw_kind_names[r->kind], r->waiter_pid);
+	ptw_seq_comm(m, r->waiter_comm);
+	seq_printf(m, " target_tgid=%d start_ns=%llu wait_ns=%llu mode=%s walker_pid=%d acquired=%u\n",
+		   r->target_tgid, r->start_ns, r->wait_ns,
+		   r->write ? "write" : "read", r->walker_pid, r->success);
+	return 0;
+}
+
+static const struct seq_operations ptw_walk_seq_ops = {
+	.start = ptw_snap_start,
+	.next = ptw_snap_next,
+	.stop = ptw_snap_stop,
+	.show = ptw_walk_show,
+};
+
+static const struct seq_operations ptw_stall_seq_ops = {
+	.start = ptw_snap_start,
+	.next = ptw_snap_next,
+	.stop = ptw_snap_stop,
+	.show = ptw_stall_show,
+};
+
+static int ptw_snap_open(struct file *file, const struct seq_operations *ops,
+			 size_t size, size_t max, bool walks)
+{
+	struct ptw_snap *s;
+	int err;
+
+	s = kvmalloc(struct_size(s, recs, size * max), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	s->size = size;
+	if (walks)
+		s->n = ptw_walk_ring_snapshot((struct ptw_walk_rec *)s->recs,
+					      max);
+	else
+		s->n = ptw_stall_ring_snapshot((struct ptw_stall_rec *)s->recs,
+					       max);
+	err = seq_open(file, ops);
+	if (err) {
+		kvfree(s);
+		return err;
+	}
+	((struct seq_file *)file->private_data)->private = s;
+	return 0;
+}
+
+static int ptw_snap_release(struct inode *inode, struct file *file)
+{
+	struct seq_file *m = file->private_data;
+
+	kvfree(m->private);
+	return seq_release(inode, file);
+}
+
+static int ptw_walks_open(struct inode *inode, struct file *file)
+{
+	return ptw_snap_open(file, &ptw_walk_seq_ops,
+			     sizeof(struct ptw_walk_rec), PTW_WALK_RING, true);
+}
+
+static int ptw_stalls_open(struct inode *inode, struct file *file)
+{
+	return ptw_snap_open(file, &ptw_stall_seq_ops,
+			     sizeof(struct ptw_stall_rec), PTW_STALL_RING,
+			     false);
+}
+
+static const struct file_operations ptw_walks_fops = {
+	.owner = THIS_MODULE,
+	.open = ptw_walks_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = ptw_snap_release,
+};
+
+static const struct file_operations ptw_stalls_fops = {
+	.owner = THIS_MODULE,
+	.open = ptw_stalls_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = ptw_snap_release,
+};
+
+/* ---- hist ------------------------------------------------------------- */
+
+static void ptw_show_hist(struct seq_file *m, const char *name,
+			  unsigned int kind, struct ptw_hist *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < PTW_HIST_SLOTS; i++) {
+		u64 c = atomic64_read(&h->slot[i]);
+		u64 lo = i ? 1ULL << (i - 1) : 0;
+		u64 hi = i ? (i == PTW_HIST_SLOTS - 1 ? U64_MAX :
+			      (1ULL << i) - 1) : 0;
+
+		if (c)
+			seq_printf(m, "hist=%s kind=%s slot=%u lo=%llu hi=%llu count=%llu\n",
+				   name, ptw_kind_names[kind], i, lo, hi, c);
+	}
+}
+
+static int ptw_hist_show(struct seq_file *m, void *v)
+{
+	unsigned int k;
+
+	for (k = 0; k < PTW_NR_KINDS; k++) {
+		ptw_show_hist(m, "walk_ns", k, &ptw_stats.walk_ns[k]);
+		ptw_show_hist(m, "ns_per_pte", k, &ptw_stats.ns_per_pte[k]);
+		ptw_show_hist(m, "lock_hold_ns", k,
+			      &ptw_stats.lock_hold_ns[k]);
+		ptw_show_hist(m, "stall_ns", k, &ptw_stats.stall_ns[k]);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ptw_hist);
+
+/* ---- counters ----------------------------------------------------------- */
+
+static int ptw_counters_show(struct seq_file *m, void *v)
+{
+	unsigned int k;
+
+	for (k = 0; k < PTW_NR_KINDS; k++) {
+		seq_printf(m, "counter=walks kind=%s value=%lld\n",
+			   ptw_kind_names[k],
+			   atomic64_read(&ptw_stats.walks[k]));
+		seq_printf(m, "counter=pte_slots kind=%s value=%lld\n",
+			   ptw_kind_names[k],
+			   atomic64_read(&ptw_stats.pte_slots[k]));
+		seq_printf(m, "counter=stalls kind=%s value=%lld\n",
+			   ptw_kind_names[k],
+			   atomic64_read(&ptw_stats.stalls[k]));
+	}
+	seq_printf(m, "counter=walks_dropped kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.walks_dropped));
+	seq_printf(m, "counter=waits_dropped kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.waits_dropped));
+	seq_printf(m, "counter=walks_open_unread kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.walks_open_unread));
+	seq_printf(m, "counter=inject_delay_ns kind=all value=%lu\n",
+		   READ_ONCE(ptw_inject_delay_ns));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ptw_counters);
+
+/* ---- hooks --------------------------------------------------------------- */
+
+static void ptw_seq_kinds(struct seq_file *m, u32 kinds)
+{
+	unsigned int k;
+	bool first = true;
+
+	for (k = 0; k < PTW_NR_KINDS; k++) {
+		if (!(kinds & BIT(k)))
+			continue;
+		seq_printf(m, "%s%s", first ? "" : ",", ptw_kind_names[k]);
+		first = false;
+	}
+	if (first)
+		seq_puts(m, "none");
+}
+
+static const char *ptw_status(bool requested, bool attached)
+{
+	if (!requested)
+		return "disabled";
+	return attached ? "attached" : "missing";
+}
+
+static int ptw_hooks_show(struct seq_file *m, void *v)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < ptw_nr_krp_hooks; i++) {
+		struct ptw_krp_hook *h = &ptw_krp_hooks[i];
+		bool req = h->kinds & ptw_kinds_mask;
+
+		seq_printf(m, "hook=%s type=kretprobe kinds=", h->sym);
+		ptw_seq_kinds(m, h->kinds);
+		seq_printf(m, " status=%s err=%d nmissed=%d maxactive=%d\n",
+			   ptw_status(req, h->attached), h->err,
+			   h->attached ? h->krp.nmissed : 0,
+			   h->attached ? h->krp.maxactive : 0);
+	}
+	for (i = 0; i < ptw_nr_kp_hooks; i++) {
+		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
+		bool req = h->kinds & ptw_kinds_mask;
+
+		seq_printf(m, "hook=%s type=kprobe kinds=", h->sym);
+		ptw_seq_kinds(m, h->kinds);
+		seq_printf(m, " status=%s err=%d nmissed=%lu maxactive=0\n",
+			   ptw_status(req, h->attached), h->err,
+			   h->attached ? h->kp.nmissed : 0UL);
+	}
+	for (i = 0; i < ptw_nr_tp_hooks; i++) {
+		struct ptw_tp_hook *h = &ptw_tp_hooks[i];
+
+		seq_printf(m, "hook=%s type=tracepoint kinds=", h->name);
+		ptw_seq_kinds(m, PTW_ALL_KINDS);
+		seq_printf(m, " status=%s err=%d nmissed=0 maxactive=0\n",
+			   ptw_status(true, h->attached), h->err);
+	}
+	for (k = 0; k < PTW_NR_KINDS; k++)
+		seq_printf(m, "kind=%s requested=%u active=%u\n",
+			   ptw_kind_names[k], !!(ptw_kinds_mask & BIT(k)),
+			   !!(READ_ONCE(ptw_kinds_active) & BIT(k)));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ptw_hooks);
+
+/* ---- reset ------------------------------------------------------------------ */
+
+static ssize_t ptw_reset_write(struct file *file, const char __user *buf,
+			       size_t count, loff_t *ppos)
+{
+	ptw_reset();
+	return count;
+}
+
+static const struct file_operations ptw_reset_fops = {
+	.owner = THIS_MODULE,
+	.write = ptw_reset_write,
+	.llseek = noop_llseek,
+};
+
+int ptw_debugfs_init(void)
+{
+	ptw_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	if (IS_ERR(ptw_dir)) {
+		pr_err("cannot create debugfs directory (%ld)\n",
+		       PTR_ERR(ptw_dir));
+		return PTR_ERR(ptw_dir);
+	}
+	debugfs_create_file("walks", 0400, ptw_dir, NULL, &ptw_walks_fops);
+	debugfs_create_file("stalls", 0400, ptw_dir, NULL, &ptw_stalls_fops);
+	debugfs_create_file("hist", 0400, ptw_dir, NULL, &ptw_hist_fops);
+	debugfs_create_file("counters", 0400, ptw_dir, NULL,
+			    &ptw_counters_fops);
+	debugfs_create_file("hooks", 0400, ptw_dir, NULL, &ptw_hooks_fops);
+	debugfs_create_file("reset", 0200, ptw_dir, NULL, &ptw_reset_fops);
+	return 0;
+}
+
+void ptw_debugfs_exit(void)
+{
+	debugfs_remove_recursive(ptw_dir);
+	ptw_dir = NULL;
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ptwalk hooks: kretprobes on the /proc walk entry points, kprobes on the
+ * per-PMD-range callbacks and on the proc file release functions.  Every
+ * symbol is resolved at load time; a missing one disables the kinds that
+ * need it and is reported, it never fails the load.
+ *
+ * Timing follows samples/kprobes/kretprobe_example.c: the entry handler
+ * stores ktime in ri->data, the return handler computes the delta.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/kprobes.h>
+#include <linux/ptrace.h>
+#include <linux/seq_file.h>
+#include <linux/pagewalk.h>
+#include <linux/timekeeping.h>
+#include <linux/cpumask.h>
+
+#include "ptwalk.h"
+#include "compat/ptwalk_compat.h"
+
+struct ptw_ri {
+	u64 t0;
+	unsigned long key;
+	int slot;
+};
+
+unsigned int ptw_kinds_active;
+
+static inline bool ptw_kind_on(enum ptw_kind kind)
+{
+	return READ_ONCE(ptw_kinds_active) & BIT(kind);
+}
+
+/* ---- walk calls: one call = part of (or all of) one walk ------------- */
+
+static int ptw_call_entry(enum ptw_kind kind, unsigned long key,
+			  const struct file *file,
+			  struct kretprobe_instance *ri)
+{
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	if (!ptw_kind_on(kind))
+		return 1;
+	d->t0 = ktime_get_ns();
+	d->key = key;
+	d->slot = ptw_call_enter(kind, key, file, d->t0);
+	return d->slot < 0 ? 1 : 0;
+}
+
+static int ptw_call_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	ptw_call_exit(d->slot, d->t0, ktime_get_ns());
+	return 0;
+}
+
+/* ssize_t clear_refs_write(struct file *, const char __user *, size_t, loff_t *) */
+static int ptw_clear_refs_entry(struct kretprobe_instance *ri,
+				struct pt_regs *regs)
+{
+	struct file *file = (struct file *)regs_get_kernel_argument(regs, 0);
+
+	return ptw_call_entry(PTW_CLEAR_REFS, (unsigned long)current, file, ri);
+}
+
+/* int show_smap(struct seq_file *m, void *v) */
+static int ptw_show_smap_entry(struct kretprobe_instance *ri,
+			       struct pt_regs *regs)
+{
+	struct seq_file *m = (struct seq_file *)regs_get_kernel_argument(regs, 0);
+
+	return ptw_call_entry(PTW_SMAPS, (unsigned long)m->file, m->file, ri);
+}
+
+/* int show_smaps_rollup(struct seq_file *m, void *v) */
+static int ptw_show_rollup_entry(struct kretprobe_instance *ri,
+				 struct pt_regs *regs)
+{
+	struct seq_file *m = (struct seq_file *)regs_get_kernel_argument(regs, 0);
+
+	return ptw_call_entry(PTW_SMAPS_ROLLUP, (unsigned long)m->file,
+			      m->file, ri);
+}
+
+/* ssize_t pagemap_read(struct file *, char __user *, size_t, loff_t *) */
+static int ptw_pagemap_read_entry(struct kretprobe_instance *ri,
+				  struct pt_regs *regs)
+{
+	struct file *file = (struct file *)regs_get_kernel_argument(regs, 0);
+
+	return ptw_call_entry(PTW_PAGEMAP, (unsigned long)file, file, ri);
+}
+
+/* long do_pagemap_cmd(struct file *, unsigned int cmd, unsigned long arg) */
+static int ptw_pagemap_cmd_entry(struct kretprobe_instance *ri,
+				 struct pt_regs *regs)
+{
+	struct file *file = (struct file *)regs_get_kernel_argument(regs, 0);
+	unsigned int cmd = regs_get_kernel_argument(regs, 1);
+
+	if (!ptw_is_pagemap_scan_cmd(cmd))
+		return 1;
+	return ptw_call_entry(PTW_PAGEMAP_SCAN, (unsigned long)current, file,
+			      ri);
+}
+
+/* ---- file lifetime: open creates the per-file walk, release ends it -- */
+
+static int ptw_open_entry(enum ptw_kind kind, struct kretprobe_instance *ri,
+			  struct pt_regs *regs)
+{
+	/* int xxx_open(struct inode *inode, struct file *file) */
+	struct file *file = (struct file *)regs_get_kernel_argument(regs, 1);
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	if (!ptw_kind_on(kind))
+		return 1;
+	d->key = (unsigned long)file;
+	d->slot = ptw_walk_open(kind, d->key, file, false);
+	return d->slot < 0 ? 1 : 0;
+}
+
+static int ptw_open_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	if (regs_return_value(regs))	/* open failed: no release will come */
+		ptw_walk_close(d->key, false);
+	return 0;
+}
+
+static int ptw_smaps_open_entry(struct kretprobe_instance *ri,
+				struct pt_regs *regs)
+{
+	return ptw_open_entry(PTW_SMAPS, ri, regs);
+}
+
+static int ptw_rollup_open_entry(struct kretprobe_instance *ri,
+				 struct pt_regs *regs)
+{
+	return ptw_open_entry(PTW_SMAPS_ROLLUP, ri, regs);
+}
+
+static int ptw_pagemap_open_entry(struct kretprobe_instance *ri,
+				  struct pt_regs *regs)
+{
+	return ptw_open_entry(PTW_PAGEMAP, ri, regs);
+}
+
+/* int xxx_release(struct inode *inode, struct file *file) */
+static int ptw_release_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	ptw_walk_close(regs_get_kernel_argument(regs, 1), true);
+	return 0;
+}
+
+/* int xxx_pte_range(pmd_t *pmd, unsigned long addr, unsigned long end,
+ *		     struct mm_walk *walk)
+ */
+static int ptw_pte_range_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned long addr = regs_get_kernel_argument(regs, 1);
+	unsigned long end = regs_get_kernel_argument(regs, 2);
+	struct mm_walk *walk = (struct mm_walk *)regs_get_kernel_argument(regs, 3);
+
+	ptw_pte_range(addr, end, walk ? walk->mm : NULL);
+	return 0;
+}
+
+#define KRP(_sym, _kinds, _entry, _ret)					\
+	{ .sym = _sym, .kinds = _kinds, .required = true,		\
+	  .krp = { .entry_handler = _entry, .handler = _ret,		\
+		   .data_size = sizeof(struct ptw_ri) } }
+
+struct ptw_krp_hook ptw_krp_hooks[] = {
+	KRP("clear_refs_write", BIT(PTW_CLEAR_REFS),
+	    ptw_clear_refs_entry, ptw_call_ret),
+	KRP("show_smap", BIT(PTW_SMAPS), ptw_show_smap_entry, ptw_call_ret),
+	KRP("show_smaps_rollup", BIT(PTW_SMAPS_ROLLUP),
+	    ptw_show_rollup_entry, ptw_call_ret),
+	KRP("pagemap_read", BIT(PTW_PAGEMAP), ptw_pagemap_read_entry,
+	    ptw_call_ret),
+	KRP("do_pagemap_cmd", BIT(PTW_PAGEMAP_SCAN), ptw_pagemap_cmd_entry,
+	    ptw_call_ret),
+	KRP("pid_smaps_open", BIT(PTW_SMAPS), ptw_smaps_open_entry,
+	    ptw_open_ret),
+	KRP("smaps_rollup_open", BIT(PTW_SMAPS_ROLLUP),
+	    ptw_rollup_open_entry, ptw_open_ret),
+	KRP("pagemap_open", BIT(PTW_PAGEMAP), ptw_pagemap_open_entry,
+	    ptw_open_ret),
+};
+
+const unsigned int ptw_nr_krp_hooks = ARRAY_SIZE(ptw_krp_hooks);
+
+#define KP(_sym, _kinds, _pre)						\
+	{ .sym = _sym, .kinds = _kinds, .required = true,		\
+	  .kp = { .pre_handler = _pre } }
+
+struct ptw_kp_hook ptw_kp_hooks[] = {
+	KP("proc_map_release", BIT(PTW_SMAPS), ptw_release_pre),
+	KP("smaps_rollup_release", BIT(PTW_SMAPS_ROLLUP), ptw_release_pre),
+	KP("pagemap_release", BIT(PTW_PAGEMAP), ptw_release_pre),
+	KP("clear_refs_pte_range", BIT(PTW_CLEAR_REFS), ptw_pte_range_pre),
+	KP("smaps_pte_range", BIT(PTW_SMAPS) | BIT(PTW_SMAPS_ROLLUP),
+	   ptw_pte_range_pre),
+	KP("pagemap_pmd_range", BIT(PTW_PAGEMAP), ptw_pte_range_pre),
+	/* 6.7+ PAGEMAP_SCAN walk callback */
+	KP("pagemap_scan_pmd_entry", BIT(PTW_PAGEMAP_SCAN), ptw_pte_range_pre),
+};
+
+const unsigned int ptw_nr_kp_hooks = ARRAY_SIZE(ptw_kp_hooks);
+
+static void ptw_unregister_all(void)
+{
+	unsigned int i;
+
+	/* stop new walks first, then the per-range and release probes */
+	for (i = 0; i < ptw_nr_krp_hooks; i++) {
+		if (ptw_krp_hooks[i].attached)
+			unregister_kretprobe(&ptw_krp_hooks[i].krp);
+		ptw_krp_hooks[i].attached = false;
+	}
+	for (i = 0; i < ptw_nr_kp_hooks; i++) {
+		if (ptw_kp_hooks[i].attached)
+			unregister_kprobe(&ptw_kp_hooks[i].kp);
+		ptw_kp_hooks[i].attached = false;
+	}
+}
+
+int ptw_hooks_init(void)
+{
+	unsigned int i, k, missing = 0;
+	int maxactive = max_t(int, 128, 8 * num_possible_cpus());
+
+	for (i = 0; i < ptw_nr_krp_hooks; i++) {
+		struct ptw_krp_hook *h = &ptw_krp_hooks[i];
+
+		if (!(h->kinds & ptw_kinds_mask))
+			continue;
+		h->krp.kp.symbol_name = h->sym;
+		h->krp.maxactive = maxactive;
+		h->err = register_kretprobe(&h->krp);
+		if (h->err) {
+			missing |= h->kinds;
+			pr_info("kretprobe %s: missing (%d), hook disabled\n",
+				h->sym, h->err);
+			continue;
+		}
+		h->attached = true;
+		pr_info("kretprobe %s: attached (maxactive=%d)\n", h->sym,
+			maxactive);
+	}
+	for (i = 0; i < ptw_nr_kp_hooks; i++) {
+		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
+
+		if (!(h->kinds & ptw_kinds_mask))
+			continue;
+		h->kp.symbol_name = h->sym;
+		h->err = register_kprobe(&h->kp);
+		if (h->err) {
+			missing |= h->kinds;
+			pr_info("kprobe %s: missing (%d), hook disabled\n",
+				h->sym, h->err);
+			continue;
+		}
+		h->attached = true;
+		pr_info("kprobe %s: attached\n", h->sym);
+	}
+
+	WRITE_ONCE(ptw_kinds_active, ptw_kinds_mask & ~missing);
+	for (k = 0; k < PTW_NR_KINDS; k++) {
+		if (!(ptw_kinds_mask & BIT(k)))
+			pr_info("kind %s: not requested\n", ptw_kind_names[k]);
+		else if (ptw_kinds_active & BIT(k))
+			pr_info("kind %s: active\n", ptw_kind_names[k]);
+		else
+			pr_info("kind %s: disabled, a required hook is missing\n",
+				ptw_kind_names[k]);
+	}
+	return 0;
+}
+
+void ptw_hooks_exit(void)
+{
+	WRITE_ONCE(ptw_kinds_active, 0);
+	ptw_unregister_all();
+}

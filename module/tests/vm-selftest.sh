@@ -1,0 +1,183 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# ptwalk in-VM selftest (busybox sh compatible).  Run as root inside a
+# disposable VM running the kernel the module was built for:
+#   vm-selftest.sh [DIR]   DIR holds ptwalk.ko and walker (default: script dir)
+# Output is KTAP-like; exit 0 = all passed, 1 = a test failed, 4 = skipped.
+
+DIR=${1:-$(dirname "$0")}
+KO=$DIR/ptwalk.ko
+WALKER=$DIR/walker
+DBG=/sys/kernel/debug/ptwalk
+TMP=${TMPDIR:-/tmp}/ptwalk-selftest.$$
+NR=0
+FAILED=0
+
+ok() { NR=$((NR + 1)); echo "ok $NR - $*"; }
+fail() { NR=$((NR + 1)); FAILED=1; echo "not ok $NR - $*"; }
+check() { # check DESC CMD...
+	d=$1; shift
+	if "$@"; then ok "$d"; else fail "$d"; fi
+}
+cleanup() {
+	[ -n "$BGPID" ] && kill "$BGPID" 2>/dev/null
+	rmmod ptwalk 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP not root"; exit 4; }
+[ -f "$KO" ] && [ -x "$WALKER" ] || { echo "1..0 # SKIP no $KO or $WALKER"; exit 4; }
+mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug
+mkdir -p "$TMP"
+echo "TAP version 13"
+echo "# kernel $(uname -r)"
+rmmod ptwalk 2>/dev/null
+
+# ---- bad parameters are refused with one dmesg line each -------------
+dmesg -c >/dev/null
+check "inject_delay_ns=2000000 refused" sh -c "! insmod $KO inject_delay_ns=2000000 2>/dev/null"
+check "inject_delay_ns=abc refused" sh -c "! insmod $KO inject_delay_ns=abc 2>/dev/null"
+check "kinds=bogus refused" sh -c "! insmod $KO kinds=bogus 2>/dev/null"
+check "kinds= (empty) refused" sh -c "! insmod $KO kinds= 2>/dev/null"
+# busybox insmod may try twice (finit_module, init_module): compare our
+# line with the kernel's own generic one, which comes once per attempt
+n=$(dmesg | grep -c "ptwalk: invalid")
+g=$(dmesg | grep -c "invalid for parameter")
+check "one ptwalk dmesg line per refused load ($n/$g)" [ "$n" = "$g" -a "$n" -ge 4 ]
+
+# ---- load lists attached hooks ---------------------------------------
+dmesg -c >/dev/null
+check "insmod" insmod "$KO"
+dmesg | grep "ptwalk:" | sed 's/^/# /'
+for k in clear_refs smaps smaps_rollup pagemap; do
+	check "kind $k active" grep -q "^kind=$k requested=1 active=1" $DBG/hooks
+done
+check "mmap_lock tracepoints attached" sh -c \
+	"[ \$(grep -c '^hook=mmap_lock_.* status=attached' $DBG/hooks) = 3 ]"
+check "debugfs modes root-only" sh -c \
+	"[ \"\$(stat -c %a $DBG/walks $DBG/stalls $DBG/hist $DBG/counters $DBG/hooks $DBG/reset | tr '\n' ' ')\" = '400 400 400 400 400 200 ' ]"
+
+# ---- every walk appears exactly once, with the right fields -----------
+echo 1 > $DBG/reset
+"$WALKER" -m 256 -n 2 clear_refs smaps_rollup smaps pagemap > $TMP/w.out || fail "walker ran"
+cat $TMP/w.out | sed 's/^/# /'
+cat $DBG/walks > $TMP/walks
+sed 's/^/# /' $TMP/walks
+# match: same kind, walker, target, and kernel start/end inside the
+# userspace [start,end] window; exactly one record each; slots ~ 65536
+awk -v MIN=65536 -v MAX=70000 '
+function kv(line, key,   a, i, n) {
+	n = split(line, a, " ")
+	for (i = 1; i <= n; i++)
+		if (index(a[i], key "=") == 1)
+			return substr(a[i], length(key) + 2)
+	return ""
+}
+FNR == NR { if ($1 == "walk") u[++nu] = $0; next }
+{ k[++nk] = $0 }
+END {
+	bad = 0
+	for (i = 1; i <= nu; i++) {
+		kind = kv(u[i], "kind"); wp = kv(u[i], "walker_pid")
+		tg = kv(u[i], "target_tgid")
+		s = kv(u[i], "start_ns") + 0; e = kv(u[i], "end_ns") + 0
+		m = 0
+		for (j = 1; j <= nk; j++) {
+			if (kv(k[j], "kind") != kind || kv(k[j], "walker_pid") != wp ||
+			    kv(k[j], "target_tgid") != tg)
+				continue
+			ks = kv(k[j], "start_ns") + 0; ke = kv(k[j], "end_ns") + 0
+			if (ks >= s && ke <= e) { m++; hit = k[j] }
+		}
+		sl = kv(hit, "pte_slots") + 0
+		if (m != 1) { print "# " kind " walk " i ": " m " matching records"; bad = 1 }
+		else if (sl < MIN || sl > MAX) { print "# " kind " walk " i ": pte_slots=" sl; bad = 1 }
+		else print "# " kind " walk " i ": matched, pte_slots=" sl " pte_tables=" kv(hit, "pte_tables") " lock_hold_ns=" kv(hit, "lock_hold_ns") " lock_mode=" kv(hit, "lock_mode")
+	}
+	if (nu != 8 || nk != nu) { print "# " nu " walks by walker, " nk " records"; bad = 1 }
+	exit bad
+}' $TMP/w.out $TMP/walks
+check "8 walks each recorded exactly once with pte_slots ~65536" [ $? = 0 ]
+check "clear_refs holds mmap_lock for write" sh -c \
+	"grep 'kind=clear_refs' $TMP/walks | grep -q 'lock_mode=write'"
+check "smaps_rollup holds mmap_lock for read" sh -c \
+	"grep 'kind=smaps_rollup' $TMP/walks | grep -q 'lock_mode=read'"
+check "smaps holds mmap_lock for read" sh -c \
+	"grep 'kind=smaps ' $TMP/walks | grep -q 'lock_mode=read'"
+check "hist has walk_ns for clear_refs" grep -q "^hist=walk_ns kind=clear_refs" $DBG/hist
+check "counters: 2 clear_refs walks" grep -q "^counter=walks kind=clear_refs value=2$" $DBG/counters
+check "no kretprobe misses" sh -c "! grep 'type=kretprobe' $DBG/hooks | grep -v 'nmissed=0 '"
+sed 's/^/# /' $DBG/hooks
+
+# ---- inject_delay_ns raises duration ------------------------------------
+# baseline: the faster of the two undelayed clear_refs walks above
+base=$(grep 'kind=clear_refs' $TMP/walks | sed 's/.*duration_ns=\([0-9]*\).*/\1/' | sort -n | head -1)
+dmesg -c >/dev/null
+echo 1000000 > /sys/module/ptwalk/parameters/inject_delay_ns
+check "inject_delay_ns warns loudly" sh -c "dmesg | grep -q inject_delay_ns=1000000"
+echo 1 > $DBG/reset
+"$WALKER" -m 256 -n 1 clear_refs > /dev/null
+echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
+rec=$(grep 'kind=clear_refs' $DBG/walks | head -1)
+slow=$(echo "$rec" | sed 's/.*duration_ns=\([0-9]*\).*/\1/')
+tables=$(echo "$rec" | sed 's/.*pte_tables=\([0-9]*\).*/\1/')
+echo "# duration_ns without delay $base, with 1ms/table $slow ($tables tables)"
+# the busy-wait alone is tables * 1 ms (>= 128 ms), far above a natural walk
+check "inject_delay_ns=1000000 (max) adds >= pte_tables * 1 ms" \
+	[ "$slow" -ge $((tables * 1000000)) -a "$slow" -ge $((base + 100000000)) -a "$tables" -ge 128 ]
+check "bad runtime inject_delay_ns refused" sh -c \
+	"! echo 5000000 > /sys/module/ptwalk/parameters/inject_delay_ns 2>/dev/null"
+
+# ---- stalls: a thread of the target mmaps while clear_refs walks -------
+# 1 ms per PTE table makes each walk >= 128 ms, so the mmap/munmap thread
+# of the target (on the other CPU) queues behind the walker's write lock,
+# also under single-threaded TCG, which switches vCPUs only every 100 ms
+echo 1 > $DBG/reset
+echo 1000000 > /sys/module/ptwalk/parameters/inject_delay_ns
+"$WALKER" -m 256 -n 4 -s clear_refs > /dev/null
+echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
+cat $DBG/stalls > $TMP/stalls
+head -5 $TMP/stalls | sed 's/^/# /'
+echo "# $(wc -l < $TMP/stalls) stall records"
+check "stalls recorded against clear_refs walks" grep -q "kind=clear_refs .* mode=write" $TMP/stalls
+seqs=$(sed -n 's/^seq=\([0-9]*\).*/\1/p' $DBG/walks | tr '\n' ' ')
+s1=$(sed -n 's/^walk_seq=\([0-9]*\).*/\1/p' $TMP/stalls | sort -u | head -1)
+check "stall walk_seq $s1 names a recorded walk" sh -c "echo ' $seqs' | grep -q ' $s1 '"
+
+# ---- target exits mid-walk ------------------------------------------------
+echo 1 > $DBG/reset
+echo 50000 > /sys/module/ptwalk/parameters/inject_delay_ns
+for k in clear_refs smaps_rollup smaps pagemap; do
+	"$WALKER" -m 256 -x $k > $TMP/x.out 2>&1
+	t=$(sed -n 's/^target tgid=\([0-9]*\).*/\1/p' $TMP/x.out)
+	check "target exit mid-$k walk: one record" sh -c \
+		"[ \$(grep -c 'kind=$k .*target_tgid=$t ' $DBG/walks) = 1 ]"
+done
+echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
+sed 's/^/# /' $DBG/walks
+
+# ---- 20 load/unload cycles while walking ---------------------------------
+dmesg -c >/dev/null
+( while :; do "$WALKER" -m 32 -n 20 -s clear_refs smaps_rollup smaps pagemap >/dev/null 2>&1; done ) &
+BGPID=$!
+i=0
+cycles_ok=1
+while [ $i -lt 20 ]; do
+	rmmod ptwalk 2>/dev/null
+	insmod "$KO" || cycles_ok=0
+	sleep 0.3
+	i=$((i + 1))
+done
+kill $BGPID 2>/dev/null
+wait $BGPID 2>/dev/null
+BGPID=
+check "20 load/unload cycles while walking" [ $cycles_ok = 1 ]
+check "walks recorded during cycling" sh -c "[ \$(wc -l < $DBG/walks) -gt 0 ]"
+rmmod ptwalk
+check "rmmod" sh -c "! grep -q '^ptwalk ' /proc/modules"
+check "dmesg free of oops/WARN/BUG" sh -c \
+	"! dmesg | grep -E 'Oops|WARNING:|BUG:|Call Trace|general protection'"
+
+echo "1..$NR"
+exit $FAILED

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ptwalk.ko acceptance inside each Debian kernel build of the matrix: one boot
+per kernel runs scripts/vm/module-acceptance.sh, the assertions are here."""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+INJECT_NS = 100_000
+SIZE = 256 << 20
+
+
+@pytest.fixture(scope="module")
+def acceptance(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return {}
+
+
+def _load(files: dict[str, bytes], name: str) -> dict[str, Any]:
+    assert name in files, f"{name} not returned by the guest (got {sorted(files)})"
+    return json.loads(files[name])
+
+
+def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
+    if vm_kernel is not None and vm_kernel.ko is None:
+        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    r = run_in_vm(vm_kernel,
+                  "sh scripts/vm/module-acceptance.sh /ptwalk/module/ptwalk.ko "
+                  "/ptwalk/build/ptwalk 256M",
+                  files=["scripts/vm/module-acceptance.sh"], default_files=True,
+                  env={"INJECT_NS": str(INJECT_NS)}, timeout=900.0, mem="2G")
+    print(r.stdout[-6000:])
+    assert not r.timed_out, "the guest timed out"
+    assert not r.findings, f"kernel log problems: {r.findings}"
+    assert r.returncode == 0, f"acceptance script failed:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
+    f = r.files
+
+    hooks = f["hooks.txt"].decode()
+    for sym in ("clear_refs_write", "show_smaps_rollup", "pagemap_read"):
+        assert f"hook={sym} " in hooks and "status=attached" in hooks, hooks
+
+    for name in ("clear_refs", "smaps_rollup", "pagemap", "smaps"):
+        res = _load(f, f"{name}.json")
+        assert res["backend"] == "module", res.get("backend_detail")
+        kv = res["kernel_view"]
+        walks = res["walks"]
+        assert walks, name
+        # every walk the scanner made appears exactly once in the module's record
+        assert kv["walks_matched"] == kv["walks_hookable"] == len(walks), (name, kv)
+        assert kv["module_walks_unmatched"] == 0, (name, kv)
+        assert kv["nmissed"] == 0, (name, kv["hooks"])
+        size = res["workload"]["size_start"]
+        for w in walks:
+            # PTE slots visited cover the mapping, at most one table per VMA more
+            assert SIZE // 4096 <= w["pte_slots_visited"] <= SIZE // 4096 + 512 * size["vmas"], \
+                (name, w["pte_slots_visited"], size)
+            # kernel-side duration <= syscall duration, within 20% of it
+            assert w["syscall_ns"] <= w["duration_ns"]
+            assert w["kernel_duration_ns"] <= w["syscall_ns"], (name, w)
+        if name in ("clear_refs", "smaps_rollup"):
+            # within 20%, on the median: a single walk's syscall time also
+            # holds a preemption of the scanner (e.g. when the waiter it
+            # released is woken), one tick on a busy 2-CPU guest
+            k = statistics.median(w["kernel_duration_ns"] for w in walks)
+            s = statistics.median(w["syscall_ns"] for w in walks)
+            assert k >= 0.8 * s, (name, k, s)
+
+    # mmap victims' stalls are attributed to the clear_refs walks that caused them
+    cr = _load(f, "clear_refs.json")
+    mm = cr["kernel_view"]["threads"].get("mmap")
+    assert mm and mm["attributed"] > 0, cr["kernel_view"]["threads"]
+    for s in cr["kernel_view"]["stalls"]:
+        assert cr["walks"][s["walk"]]["kind"] == "clear_refs"
+        assert s["victim"] == "mmap"
+    assert sum(w["stalls"] for w in cr["walks"]) >= mm["attributed"]
+
+    # fault injection raises the walk cost by the delay per PTE table
+    base, inj = _load(f, "base.json"), _load(f, "inject.json")
+    b = statistics.median(w["kernel_duration_ns"] for w in base["walks"])
+    i = statistics.median(w["kernel_duration_ns"] for w in inj["walks"])
+    tables = statistics.median(w["pte_tables"] for w in inj["walks"])
+    expect = tables * INJECT_NS
+    # busy-wait delays overrun under TCG emulation (timer interrupts are slow)
+    upper = 2.0 if r.accel == "tcg" else 1.3
+    ratio = (i - b) / expect
+    print(f"inject: +{(i - b) / 1e6:.2f} ms per walk, expected {expect / 1e6:.2f} ms "
+          f"({tables:.0f} tables x {INJECT_NS} ns): x{ratio:.2f} ({r.accel})")
+    assert 0.8 <= ratio <= upper, (b, i, tables, expect, r.accel)
+    nspte_b = statistics.median(w["ns_per_pte"] for w in base["walks"])
+    nspte_i = statistics.median(w["ns_per_pte"] for w in inj["walks"])
+    assert nspte_i - nspte_b >= 0.8 * INJECT_NS * tables / inj["walks"][0]["ptes"]
+
+    # the tracepoint backend parses this kernel's mmap_lock layout
+    tp = _load(f, "tracepoint.json")
+    assert tp["backend"] == "tracepoint", tp.get("backend_fallback")
+    assert tp["kernel_view"]["target_mm_found"] is True
+    assert any("lock_hold_ns" in w for w in tp["walks"])
+
+    # ptwalk monitor with the module catches a walker it was not told about
+    mon, run = _load(f, "monitor.json"), _load(f, "monitored.json")
+    assert mon["backend"] == "module"
+    scanner, target = run["walks"][0]["walker_pid"], run["workload"]["pid"]
+    seen = [w for w in mon["walks"]
+            if w["holder"]["pid"] == scanner and w["target"]["tgid"] == target]
+    assert len(seen) == len(run["walks"]), (len(seen), len(run["walks"]))
+    assert all(w["kind"] == "clear_refs" and w["mode"] == "write" for w in seen)

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The KTAP selftests inside each Debian kernel build, ptwalk.ko loaded: they
+pass (or skip with a reason), the module's own checks run rather than skip,
+and a large inject_delay_ns makes the cost test fail its budget."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+
+def test_selftests_with_module(vm_kernel: Any, run_in_vm: Any) -> None:
+    if vm_kernel is not None and vm_kernel.ko is None:
+        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    r = run_in_vm(vm_kernel, "sh scripts/vm/selftests.sh /ptwalk/module/ptwalk.ko "
+                             "/ptwalk/build/selftests",
+                  files=["scripts/vm/selftests.sh"], default_files=True, timeout=1200.0)
+    out = r.stdout
+    print(out[-5000:])
+    assert not r.timed_out and not r.findings, r.problem()
+    tap = {n[:-4]: d.decode() for n, d in r.files.items() if n.endswith(".tap")}
+    for name in ("ptwalk_refs", "ptwalk_smaps", "ptwalk_module", "ptwalk_cost"):
+        assert name in tap, sorted(r.files)
+        assert "TAP version 13" in tap[name]
+        bad = [ln for ln in tap[name].splitlines() if ln.startswith("not ok")]
+        assert not bad, (name, bad)
+    # with the module loaded its checks run: none of them skips
+    mod = tap["ptwalk_module"]
+    assert re.search(r"^ok \d+ pte_slots\.anon$", mod, re.M), mod
+    assert re.search(r"^ok \d+ walk_recorded_once\.anon$", mod, re.M), mod
+    assert "# SKIP ptwalk module not loaded" not in mod
+    # calibrated on this kernel, its cost test passes; made slower by
+    # injection, it fails that budget, with the figures
+    assert "exit 0" in r.files["calibrated_cost.rc"].decode(), r.files["calibrated_cost.tap"][-2000:]
+    assert "exit 1" in r.files["inject_cost.rc"].decode(), r.files["inject_cost.rc"]
+    inj = r.files["inject_cost.tap"].decode()
+    assert re.search(r"^not ok \d+ clear_refs", inj, re.M), inj[-2000:]
+    assert "> budget" in inj and "PTEs" in inj
+    assert r.returncode == 0, out[-3000:]
