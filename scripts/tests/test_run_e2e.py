@@ -211,3 +211,24 @@ def test_perf_summary_in_result(tmp_path: Path) -> None:
     assert perf["stat"]["events"]["mmap_lock:mmap_lock_start_locking"] > 0
     assert (tmp_path / "r.json.perf" / "perf.data").exists()
     assert wait_no_children() == []
+
+
+def test_progress_bar_on_a_tty(tmp_path: Path) -> None:
+    """A populate longer than a second shows a progress bar with rate and ETA
+    on a terminal, and none when stderr is not one."""
+    import shutil
+    import subprocess
+    if shutil.which("script") is None:
+        pytest.skip("script(1) (bsdutils) missing: no pseudo-terminal to test with")
+    from ptwalk_cli import PTWALK, tagged_env
+    cmd = (f"{PTWALK} run --size 6G --scanner smaps_rollup --interval 500ms "
+           f"--duration 500ms --victims none --populate-threads 1 "
+           f"--out {tmp_path / 'r.json'}")
+    p = subprocess.run(["script", "-qec", cmd, str(tmp_path / "typescript")],
+                       capture_output=True, text=True, timeout=300, env=tagged_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "populating [" in p.stdout and "/s ETA" in p.stdout and "100%" in p.stdout
+    q = run_ptwalk("run", "--size", "6G", "--scanner", "smaps_rollup", "--interval", "500ms",
+                   "--duration", "500ms", "--victims", "none", "--populate-threads", "1",
+                   "--out", str(tmp_path / "r2.json"), timeout=300)
+    assert q.returncode == 0 and "populating" not in q.stderr

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/monitor.hpp"
+#include "ptwalk/result.hpp"
 #include "ptwalk/module_view.hpp"
 
 #include <algorithm>
@@ -190,38 +191,6 @@ private:
 	std::unordered_map<pid_t, std::string> names_;
 };
 
-bool write_atomically(const std::string &path, const std::string &text, std::string *err)
-{
-	const std::string tmp = path + ".tmp." + std::to_string(getpid());
-	Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-	if (!fd) {
-		*err = tmp + ": " + std::strerror(errno);
-		return false;
-	}
-	size_t off = 0;
-	while (off < text.size()) {
-		ssize_t n = write(fd.get(), text.data() + off, text.size() - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			*err = tmp + ": write: " + std::strerror(errno);
-			unlink(tmp.c_str());
-			return false;
-		}
-		off += size_t(n);
-	}
-	if (fsync(fd.get()) != 0 || close(fd.release()) != 0) {
-		*err = tmp + ": " + std::strerror(errno);
-		unlink(tmp.c_str());
-		return false;
-	}
-	if (rename(tmp.c_str(), path.c_str()) != 0) {
-		*err = "rename " + tmp + " -> " + path + ": " + std::strerror(errno);
-		unlink(tmp.c_str());
-		return false;
-	}
-	return true;
-}
 
 std::string ms(uint64_t ns)
 {
@@ -369,7 +338,7 @@ int run_monitor(const MonitorOptions &o)
 	}
 	if (!o.out_path.empty()) {
 		std::string werr;
-		if (!write_atomically(o.out_path, j.dump(2) + "\n", &werr)) {
+		if (werr = write_atomically(o.out_path, j.dump(2) + "\n"); !werr.empty()) {
 			fprintf(stderr, "ptwalk monitor: %s\n", werr.c_str());
 			return 1;
 		}

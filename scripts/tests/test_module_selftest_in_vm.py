@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ptwalk.ko's own in-VM selftest (module/tests/vm-selftest.sh) in each Debian
+kernel build: bad parameters refused, hooks listed, each walk kind recorded
+exactly once, a target exiting mid-walk, 20 load/unload cycles while walkers
+run, rmmod with walks in flight - and a kernel log free of oops/WARN/BUG."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WALKER = REPO / "module" / "tests" / "walker"
+
+
+def test_module_vm_selftest(vm_kernel: Any, run_in_vm: Any) -> None:
+    if vm_kernel is not None and vm_kernel.ko is None:
+        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    if not WALKER.exists():
+        pytest.fail(f"{WALKER} missing (make -C module walker)")
+    r = run_in_vm(vm_kernel, "sh scripts/module-vm-selftest.sh /ptwalk/module",
+                  files=[(REPO / "module/tests/vm-selftest.sh",
+                          "/ptwalk/scripts/module-vm-selftest.sh"),
+                         (WALKER, "/ptwalk/module/walker")],
+                  default_files=True, timeout=900.0)
+    print(r.stdout[-4000:])
+    assert not r.timed_out, "the guest timed out"
+    assert not r.findings, f"kernel log problems: {r.findings}"
+    lines = r.stdout.splitlines()
+    assert "TAP version 13" in lines
+    bad = [ln for ln in lines if ln.startswith("not ok")]
+    assert not bad, bad
+    assert sum(ln.startswith("ok ") for ln in lines) >= 20
+    assert any("load/unload" in ln for ln in lines if ln.startswith("ok "))
+    assert r.returncode == 0, r.problem()
