@@ -173,7 +173,7 @@ void print_table(const Json &r, FILE *out)
 			fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
 				     "for distinct pages\n");
 		} else if (cal) {
-			fprintf(out, "  no calibration: %s: figures are uncorrected\n",
+			fprintf(out, "  no calibration: %s\n",
 				str(*cal, "skipped").c_str());
 		}
 	}
