@@ -44,9 +44,13 @@ module-matrix:
 test: deps-test
 	$(MAKE) build
 	$(MAKE) module-matrix
-	$(MAKE) test-unit
-	$(MAKE) test-selftests
-	$(MAKE) test-py
+	@rc=0; \
+	$(MAKE) test-unit || rc=1; \
+	$(MAKE) test-selftests || rc=1; \
+	$(MAKE) test-py || rc=1; \
+	if [ $$rc = 0 ]; then echo "make test: every suite passed"; \
+	else echo "make test: a suite FAILED (see above)"; fi; \
+	exit $$rc
 
 test-unit:
 	$(BUILD)/ptwalk_unit --gtest_brief=1

@@ -320,7 +320,22 @@ TEST(PerfSessionApi, PerfIgnoringSigintIsKilledWithItsChildren)
 		ASSERT_TRUE(t) << err;
 		pid_t p = pid_t(std::atoi(t->c_str()));
 		ASSERT_GT(p, 0);
-		EXPECT_TRUE(kill(p, 0) != 0 && errno == ESRCH) << name << " " << p << " alive";
+		// killed: gone, or a zombie its new parent has not reaped yet
+		auto dead = [p] {
+			if (kill(p, 0) != 0 && errno == ESRCH)
+				return true;
+			auto st = read_file("/proc/" + std::to_string(p) + "/stat", nullptr);
+			if (!st)
+				return true;
+			size_t rp = st->rfind(')');
+			return rp != std::string::npos && rp + 2 < st->size() && (*st)[rp + 2] == 'Z';
+		};
+		bool gone = dead();
+		for (int i = 0; i < 200 && !gone; i++) {
+			usleep(10000);
+			gone = dead();
+		}
+		EXPECT_TRUE(gone) << name << " " << p << " alive";
 	}
 }
 
