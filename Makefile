@@ -22,7 +22,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module
+	scripts/deps.sh build python vm module perf
 
 build: userspace selftests
 

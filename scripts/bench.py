@@ -62,10 +62,12 @@ def incident(size: str) -> None:
     mem = r["self_memory"]
     own = max(mem.get("parent_hwm_bytes", 0), mem.get("scanner_hwm_bytes", 0),
               mem.get("workload_rss_minus_mapping_bytes", 0))
+    corr = s.get("ns_per_pte_corrected_p50")
+    corr_s = f"{corr:.1f} corrected" if corr is not None else "no calibration"
     print(f"  incident scale {size} alias: {w['size_start']['ptes'] / 1e6:.1f}M PTEs populated in "
           f"{w['populate_ns'] / 1e9:.1f} s; clear_refs p50 {s['duration_p50_ns'] / 1e6:.0f} ms "
-          f"({s['ns_per_pte_p50']:.1f} ns/PTE raw, {s.get('ns_per_pte_corrected_p50', 0):.1f} "
-          f"corrected); whole run {wall:.0f} s; largest own RSS {own / 2**20:.1f} MiB")
+          f"({s['ns_per_pte_p50']:.1f} ns/PTE raw, {corr_s}); whole run {wall:.0f} s; "
+          f"largest own RSS {own / 2**20:.1f} MiB")
 
 
 def main() -> int:

@@ -163,15 +163,6 @@ static enum ptw_result t_budget(const struct ptw_case *c, char *why,
 	return check(c, why, len, budget_once);
 }
 
-static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
-				     size_t len)
-{
-	(void)c;
-	snprintf(why, len, "budget file %s unreadable or malformed",
-		 opts.budget);
-	return PTW_FAIL;
-}
-
 int main(int argc, char **argv)
 {
 	struct ptw_case cases[2 * PW_NR + 1];
@@ -191,10 +182,7 @@ int main(int argc, char **argv)
 			return KSFT_FAIL;
 	}
 	have_scan = ptw_pagemap_scan_usable(scan_why, sizeof(scan_why));
-	if (ptw_budget_load(&budget, opts.budget)) {
-		cases[n] = (struct ptw_case){ .fn = t_budget_file };
-		snprintf(cases[n++].name, sizeof(cases[0].name), "budget_file");
-	}
+	ptw_budget_load_case(&budget, opts.budget, cases, &n);
 	for (w = 0; w < PW_NR; w++) {
 		cases[n] = (struct ptw_case){ .fn = t_linear, .arg = w };
 		snprintf(cases[n++].name, sizeof(cases[0].name), "%s.linear",

@@ -229,25 +229,13 @@ static enum ptw_result t_stall(const struct ptw_case *c, char *why,
 	return r;
 }
 
-static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
-				     size_t len)
-{
-	(void)c;
-	snprintf(why, len, "budget file %s unreadable or malformed",
-		 opts.budget);
-	return PTW_FAIL;
-}
-
 int main(int argc, char **argv)
 {
 	struct ptw_case cases[2];
 	unsigned int n = 0;
 
 	ptw_parse_opts(argc, argv, &opts);
-	if (ptw_budget_load(&budget, opts.budget)) {
-		cases[n] = (struct ptw_case){ .fn = t_budget_file };
-		snprintf(cases[n++].name, sizeof(cases[0].name), "budget_file");
-	}
+	ptw_budget_load_case(&budget, opts.budget, cases, &n);
 	cases[n] = (struct ptw_case){ .fn = t_stall };
 	snprintf(cases[n++].name, sizeof(cases[0].name),
 		 "mmap_stall_during_clear_refs");

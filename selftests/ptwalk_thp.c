@@ -115,15 +115,6 @@ static enum ptw_result t_ratio(const struct ptw_case *c, char *why,
 	return PTW_PASS;
 }
 
-static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
-				     size_t len)
-{
-	(void)c;
-	snprintf(why, len, "budget file %s unreadable or malformed",
-		 opts.budget);
-	return PTW_FAIL;
-}
-
 int main(int argc, char **argv)
 {
 	struct ptw_case cases[3];
@@ -131,10 +122,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	ptw_parse_opts(argc, argv, &opts);
-	if (ptw_budget_load(&budget, opts.budget)) {
-		cases[n] = (struct ptw_case){ .fn = t_budget_file };
-		snprintf(cases[n++].name, sizeof(cases[0].name), "budget_file");
-	}
+	ptw_budget_load_case(&budget, opts.budget, cases, &n);
 	cases[n] = (struct ptw_case){ .fn = t_ratio, .arg = PW_CLEAR_REFS };
 	snprintf(cases[n++].name, sizeof(cases[0].name), "clear_refs.thp_vs_4k");
 	cases[n] = (struct ptw_case){ .fn = t_ratio, .arg = PW_SMAPS_ROLLUP };

@@ -827,6 +827,28 @@ static bool exe_dir(char *buf, size_t len)
 	return true;
 }
 
+static char ptw_bad_budget[256];
+
+static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
+				     size_t len)
+{
+	(void)c;
+	snprintf(why, len, "budget file %s unreadable or malformed",
+		 ptw_bad_budget);
+	return PTW_FAIL;
+}
+
+void ptw_budget_load_case(struct ptw_budget *b, const char *path,
+			  struct ptw_case *cases, unsigned int *n)
+{
+	if (!ptw_budget_load(b, path))
+		return;
+	snprintf(ptw_bad_budget, sizeof(ptw_bad_budget), "%s",
+		 path ? path : "(default)");
+	cases[*n] = (struct ptw_case){ .fn = t_budget_file };
+	snprintf(cases[(*n)++].name, sizeof(cases[0].name), "budget_file");
+}
+
 int ptw_budget_load(struct ptw_budget *b, const char *path)
 {
 	char dir[PATH_MAX], cls[200], p[PATH_MAX + 256];

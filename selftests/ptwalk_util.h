@@ -198,6 +198,12 @@ extern const double ptw_budget_defaults[PB_NR_KEYS];
  * file: a test must fail, never silently fall back).
  */
 int ptw_budget_load(struct ptw_budget *b, const char *path);
+/*
+ * ptw_budget_load(), and when the file it chose is unreadable or malformed,
+ * a failing "budget_file" case appended at cases[*n] that names the file.
+ */
+void ptw_budget_load_case(struct ptw_budget *b, const char *path,
+			  struct ptw_case *cases, unsigned int *n);
 
 /* ---- walks and their timing --------------------------------------- */
 

@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 INJECT_NS = 100_000
 SIZE = 256 << 20
-
-
-@pytest.fixture(scope="module")
-def acceptance(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return {}
 
 
 def _load(files: dict[str, bytes], name: str) -> dict[str, Any]:

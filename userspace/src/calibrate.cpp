@@ -5,11 +5,10 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
+#include "ptwalk/process.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/scanner.hpp"
 #include "ptwalk/shared.hpp"
@@ -18,29 +17,6 @@
 namespace ptwalk {
 
 namespace {
-
-void reap_now(pid_t pid)
-{
-	int st;
-	if (pid > 0 && waitpid(pid, &st, WNOHANG) == 0) {
-		for (int i = 0; i < 500 && waitpid(pid, &st, WNOHANG) == 0; i++)
-			usleep(10000);
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-}
-
-template <typename F> pid_t fork_child(F f)
-{
-	fflush(nullptr);
-	pid_t p = fork();
-	if (p == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		signal(SIGINT, SIG_IGN);
-		_exit(f());
-	}
-	return p;
-}
 
 // One mapping, `reps` scanner intervals; per kind the median ns/PTE.
 // Empty map + *why on failure.
@@ -61,29 +37,30 @@ std::map<std::string, double> measure(const Scenario &c, const volatile sig_atom
 	}
 	int st;
 	while (sh->workload_state.load() < kReady && !*stop) {
-		if (waitpid(wl, &st, WNOHANG) == wl) {
+		if (child_exited(wl, &st)) {
 			*why = std::string("workload: ") + sh->message;
 			return out;
 		}
 		usleep(20000);
 	}
 	std::string err;
-	auto size = *stop ? std::nullopt : measure_walk_size(wl, &err);
-	pid_t sc = -1;
+	std::optional<WalkSize> size;
+	if (!*stop)
+		size = measure_walk_size(wl, &err);
 	if (size && !*stop) {
 		sh->victims_go = 1;
-		sc = fork_child([&] { return scanner_main(c, wl, sh); });
+		pid_t sc = fork_child([&] { return scanner_main(c, wl, sh); });
 		sh->scanner_go = 1;
-		while (sc > 0 && !*stop && waitpid(sc, &st, WNOHANG) == 0)
-			usleep(20000);
-		if (*stop && sc > 0)
-			kill(sc, SIGTERM);
+		bool done = sc < 0;
+		while (!done && !*stop)
+			if (!(done = child_exited(sc, &st)))
+				usleep(20000);
+		if (!done)
+			reap(sc, 5000, SIGTERM);
 	}
 	sh->stop = 1;
 	sh->exit_now = 1;
-	if (sc > 0)
-		reap_now(sc);
-	reap_now(wl);
+	reap(wl, 5000, 0);
 	if (*stop) {
 		*why = "interrupted";
 		return out;
@@ -92,11 +69,12 @@ std::map<std::string, double> measure(const Scenario &c, const volatile sig_atom
 		*why = err;
 		return out;
 	}
+	const uint64_t entries = size->entries;
 	std::map<std::string, std::vector<double>> per;
 	for (uint32_t i = 0; i < std::min(sh->nwalks.load(), kMaxWalks); i++) {
 		const WalkRecord &w = sh->walks[i];
-		if (!w.error && size->entries)
-			per[w.kind].push_back(double(w.end_ns - w.start_ns) / double(size->entries));
+		if (!w.error && entries)
+			per[w.kind].push_back(double(w.end_ns - w.start_ns) / double(entries));
 	}
 	for (auto &[k, v] : per) {
 		std::sort(v.begin(), v.end());

@@ -69,13 +69,7 @@ std::string unescape_comm(std::string_view v)
 std::vector<Record> parse_records(std::string_view text)
 {
 	std::vector<Record> out;
-	size_t pos = 0;
-	while (pos < text.size()) {
-		size_t eol = text.find('\n', pos);
-		if (eol == std::string_view::npos)
-			eol = text.size();
-		std::string_view line = text.substr(pos, eol - pos);
-		pos = eol + 1;
+	for_each_line(text, [&](std::string_view line) {
 		Record r;
 		size_t p = 0;
 		while (p < line.size()) {
@@ -97,7 +91,7 @@ std::vector<Record> parse_records(std::string_view text)
 		}
 		if (!r.empty())
 			out.push_back(std::move(r));
-	}
+	});
 	return out;
 }
 
@@ -203,10 +197,9 @@ public:
 	std::string name() const override { return "module"; }
 	std::string detail() const override { return detail_; }
 
-	bool start(pid_t target, const std::vector<WatchedThread> &threads,
-		   pid_t walker) override
+	// Walks are matched by walker and time, so the target is not needed.
+	bool start(pid_t, const std::vector<WatchedThread> &threads, pid_t walker) override
 	{
-		target_ = target;
 		walker_ = walker;
 		threads_ = threads;
 		if (!module_loaded()) {
@@ -394,7 +387,7 @@ private:
 	}
 
 	std::string detail_ = "ptwalk.ko";
-	pid_t target_ = 0, walker_ = 0;
+	pid_t walker_ = 0;
 	std::vector<WatchedThread> threads_;
 	std::vector<Record> hooks_;
 	uint64_t seq0_ = 0;

@@ -43,16 +43,10 @@ namespace {
 // Iterates "Key:   value kB" lines; calls f(key, value_in_bytes_or_raw).
 template <typename F> void for_each_kv(std::string_view text, F f)
 {
-	size_t pos = 0;
-	while (pos < text.size()) {
-		size_t eol = text.find('\n', pos);
-		if (eol == std::string_view::npos)
-			eol = text.size();
-		std::string_view line = text.substr(pos, eol - pos);
-		pos = eol + 1;
+	for_each_line(text, [&](std::string_view line) {
 		size_t colon = line.find(':');
 		if (colon == std::string_view::npos || colon == 0)
-			continue;
+			return;
 		std::string_view key = line.substr(0, colon);
 		std::string_view rest = line.substr(colon + 1);
 		size_t i = 0;
@@ -66,12 +60,12 @@ template <typename F> void for_each_kv(std::string_view text, F f)
 			any = true;
 		}
 		if (!any)
-			continue;
+			return;
 		std::string_view unit = rest.substr(i);
 		if (unit.find("kB") != std::string_view::npos)
 			v *= 1024;
 		f(key, v);
-	}
+	});
 }
 
 } // namespace
@@ -216,18 +210,12 @@ Json parse_kernel_config(std::string_view text)
 		"CONFIG_LRU_GEN",           "CONFIG_ARCH_HAS_PTE_SPECIAL",
 	};
 	Json out = Json::object();
-	size_t pos = 0;
-	while (pos < text.size()) {
-		size_t eol = text.find('\n', pos);
-		if (eol == std::string_view::npos)
-			eol = text.size();
-		std::string_view line = text.substr(pos, eol - pos);
-		pos = eol + 1;
+	for_each_line(text, [&](std::string_view line) {
 		std::string_view name, value;
 		if (line.rfind("CONFIG_", 0) == 0) {
 			size_t eq = line.find('=');
 			if (eq == std::string_view::npos)
-				continue;
+				return;
 			name = line.substr(0, eq);
 			value = line.substr(eq + 1);
 		} else if (line.rfind("# CONFIG_", 0) == 0 &&
@@ -235,7 +223,7 @@ Json parse_kernel_config(std::string_view text)
 			name = line.substr(2, line.find(' ', 2) - 2);
 			value = "n";
 		} else {
-			continue;
+			return;
 		}
 		bool want = false;
 		for (const char *p : prefixes) {
@@ -247,11 +235,11 @@ Json parse_kernel_config(std::string_view text)
 				want = true;
 		}
 		if (!want)
-			continue;
+			return;
 		if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
 			value = value.substr(1, value.size() - 2);
 		out[name] = std::string(value);
-	}
+	});
 	return out;
 }
 

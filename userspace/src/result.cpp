@@ -17,6 +17,12 @@ namespace ptwalk {
 
 namespace {
 
+// Walk kinds in the order tables list them.
+constexpr const char *kWalkKinds[] = {
+	"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
+	"smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan",
+};
+
 // Reads a numeric member as double; nullopt when absent or not numeric.
 std::optional<double> num(const Json &j, std::string_view key)
 {
@@ -165,9 +171,7 @@ void print_table(const Json &r, FILE *out)
 			fprintf(out, "  calibration at %s, same run: distinct/aliased ns/PTE =",
 				format_bytes(uint64_t(num(*cal, "size_bytes").value_or(0))).c_str());
 			const Json *ra = cal->find("ratio");
-			for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file",
-					      "softdirty", "smaps", "smaps_rollup", "maps",
-					      "numa_maps", "pagemap", "pagemap_scan"})
+			for (const char *k : kWalkKinds)
 				if (auto v = num(*ra, k))
 					fprintf(out, " %s %.2f", k, *v);
 			fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
@@ -184,9 +188,7 @@ void print_table(const Json &r, FILE *out)
 		"PTEs", "dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
 		scen && scen->find("aliased") ? "  ns/PTE corr." : "");
 	if (const Json *ws = r.find("walk_summary")) {
-		for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file",
-				      "softdirty", "smaps", "smaps_rollup", "maps",
-				      "numa_maps", "pagemap", "pagemap_scan"}) {
+		for (const char *k : kWalkKinds) {
 			const Json *s = ws->find(k);
 			if (!s)
 				continue;

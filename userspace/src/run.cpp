@@ -10,7 +10,6 @@
 #include <ctime>
 #include <fcntl.h>
 #include <memory>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/perf_session.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/process.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/scanner.hpp"
 #include "ptwalk/shared.hpp"
@@ -46,15 +46,6 @@ void install_handlers()
 	sigaction(SIGHUP, &sa, nullptr);
 }
 
-// In a child: die with the parent, leave SIGINT to the parent.
-void child_setup()
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGTERM, SIG_DFL);
-}
-
 std::string iso_now()
 {
 	char buf[32];
@@ -63,30 +54,6 @@ std::string iso_now()
 	gmtime_r(&t, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return buf;
-}
-
-// Reaps pid within timeout_ms, then SIGKILLs it. Returns its wait status.
-int reap(pid_t pid, int timeout_ms, int first_signal)
-{
-	int status = 0;
-	if (first_signal)
-		kill(pid, first_signal);
-	for (int waited = 0;; waited += 10) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid || (r < 0 && errno == ECHILD))
-			return status;
-		if (waited >= timeout_ms) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return status;
-		}
-		usleep(10000);
-	}
-}
-
-bool child_exited(pid_t pid, int *status)
-{
-	return waitpid(pid, status, WNOHANG) == pid;
 }
 
 void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
@@ -102,16 +69,14 @@ void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
 		format_bytes(uint64_t(rate)).c_str(), eta);
 }
 
-std::unique_ptr<Backend> pick_backend(const std::string &want, std::string *note)
+// want was validated: auto, module, tracepoint or syscall.
+std::unique_ptr<Backend> pick_backend(const std::string &want)
 {
 	if (want == "syscall")
 		return make_syscall_backend();
 	if (want == "module" || (want == "auto" && module_loaded()))
 		return make_module_backend();
-	if (want == "tracepoint" || want == "auto")
-		return make_tracepoint_backend();
-	*note = "unknown backend";
-	return nullptr;
+	return make_tracepoint_backend();
 }
 
 } // namespace
@@ -283,15 +248,10 @@ int run_command(RunOptions o)
 		}
 	}
 	const uint64_t t_start = now_ns();
-	fflush(nullptr);
-	pid_t wl = fork();
+	pid_t wl = fork_child([&] { return workload_main(sc, sh); });
 	if (wl < 0) {
 		fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
 		return 1;
-	}
-	if (wl == 0) {
-		child_setup();
-		_exit(workload_main(sc, sh));
 	}
 
 	int exit_code = 0;
@@ -350,21 +310,15 @@ int run_command(RunOptions o)
 	sh->victims_go = 1;
 
 	// scanner, then the backend, then let the scanner go
-	std::string note;
-	auto backend = pick_backend(o.backend, &note);
+	auto backend = pick_backend(o.backend);
 	pid_t sc_pid = -1;
 	if (!g_signal) {
-		fflush(nullptr);
-		sc_pid = fork();
+		sc_pid = fork_child([&] { return scanner_main(sc, wl, sh); });
 		if (sc_pid < 0) {
 			fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
 			sh->stop = sh->exit_now = 1;
 			reap(wl, 5000, 0);
 			return 1;
-		}
-		if (sc_pid == 0) {
-			child_setup();
-			_exit(scanner_main(sc, wl, sh));
 		}
 	}
 	std::vector<WatchedThread> threads;
@@ -590,7 +544,7 @@ int run_command(RunOptions o)
 		const VictimSlot &v = sh->victims[i];
 		Json j = Json::object();
 		j["tid"] = v.tid.load();
-		j["ops"] = v.ops.load();
+		j["ops"] = v.outside.count() + v.during.count();
 		j["outside"] = v.outside.to_json();
 		j["during"] = v.during.to_json();
 		victims[v.name] = std::move(j);

@@ -39,21 +39,16 @@ struct VmaRange {
 	uint64_t start, end;
 };
 
+// The VMAs of a maps file, [vsyscall] left out (no page tables of its own).
 std::vector<VmaRange> parse_maps(const std::string &text)
 {
 	std::vector<VmaRange> v;
-	size_t pos = 0;
-	while (pos < text.size()) {
-		size_t eol = text.find('\n', pos);
-		if (eol == std::string::npos)
-			eol = text.size();
+	for_each_line(text, [&](std::string_view line) {
 		unsigned long long a, b;
-		if (sscanf(text.c_str() + pos, "%llx-%llx", &a, &b) == 2 &&
-		    text.compare(pos, eol - pos, "[vsyscall]") != 0 &&
-		    text.substr(pos, eol - pos).find("[vsyscall]") == std::string::npos)
+		if (line.find("[vsyscall]") == std::string_view::npos &&
+		    sscanf(std::string(line).c_str(), "%llx-%llx", &a, &b) == 2)
 			v.push_back({a, b});
-		pos = eol + 1;
-	}
+	});
 	return v;
 }
 

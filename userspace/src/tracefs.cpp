@@ -215,19 +215,14 @@ std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo,
 {
 	// "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw"
 	std::vector<std::string> out;
-	size_t pos = 0;
-	while (pos < mountinfo.size()) {
-		size_t nl = mountinfo.find('\n', pos);
-		std::string_view line = mountinfo.substr(
-			pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-		pos = nl == std::string_view::npos ? mountinfo.size() : nl + 1;
+	for_each_line(mountinfo, [&](std::string_view line) {
 		size_t sep = line.find(" - ");
 		if (sep == std::string_view::npos)
-			continue;
+			return;
 		std::string_view tail = line.substr(sep + 3);
 		std::string_view type = tail.substr(0, tail.find(' '));
 		if (type != fstype)
-			continue;
+			return;
 		// field 5 (1-based) of the head is the mount point
 		std::string_view head = line.substr(0, sep);
 		size_t p = 0;
@@ -237,10 +232,10 @@ std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo,
 				p++;
 		}
 		if (p == std::string_view::npos)
-			continue;
+			return;
 		std::string_view mp = head.substr(p, head.find(' ', p) - p);
 		out.push_back(decode_octal(mp));
-	}
+	});
 	return out;
 }
 

@@ -256,7 +256,6 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 			slot->during.record(t1 - t0);
 		else
 			slot->outside.record(t1 - t0);
-		slot->ops.fetch_add(1, std::memory_order_relaxed);
 
 		if (kind == Victim::fault && ++fault_next == kFaultPages) {
 			// not timed: returns the pages so the next touches fault
@@ -347,9 +346,10 @@ int workload_main(const Scenario &sc, Shared *sh)
 	sh->populate_ns = now_ns() - t0;
 	if (err) {
 		set_message(sh, std::string("populate (") + method + "): " + strerror(err));
-		sh->workload_state = err == ENOMEM || err == EFAULT ? kSkipped : kFailed;
-		if (sc.backing != Backing::hugetlb)
-			sh->workload_state = kFailed;
+		// a hugetlb shortage is a skip (the pool ran dry), anything else a failure
+		const bool shortage = sc.backing == Backing::hugetlb &&
+				      (err == ENOMEM || err == EFAULT);
+		sh->workload_state = shortage ? kSkipped : kFailed;
 		return 1;
 	}
 

@@ -14,6 +14,20 @@
 
 namespace ptwalk {
 
+// Calls f(line) for every '\n'-separated line of text, the newline left out
+// (a last line without one included).
+template <typename F> void for_each_line(std::string_view text, F f)
+{
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t eol = text.find('\n', pos);
+		if (eol == std::string_view::npos)
+			eol = text.size();
+		f(text.substr(pos, eol - pos));
+		pos = eol + 1;
+	}
+}
+
 // Reads a whole (proc) file; nullopt with *err = "path: strerror" on failure.
 std::optional<std::string> read_file(const std::string &path, std::string *err);
 

@@ -24,7 +24,6 @@ enum WorkloadState : int {
 struct VictimSlot {
 	char name[16];
 	std::atomic<int32_t> tid;
-	std::atomic<uint64_t> ops;
 	Histogram outside; // operations that overlapped no walk
 	Histogram during;  // operations that overlapped a walk
 };
