@@ -72,11 +72,13 @@ static int ptw_walk_show(struct seq_file *m, void *v)
 	seq_printf(m, "seq=%llu kind=%s walker_pid=%d walker_comm=", r->seq,
 		   ptw_kind_names[r->kind], r->walker_pid);
 	ptw_seq_comm(m, r->walker_comm);
-	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu duration_ns=%llu pte_tables=%llu pte_slots=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu calls=%llu stalls=%llu lock_wait_ns=%llu\n",
-		   r->target_tgid, r->start_ns, r->end_ns, r->duration_ns,
-		   r->pte_tables, r->pte_slots, r->lock_hold_ns,
-		   ptw_mode_names[r->lock_mode & 3], r->tlb_flushes, r->calls,
-		   r->stalls, r->lock_wait_ns);
+	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu call_ns=%llu walk_ns=%llu walk_timed=%u pte_tables=%llu pte_slots=%llu pte_revisits=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu tlb_ipis=%llu calls=%llu stalls=%llu lock_wait_ns=%llu probe_missed=%llu\n",
+		   r->target_tgid, r->start_ns, r->end_ns, r->call_ns,
+		   r->walk_ns, r->walk_timed, r->pte_tables, r->pte_slots,
+		   r->pte_revisits, r->lock_hold_ns,
+		   ptw_mode_names[r->lock_mode & 3], r->tlb_flushes,
+		   r->tlb_ipis, r->calls, r->stalls, r->lock_wait_ns,
+		   r->probe_missed);
 	return 0;
 }
 
@@ -87,9 +89,10 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 	seq_printf(m, "walk_seq=%llu kind=%s waiter_pid=%d waiter_comm=",
 		   r->walk_seq, ptw_kind_names[r->kind], r->waiter_pid);
 	ptw_seq_comm(m, r->waiter_comm);
-	seq_printf(m, " target_tgid=%d start_ns=%llu wait_ns=%llu mode=%s walker_pid=%d acquired=%u\n",
+	seq_printf(m, " target_tgid=%d start_ns=%llu wait_ns=%llu mode=%s walker_pid=%d walker_mode=%s acquired=%u\n",
 		   r->target_tgid, r->start_ns, r->wait_ns,
-		   r->write ? "write" : "read", r->walker_pid, r->success);
+		   r->write ? "write" : "read", r->walker_pid,
+		   r->walker_write ? "write" : "read", r->success);
 	return 0;
 }
 
@@ -207,7 +210,18 @@ DEFINE_SHOW_ATTRIBUTE(ptw_hist);
 
 static int ptw_counters_show(struct seq_file *m, void *v)
 {
+	u64 kp_missed = 0, krp_missed = 0;
 	unsigned int k;
+
+	for (k = 0; k < ptw_nr_krp_hooks; k++) {
+		if (!ptw_krp_hooks[k].attached)
+			continue;
+		krp_missed += ptw_krp_hooks[k].krp.nmissed;
+		kp_missed += ptw_krp_hooks[k].krp.kp.nmissed;
+	}
+	for (k = 0; k < ptw_nr_kp_hooks; k++)
+		if (ptw_kp_hooks[k].attached)
+			kp_missed += ptw_kp_hooks[k].kp.nmissed;
 
 	for (k = 0; k < PTW_NR_KINDS; k++) {
 		seq_printf(m, "counter=walks kind=%s value=%lld\n",
@@ -226,6 +240,14 @@ static int ptw_counters_show(struct seq_file *m, void *v)
 		   atomic64_read(&ptw_stats.waits_dropped));
 	seq_printf(m, "counter=walks_open_unread kind=all value=%lld\n",
 		   atomic64_read(&ptw_stats.walks_open_unread));
+	seq_printf(m, "counter=holders_dropped kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.holders_dropped));
+	seq_printf(m, "counter=arg_faults kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.arg_faults));
+	seq_printf(m, "counter=walks_missed kind=all value=%lld\n",
+		   atomic64_read(&ptw_stats.walks_missed));
+	seq_printf(m, "counter=kp_nmissed kind=all value=%llu\n", kp_missed);
+	seq_printf(m, "counter=krp_nmissed kind=all value=%llu\n", krp_missed);
 	seq_printf(m, "counter=inject_delay_ns kind=all value=%lu\n",
 		   READ_ONCE(ptw_inject_delay_ns));
 	return 0;
@@ -266,10 +288,11 @@ static int ptw_hooks_show(struct seq_file *m, void *v)
 
 		seq_printf(m, "hook=%s type=kretprobe kinds=", h->sym);
 		ptw_seq_kinds(m, h->kinds);
-		seq_printf(m, " status=%s err=%d nmissed=%d maxactive=%d\n",
+		seq_printf(m, " status=%s err=%d nmissed=%d kp_nmissed=%lu maxactive=%d required=%u\n",
 			   ptw_status(req, h->attached), h->err,
 			   h->attached ? h->krp.nmissed : 0,
-			   h->attached ? h->krp.maxactive : 0);
+			   h->attached ? h->krp.kp.nmissed : 0UL,
+			   h->attached ? h->krp.maxactive : 0, h->required);
 	}
 	for (i = 0; i < ptw_nr_kp_hooks; i++) {
 		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
@@ -277,16 +300,16 @@ static int ptw_hooks_show(struct seq_file *m, void *v)
 
 		seq_printf(m, "hook=%s type=kprobe kinds=", h->sym);
 		ptw_seq_kinds(m, h->kinds);
-		seq_printf(m, " status=%s err=%d nmissed=%lu maxactive=0\n",
+		seq_printf(m, " status=%s err=%d nmissed=0 kp_nmissed=%lu maxactive=0 required=%u\n",
 			   ptw_status(req, h->attached), h->err,
-			   h->attached ? h->kp.nmissed : 0UL);
+			   h->attached ? h->kp.nmissed : 0UL, h->required);
 	}
 	for (i = 0; i < ptw_nr_tp_hooks; i++) {
 		struct ptw_tp_hook *h = &ptw_tp_hooks[i];
 
 		seq_printf(m, "hook=%s type=tracepoint kinds=", h->name);
 		ptw_seq_kinds(m, PTW_ALL_KINDS);
-		seq_printf(m, " status=%s err=%d nmissed=0 maxactive=0\n",
+		seq_printf(m, " status=%s err=%d nmissed=0 kp_nmissed=0 maxactive=0 required=0\n",
 			   ptw_status(true, h->attached), h->err);
 	}
 	for (k = 0; k < PTW_NR_KINDS; k++)

@@ -18,6 +18,8 @@
 #include <linux/pagewalk.h>
 #include <linux/timekeeping.h>
 #include <linux/cpumask.h>
+#include <linux/uaccess.h>
+#include <linux/mm_types.h>
 
 #include "ptwalk.h"
 #include "compat/ptwalk_compat.h"
@@ -25,20 +27,33 @@
 struct ptw_ri {
 	u64 t0;
 	unsigned long key;
+	loff_t *ppos;		/* pagemap_read: read again on return */
 	int slot;
 };
 
 unsigned int ptw_kinds_active;
+bool ptw_walk_timed;
 
 static inline bool ptw_kind_on(enum ptw_kind kind)
 {
 	return READ_ONCE(ptw_kinds_active) & BIT(kind);
 }
 
+/*
+ * Arguments of the hooked (often static) functions are read with
+ * get_kernel_nofault(): a later kernel that changes a type makes us skip
+ * the call and count it (arg_faults), not dereference a stale layout.
+ */
+#define PTW_READ(dst, src) ({						\
+	bool __ok = !get_kernel_nofault(dst, src);			\
+	if (!__ok)							\
+		atomic64_inc(&ptw_stats.arg_faults);			\
+	__ok; })
+
 /* ---- walk calls: one call = part of (or all of) one walk ------------- */
 
 static int ptw_call_entry(enum ptw_kind kind, unsigned long key,
-			  const struct file *file,
+			  const struct file *file, bool pos_valid, u64 pos,
 			  struct kretprobe_instance *ri)
 {
 	struct ptw_ri *d = (struct ptw_ri *)ri->data;
@@ -47,17 +62,22 @@ static int ptw_call_entry(enum ptw_kind kind, unsigned long key,
 		return 1;
 	d->t0 = ktime_get_ns();
 	d->key = key;
-	d->slot = ptw_call_enter(kind, key, file, d->t0);
+	d->ppos = NULL;
+	d->slot = ptw_call_enter(kind, key, file, d->t0, pos_valid, pos);
 	return d->slot < 0 ? 1 : 0;
 }
+NOKPROBE_SYMBOL(ptw_call_entry);
 
 static int ptw_call_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+	loff_t pos = 0;
+	bool valid = d->ppos && !get_kernel_nofault(pos, d->ppos);
 
-	ptw_call_exit(d->slot, d->t0, ktime_get_ns());
+	ptw_call_exit(d->slot, d->t0, ktime_get_ns(), valid, pos);
 	return 0;
 }
+NOKPROBE_SYMBOL(ptw_call_ret);
 
 /* ssize_t clear_refs_write(struct file *, const char __user *, size_t, loff_t *) */
 static int ptw_clear_refs_entry(struct kretprobe_instance *ri,
@@ -65,36 +85,61 @@ static int ptw_clear_refs_entry(struct kretprobe_instance *ri,
 {
 	struct file *file = (struct file *)regs_get_kernel_argument(regs, 0);
 
-	return ptw_call_entry(PTW_CLEAR_REFS, (unsigned long)current, file, ri);
+	return ptw_call_entry(PTW_CLEAR_REFS, (unsigned long)current, file,
+			      false, 0, ri);
 }
+NOKPROBE_SYMBOL(ptw_clear_refs_entry);
 
-/* int show_smap(struct seq_file *m, void *v) */
+/* int show_smap(struct seq_file *m, void *v): v is the VMA shown */
 static int ptw_show_smap_entry(struct kretprobe_instance *ri,
 			       struct pt_regs *regs)
 {
 	struct seq_file *m = (struct seq_file *)regs_get_kernel_argument(regs, 0);
+	struct vm_area_struct *vma =
+		(struct vm_area_struct *)regs_get_kernel_argument(regs, 1);
+	const struct file *file;
+	unsigned long start;
 
-	return ptw_call_entry(PTW_SMAPS, (unsigned long)m->file, m->file, ri);
+	if (!ptw_kind_on(PTW_SMAPS) || !PTW_READ(file, &m->file) ||
+	    !PTW_READ(start, &vma->vm_start))
+		return 1;
+	return ptw_call_entry(PTW_SMAPS, (unsigned long)file, file, true,
+			      start, ri);
 }
+NOKPROBE_SYMBOL(ptw_show_smap_entry);
 
-/* int show_smaps_rollup(struct seq_file *m, void *v) */
+/* int show_smaps_rollup(struct seq_file *m, void *v): one call, one walk */
 static int ptw_show_rollup_entry(struct kretprobe_instance *ri,
 				 struct pt_regs *regs)
 {
 	struct seq_file *m = (struct seq_file *)regs_get_kernel_argument(regs, 0);
+	const struct file *file;
 
-	return ptw_call_entry(PTW_SMAPS_ROLLUP, (unsigned long)m->file,
-			      m->file, ri);
+	if (!ptw_kind_on(PTW_SMAPS_ROLLUP) || !PTW_READ(file, &m->file))
+		return 1;
+	return ptw_call_entry(PTW_SMAPS_ROLLUP, (unsigned long)current, file,
+			      false, 0, ri);
 }
+NOKPROBE_SYMBOL(ptw_show_rollup_entry);
 
 /* ssize_t pagemap_read(struct file *, char __user *, size_t, loff_t *) */
 static int ptw_pagemap_read_entry(struct kretprobe_instance *ri,
 				  struct pt_regs *regs)
 {
 	struct file *file = (struct file *)regs_get_kernel_argument(regs, 0);
+	loff_t *ppos = (loff_t *)regs_get_kernel_argument(regs, 3);
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+	loff_t pos;
+	int skip;
 
-	return ptw_call_entry(PTW_PAGEMAP, (unsigned long)file, file, ri);
+	if (!ptw_kind_on(PTW_PAGEMAP) || !PTW_READ(pos, ppos))
+		return 1;
+	skip = ptw_call_entry(PTW_PAGEMAP, (unsigned long)file, file, true,
+			      pos, ri);
+	d->ppos = ppos;
+	return skip;
 }
+NOKPROBE_SYMBOL(ptw_pagemap_read_entry);
 
 /* long do_pagemap_cmd(struct file *, unsigned int cmd, unsigned long arg) */
 static int ptw_pagemap_cmd_entry(struct kretprobe_instance *ri,
@@ -106,8 +151,29 @@ static int ptw_pagemap_cmd_entry(struct kretprobe_instance *ri,
 	if (!ptw_is_pagemap_scan_cmd(cmd))
 		return 1;
 	return ptw_call_entry(PTW_PAGEMAP_SCAN, (unsigned long)current, file,
-			      ri);
+			      false, 0, ri);
 }
+NOKPROBE_SYMBOL(ptw_pagemap_cmd_entry);
+
+/* ---- the walk proper: walk_page_range() / walk_page_vma() ------------ */
+
+static int ptw_walk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	d->slot = ptw_walk_proper_enter(ktime_get_ns());
+	return d->slot < 0 ? 1 : 0;
+}
+NOKPROBE_SYMBOL(ptw_walk_entry);
+
+static int ptw_walk_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ptw_ri *d = (struct ptw_ri *)ri->data;
+
+	ptw_walk_proper_exit(d->slot, ktime_get_ns());
+	return 0;
+}
+NOKPROBE_SYMBOL(ptw_walk_ret);
 
 /* ---- file lifetime: open creates the per-file walk, release ends it -- */
 
@@ -121,9 +187,10 @@ static int ptw_open_entry(enum ptw_kind kind, struct kretprobe_instance *ri,
 	if (!ptw_kind_on(kind))
 		return 1;
 	d->key = (unsigned long)file;
-	d->slot = ptw_walk_open(kind, d->key, file, false);
+	d->slot = ptw_walk_open(kind, d->key, file);
 	return d->slot < 0 ? 1 : 0;
 }
+NOKPROBE_SYMBOL(ptw_open_entry);
 
 static int ptw_open_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
@@ -133,24 +200,21 @@ static int ptw_open_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 		ptw_walk_close(d->key, false);
 	return 0;
 }
+NOKPROBE_SYMBOL(ptw_open_ret);
 
 static int ptw_smaps_open_entry(struct kretprobe_instance *ri,
 				struct pt_regs *regs)
 {
 	return ptw_open_entry(PTW_SMAPS, ri, regs);
 }
-
-static int ptw_rollup_open_entry(struct kretprobe_instance *ri,
-				 struct pt_regs *regs)
-{
-	return ptw_open_entry(PTW_SMAPS_ROLLUP, ri, regs);
-}
+NOKPROBE_SYMBOL(ptw_smaps_open_entry);
 
 static int ptw_pagemap_open_entry(struct kretprobe_instance *ri,
 				  struct pt_regs *regs)
 {
 	return ptw_open_entry(PTW_PAGEMAP, ri, regs);
 }
+NOKPROBE_SYMBOL(ptw_pagemap_open_entry);
 
 /* int xxx_release(struct inode *inode, struct file *file) */
 static int ptw_release_pre(struct kprobe *p, struct pt_regs *regs)
@@ -158,24 +222,24 @@ static int ptw_release_pre(struct kprobe *p, struct pt_regs *regs)
 	ptw_walk_close(regs_get_kernel_argument(regs, 1), true);
 	return 0;
 }
+NOKPROBE_SYMBOL(ptw_release_pre);
 
 /* int xxx_pte_range(pmd_t *pmd, unsigned long addr, unsigned long end,
- *		     struct mm_walk *walk)
+ *		     struct mm_walk *walk): only the two integers are used
  */
 static int ptw_pte_range_pre(struct kprobe *p, struct pt_regs *regs)
 {
-	unsigned long addr = regs_get_kernel_argument(regs, 1);
-	unsigned long end = regs_get_kernel_argument(regs, 2);
-	struct mm_walk *walk = (struct mm_walk *)regs_get_kernel_argument(regs, 3);
-
-	ptw_pte_range(addr, end, walk ? walk->mm : NULL);
+	ptw_pte_range(regs_get_kernel_argument(regs, 1),
+		      regs_get_kernel_argument(regs, 2));
 	return 0;
 }
+NOKPROBE_SYMBOL(ptw_pte_range_pre);
 
-#define KRP(_sym, _kinds, _entry, _ret)					\
-	{ .sym = _sym, .kinds = _kinds, .required = true,		\
+#define KRP_OPT(_sym, _kinds, _entry, _ret, _req)			\
+	{ .sym = _sym, .kinds = _kinds, .required = _req,		\
 	  .krp = { .entry_handler = _entry, .handler = _ret,		\
 		   .data_size = sizeof(struct ptw_ri) } }
+#define KRP(_sym, _kinds, _entry, _ret) KRP_OPT(_sym, _kinds, _entry, _ret, true)
 
 struct ptw_krp_hook ptw_krp_hooks[] = {
 	KRP("clear_refs_write", BIT(PTW_CLEAR_REFS),
@@ -189,10 +253,13 @@ struct ptw_krp_hook ptw_krp_hooks[] = {
 	    ptw_call_ret),
 	KRP("pid_smaps_open", BIT(PTW_SMAPS), ptw_smaps_open_entry,
 	    ptw_open_ret),
-	KRP("smaps_rollup_open", BIT(PTW_SMAPS_ROLLUP),
-	    ptw_rollup_open_entry, ptw_open_ret),
 	KRP("pagemap_open", BIT(PTW_PAGEMAP), ptw_pagemap_open_entry,
 	    ptw_open_ret),
+	/* the walk proper (walk_ns); without them walk_timed=0, not fatal */
+	KRP_OPT("walk_page_range", PTW_ALL_KINDS, ptw_walk_entry,
+		ptw_walk_ret, false),
+	KRP_OPT("walk_page_vma", PTW_ALL_KINDS, ptw_walk_entry, ptw_walk_ret,
+		false),
 };
 
 const unsigned int ptw_nr_krp_hooks = ARRAY_SIZE(ptw_krp_hooks);
@@ -203,7 +270,6 @@ const unsigned int ptw_nr_krp_hooks = ARRAY_SIZE(ptw_krp_hooks);
 
 struct ptw_kp_hook ptw_kp_hooks[] = {
 	KP("proc_map_release", BIT(PTW_SMAPS), ptw_release_pre),
-	KP("smaps_rollup_release", BIT(PTW_SMAPS_ROLLUP), ptw_release_pre),
 	KP("pagemap_release", BIT(PTW_PAGEMAP), ptw_release_pre),
 	KP("clear_refs_pte_range", BIT(PTW_CLEAR_REFS), ptw_pte_range_pre),
 	KP("smaps_pte_range", BIT(PTW_SMAPS) | BIT(PTW_SMAPS_ROLLUP),
@@ -215,21 +281,46 @@ struct ptw_kp_hook ptw_kp_hooks[] = {
 
 const unsigned int ptw_nr_kp_hooks = ARRAY_SIZE(ptw_kp_hooks);
 
-static void ptw_unregister_all(void)
+/* Sum of kprobe and kretprobe misses of the attached hooks. */
+u64 ptw_missed_total(void)
 {
 	unsigned int i;
+	u64 n = 0;
+
+	for (i = 0; i < ptw_nr_krp_hooks; i++)
+		if (READ_ONCE(ptw_krp_hooks[i].attached))
+			n += READ_ONCE(ptw_krp_hooks[i].krp.nmissed) +
+			     READ_ONCE(ptw_krp_hooks[i].krp.kp.nmissed);
+	for (i = 0; i < ptw_nr_kp_hooks; i++)
+		if (READ_ONCE(ptw_kp_hooks[i].attached))
+			n += READ_ONCE(ptw_kp_hooks[i].kp.nmissed);
+	return n;
+}
+NOKPROBE_SYMBOL(ptw_missed_total);
+
+/* Batched: one grace period for all kretprobes, one for all kprobes. */
+static void ptw_unregister_all(void)
+{
+	struct kretprobe *rps[ARRAY_SIZE(ptw_krp_hooks)];
+	struct kprobe *kps[ARRAY_SIZE(ptw_kp_hooks)];
+	unsigned int i;
+	int nr = 0, nk = 0;
 
 	/* stop new walks first, then the per-range and release probes */
-	for (i = 0; i < ptw_nr_krp_hooks; i++) {
+	for (i = 0; i < ptw_nr_krp_hooks; i++)
 		if (ptw_krp_hooks[i].attached)
-			unregister_kretprobe(&ptw_krp_hooks[i].krp);
-		ptw_krp_hooks[i].attached = false;
-	}
-	for (i = 0; i < ptw_nr_kp_hooks; i++) {
+			rps[nr++] = &ptw_krp_hooks[i].krp;
+	for (i = 0; i < ptw_nr_kp_hooks; i++)
 		if (ptw_kp_hooks[i].attached)
-			unregister_kprobe(&ptw_kp_hooks[i].kp);
-		ptw_kp_hooks[i].attached = false;
-	}
+			kps[nk++] = &ptw_kp_hooks[i].kp;
+	if (nr)
+		unregister_kretprobes(rps, nr);
+	if (nk)
+		unregister_kprobes(kps, nk);
+	for (i = 0; i < ptw_nr_krp_hooks; i++)
+		WRITE_ONCE(ptw_krp_hooks[i].attached, false);
+	for (i = 0; i < ptw_nr_kp_hooks; i++)
+		WRITE_ONCE(ptw_kp_hooks[i].attached, false);
 }
 
 int ptw_hooks_init(void)
@@ -246,7 +337,8 @@ int ptw_hooks_init(void)
 		h->krp.maxactive = maxactive;
 		h->err = register_kretprobe(&h->krp);
 		if (h->err) {
-			missing |= h->kinds;
+			if (h->required)
+				missing |= h->kinds;
 			pr_info("kretprobe %s: missing (%d), hook disabled\n",
 				h->sym, h->err);
 			continue;
@@ -272,6 +364,10 @@ int ptw_hooks_init(void)
 		pr_info("kprobe %s: attached\n", h->sym);
 	}
 
+	ptw_walk_timed = ptw_krp_hooks[ptw_nr_krp_hooks - 1].attached &&
+			 ptw_krp_hooks[ptw_nr_krp_hooks - 2].attached;
+	if (!ptw_walk_timed)
+		pr_info("walk_page_range/walk_page_vma not hooked: walk_ns is not measured (walk_timed=0)\n");
 	WRITE_ONCE(ptw_kinds_active, ptw_kinds_mask & ~missing);
 	for (k = 0; k < PTW_NR_KINDS; k++) {
 		if (!(ptw_kinds_mask & BIT(k)))

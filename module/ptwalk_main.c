@@ -15,13 +15,11 @@
 
 #include "ptwalk.h"
 
+#define PTW_KIND_NAME(e, name) [e] = name,
 const char *const ptw_kind_names[PTW_NR_KINDS] = {
-	[PTW_CLEAR_REFS]	= "clear_refs",
-	[PTW_SMAPS]		= "smaps",
-	[PTW_SMAPS_ROLLUP]	= "smaps_rollup",
-	[PTW_PAGEMAP]		= "pagemap",
-	[PTW_PAGEMAP_SCAN]	= "pagemap_scan",
+	PTW_KINDS(PTW_KIND_NAME)
 };
+#undef PTW_KIND_NAME
 
 unsigned int ptw_kinds_mask = PTW_ALL_KINDS;
 unsigned long ptw_inject_delay_ns;
@@ -89,9 +87,11 @@ static int ptw_delay_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned long v;
 
-	if (kstrtoul(val, 0, &v) || v > PTW_MAX_INJECT_NS) {
-		pr_err("invalid inject_delay_ns=\"%.32s\" (0..%lu)\n", val,
-		       PTW_MAX_INJECT_NS);
+	if (kstrtoul(val, 0, &v) || v > ptw_max_inject_ns()) {
+		pr_err("invalid inject_delay_ns=\"%.32s\" (0..%lu%s)\n", val,
+		       ptw_max_inject_ns(),
+		       IS_ENABLED(CONFIG_PREEMPT_RT) ?
+		       ": PREEMPT_RT, the delay runs with preemption off" : "");
 		return -EINVAL;
 	}
 	WRITE_ONCE(*(unsigned long *)kp->arg, v);
@@ -108,7 +108,7 @@ static const struct kernel_param_ops ptw_delay_ops = {
 
 module_param_cb(inject_delay_ns, &ptw_delay_ops, &ptw_inject_delay_ns, 0644);
 MODULE_PARM_DESC(inject_delay_ns,
-		 "test only: busy-wait this many ns per PTE table walked (0..1000000, default 0)");
+		 "test only: busy-wait this many ns per PTE table walked (0..1000000, 0..100000 on PREEMPT_RT; default 0)");
 
 /* ---- init / exit ------------------------------------------------------- */
 
@@ -116,7 +116,7 @@ static int __init ptw_init(void)
 {
 	int err, ntp;
 
-	ntp = ptw_core_init();
+	ntp = ptw_lock_init();
 	pr_info("%d of %u tracepoint hooks attached\n", ntp, ptw_nr_tp_hooks);
 
 	err = ptw_hooks_init();
@@ -133,7 +133,7 @@ static int __init ptw_init(void)
 err_hooks:
 	ptw_hooks_exit();
 err_core:
-	ptw_core_exit();
+	ptw_lock_exit();
 	return err;
 }
 
@@ -144,7 +144,7 @@ static void __exit ptw_exit(void)
 	/* entry points, then per-range/release probes (waits for handlers) */
 	ptw_hooks_exit();
 	/* mmap_lock/tlb probes, then tracepoint_synchronize_unregister() */
-	ptw_core_exit();
+	ptw_lock_exit();
 	pr_info("unloaded\n");
 }
 

@@ -12,11 +12,16 @@
 #include <linux/tracepoint.h>
 #include <linux/sched.h>
 
+#include "ptwalk.h"
+
+/* kinds in the event format by name, from the one list in ptwalk.h */
+#define PTW_KIND_DEFINE_ENUM(e, name) TRACE_DEFINE_ENUM(e);
+PTW_KINDS(PTW_KIND_DEFINE_ENUM)
+#undef PTW_KIND_DEFINE_ENUM
+
+#define PTW_KIND_SYMBOL(e, name) { e, name },
 #define ptw_show_kind(k)					\
-	__print_symbolic(k,					\
-		{ 0, "clear_refs" }, { 1, "smaps" },		\
-		{ 2, "smaps_rollup" }, { 3, "pagemap" },	\
-		{ 4, "pagemap_scan" })
+	__print_symbolic(k, PTW_KINDS(PTW_KIND_SYMBOL) { -1, NULL })
 
 #define ptw_show_mode(m)					\
 	__print_symbolic(m, { 0, "none" }, { 1, "read" },	\
@@ -55,17 +60,19 @@ TRACE_EVENT(walk_end,
 
 	TP_PROTO(u32 kind, u64 seq, pid_t walker_pid, const char *walker_comm,
 		 pid_t target_tgid, u64 pte_tables, u64 pte_slots,
-		 u64 duration_ns, u64 lock_hold_ns, u32 lock_mode,
+		 u64 call_ns, u64 walk_ns, u64 lock_hold_ns, u32 lock_mode,
 		 u64 tlb_flushes),
 
 	TP_ARGS(kind, seq, walker_pid, walker_comm, target_tgid, pte_tables,
-		pte_slots, duration_ns, lock_hold_ns, lock_mode, tlb_flushes),
+		pte_slots, call_ns, walk_ns, lock_hold_ns, lock_mode,
+		tlb_flushes),
 
 	TP_STRUCT__entry(
 		__field(u64, seq)
 		__field(u64, pte_tables)
 		__field(u64, pte_slots)
-		__field(u64, duration_ns)
+		__field(u64, call_ns)
+		__field(u64, walk_ns)
 		__field(u64, lock_hold_ns)
 		__field(u64, tlb_flushes)
 		__field(u32, kind)
@@ -79,7 +86,8 @@ TRACE_EVENT(walk_end,
 		__entry->seq = seq;
 		__entry->pte_tables = pte_tables;
 		__entry->pte_slots = pte_slots;
-		__entry->duration_ns = duration_ns;
+		__entry->call_ns = call_ns;
+		__entry->walk_ns = walk_ns;
 		__entry->lock_hold_ns = lock_hold_ns;
 		__entry->tlb_flushes = tlb_flushes;
 		__entry->kind = kind;
@@ -89,11 +97,11 @@ TRACE_EVENT(walk_end,
 		memcpy(__entry->walker_comm, walker_comm, TASK_COMM_LEN);
 	),
 
-	TP_printk("seq=%llu kind=%s walker_pid=%d walker_comm=%s target_tgid=%d pte_tables=%llu pte_slots=%llu duration_ns=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu",
+	TP_printk("seq=%llu kind=%s walker_pid=%d walker_comm=%s target_tgid=%d pte_tables=%llu pte_slots=%llu call_ns=%llu walk_ns=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu",
 		  __entry->seq, ptw_show_kind(__entry->kind),
 		  __entry->walker_pid, __entry->walker_comm,
 		  __entry->target_tgid, __entry->pte_tables,
-		  __entry->pte_slots, __entry->duration_ns,
+		  __entry->pte_slots, __entry->call_ns, __entry->walk_ns,
 		  __entry->lock_hold_ns, ptw_show_mode(__entry->lock_mode),
 		  __entry->tlb_flushes)
 );

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ptwalk compat layer: every kernel-version difference lives here, behind
- * one stable name.  Callers never test LINUX_VERSION_CODE themselves.
+ * ptwalk compat layer: every kernel difference lives here, behind one
+ * stable name.  Callers never test LINUX_VERSION_CODE themselves.
  */
 #ifndef _PTWALK_COMPAT_H
 #define _PTWALK_COMPAT_H
@@ -16,22 +16,23 @@ struct mm_struct;
  * mmap_lock tracepoint prototypes.
  * 5.11: 2b5067a8143e "mm: mmap_lock: add tracepoints around lock acquisition"
  *       (mm, const char *memcg_path, bool write[, bool success]).
- * 6.14: "mm: mmap_lock: optimize mmap_lock tracepoints" (Shakeel Butt,
- *       posted 2024-11-25; mainline commit id not verified here) dropped
- *       memcg_path: (mm, bool write[, bool success]).
- * PTW_MMAP_LOCK_ARGS / PTW_MMAP_LOCK_ACQ_ARGS expand to the probe parameter
- * list (after the leading void *data) for the running kernel.
+ * 6.14: "mm: mmap_lock: optimize mmap_lock tracepoints" dropped memcg_path:
+ *       (mm, bool write[, bool success]).
+ * Which one this kernel has is read from its own event header by Kbuild
+ * (PTW_MMAP_LOCK_MEMCG_PATH), not from the version number, so a backport
+ * is followed; and the probes are registered with the kernel's typed
+ * register_trace_*(), so a prototype we did not foresee fails the build.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 14, 0)
-#define PTW_MMAP_LOCK_ARGS \
-	struct mm_struct *mm, bool write
-#define PTW_MMAP_LOCK_ACQ_ARGS \
-	struct mm_struct *mm, bool write, bool success
-#else
+#ifdef PTW_MMAP_LOCK_MEMCG_PATH
 #define PTW_MMAP_LOCK_ARGS \
 	struct mm_struct *mm, const char *memcg_path, bool write
 #define PTW_MMAP_LOCK_ACQ_ARGS \
 	struct mm_struct *mm, const char *memcg_path, bool write, bool success
+#else
+#define PTW_MMAP_LOCK_ARGS \
+	struct mm_struct *mm, bool write
+#define PTW_MMAP_LOCK_ACQ_ARGS \
+	struct mm_struct *mm, bool write, bool success
 #endif
 
 /*

@@ -109,7 +109,15 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 		w.target_tgid = i32(r, "target_tgid");
 		w.start_ns = u64(r, "start_ns");
 		w.end_ns = u64(r, "end_ns");
-		w.duration_ns = u64(r, "duration_ns");
+		// call_ns since the walk-proper split; duration_ns before it
+		w.call_ns = r.count("call_ns") ? u64(r, "call_ns") : u64(r, "duration_ns");
+		w.duration_ns = w.call_ns;
+		w.walk_timed = u64(r, "walk_timed") != 0;
+		w.walk_ns = u64(r, "walk_ns");
+		w.pte_revisits = u64(r, "pte_revisits");
+		w.tlb_ipis = u64(r, "tlb_ipis");
+		w.probe_missed = u64(r, "probe_missed");
+		w.lock_wait_ns = u64(r, "lock_wait_ns");
 		w.pte_tables = u64(r, "pte_tables");
 		w.pte_slots = u64(r, "pte_slots");
 		w.lock_hold_ns = u64(r, "lock_hold_ns");
@@ -286,7 +294,13 @@ public:
 			const ModuleWalk &m = mine[size_t(match[i])];
 			auto &v = views[i];
 			v.seen = v.has_module = v.has_lock = true;
-			v.kernel_duration_ns = m.duration_ns;
+			v.kernel_duration_ns = m.call_ns;
+			v.kernel_walk_ns = m.walk_ns;
+			v.walk_timed = m.walk_timed;
+			v.pte_revisits = m.pte_revisits;
+			v.tlb_ipis = m.tlb_ipis;
+			v.probe_missed = m.probe_missed;
+			v.lock_wait_ns = m.lock_wait_ns;
 			v.pte_tables = m.pte_tables;
 			v.pte_slots = m.pte_slots;
 			v.tlb_flushes = m.tlb_flushes;
@@ -328,6 +342,7 @@ public:
 				stalls.push(std::move(j));
 			}
 		}
+		kv["stalls_total"] = uint64_t(st.size());
 		kv["source"] = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
 		kv["walks_matched"] = matched;
 		kv["walks_hookable"] = hookable;
@@ -350,7 +365,7 @@ public:
 			Json j = Json::object();
 			for (auto &[k, v] : h)
 				j[k] = v;
-			nmissed += u64(h, "nmissed");
+			nmissed += u64(h, "nmissed") + u64(h, "kp_nmissed");
 			hooks.push(std::move(j));
 		}
 		kv["hooks"] = std::move(hooks);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/result.hpp"
+#include "ptwalk/validation.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -242,6 +243,16 @@ void print_table(const Json &r, FILE *out)
 		if (auto lost = num(*kv, "lost_events"); lost && *lost > 0)
 			fprintf(out, "\nwarning: %llu tracepoint events lost: lock figures are partial\n",
 				(unsigned long long)*lost);
+	if (const Json *val = r.find("validation")) {
+		const std::string line = validation_line(*val);
+		if (!line.empty())
+			fprintf(out, "\n%s\n", line.c_str());
+		if (const Json *w = val->find("walks"))
+			if (const Json *d = w->find("disagreements"))
+				for (size_t i = 0; i < d->size(); i++)
+					fprintf(out, "validation: module records DISAGREE: %s\n",
+						d->at(i).string().value_or("").c_str());
+	}
 	if (!r.find("complete") || !r.find("complete")->boolean().value_or(false))
 		fprintf(out, "\nresult INCOMPLETE%s%s\n", r.find("error") ? ": " : "",
 			r.find("error") ? str(r, "error").c_str() : "");

@@ -26,6 +26,7 @@
 #include "ptwalk/scanner.hpp"
 #include "ptwalk/shared.hpp"
 #include "ptwalk/units.hpp"
+#include "ptwalk/validation.hpp"
 #include "ptwalk/workload.hpp"
 
 namespace ptwalk {
@@ -525,9 +526,19 @@ int run_command(RunOptions o)
 			j["max_stall_ns"] = v.max_stall_ns;
 			if (v.has_module) {
 				j["kernel_duration_ns"] = v.kernel_duration_ns;
+				j["kernel_call_ns"] = v.kernel_duration_ns;
+				if (v.walk_timed) {
+					j["kernel_walk_ns"] = v.kernel_walk_ns;
+					if (v.pte_slots)
+						j["kernel_ns_per_pte"] = double(v.kernel_walk_ns) /
+									 double(v.pte_slots);
+				}
 				j["pte_tables"] = v.pte_tables;
 				j["pte_slots_visited"] = v.pte_slots;
+				j["pte_revisits"] = v.pte_revisits;
 				j["tlb_flushes"] = v.tlb_flushes;
+				j["tlb_ipis"] = v.tlb_ipis;
+				j["probe_missed"] = v.probe_missed;
 			}
 		}
 		walks.push(std::move(j));
@@ -550,6 +561,21 @@ int run_command(RunOptions o)
 		victims[v.name] = std::move(j);
 	}
 	result["victims"] = std::move(victims);
+	// the victims' own clocks against the kernel view (validation.hpp)
+	std::vector<VictimOp> slow_ops;
+	uint64_t slow_dropped = 0;
+	for (unsigned i = 0; i < sh->nvictims; i++) {
+		const VictimSlot &v = sh->victims[i];
+		const uint32_t n = v.nslow.load();
+		slow_dropped += n > kMaxSlowOps ? n - kMaxSlowOps : 0;
+		for (uint32_t k = 0; k < std::min(n, kMaxSlowOps); k++)
+			slow_ops.push_back({pid_t(v.tid.load()), v.name, v.slow[k].start_ns,
+					    v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
+					    (v.slow[k].during & kOpBeganDuring) != 0,
+					    v.slow[k].slept == kSleepUnknown ? -1
+									     : int(v.slow[k].slept)});
+	}
+	add_validation(result, slow_ops, slow_dropped);
 	summarize_walks(result);
 	result["complete"] = !g_signal && failure.empty();
 

@@ -284,6 +284,7 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 			return a.w->span.ns() > b.w->span.ns();
 		return a.w->span.start_ns < b.w->span.start_ns;
 	});
+	kv["stalls_total"] = uint64_t(stalls.size());
 	if (stalls.size() > stats.max_stalls)
 		stalls.resize(stats.max_stalls);
 	Json arr = Json::array();

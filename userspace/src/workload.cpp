@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <thread>
 #include <unistd.h>
@@ -221,8 +222,17 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 	// the parent measures the walk size first: that read is a walk too
 	while (!sh->victims_go.load() && !sh->stop.load())
 		usleep(1000);
+	// Victims that take mmap_lock also note whether an operation slept
+	// (a voluntary context switch, getrusage): a slow operation that slept
+	// waited for something; one that did not was preempted or frozen.
+	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault;
+	auto nvcsw = [] {
+		struct rusage ru;
+		return getrusage(RUSAGE_THREAD, &ru) == 0 ? uint64_t(ru.ru_nvcsw) : 0;
+	};
 	uint64_t next = now_ns();
 	while (!sh->stop.load(std::memory_order_relaxed)) {
+		const uint64_t v0 = track_sleep ? nvcsw() : 0;
 		const uint64_t s0 = sh->walk_seq.load(std::memory_order_acquire);
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t t0 = now_ns();
@@ -252,10 +262,22 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 		const uint64_t t1 = now_ns();
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t s1 = sh->walk_seq.load(std::memory_order_acquire);
-		if ((s0 & 1) || s1 != s0)
+		const bool during = (s0 & 1) || s1 != s0;
+		if (during)
 			slot->during.record(t1 - t0);
 		else
 			slot->outside.record(t1 - t0);
+		const uint64_t v1 = track_sleep ? nvcsw() : 0;
+		if (t1 - t0 >= kSlowOpNs) {
+			// rare: a fetch_add and a store, no allocation, no lock
+			const uint32_t k = slot->nslow.fetch_add(1, std::memory_order_relaxed);
+			const uint32_t slept = !track_sleep ? kSleepUnknown : v1 != v0 ? 1u : 0u;
+			if (k < kMaxSlowOps)
+				slot->slow[k] = SlowOp{t0, t1,
+						       (during ? kOpDuring : 0u) |
+							       ((s0 & 1) ? kOpBeganDuring : 0u),
+						       slept};
+		}
 
 		if (kind == Victim::fault && ++fault_next == kFaultPages) {
 			// not timed: returns the pages so the next touches fault

@@ -46,8 +46,11 @@ struct WalkKernelView {
 	uint64_t max_stall_ns = 0;
 	// module backend only
 	bool has_module = false;
-	uint64_t kernel_duration_ns = 0;
+	uint64_t kernel_duration_ns = 0; // inside the hooked calls (syscall part)
+	uint64_t kernel_walk_ns = 0;     // the walk proper (walk_page_*)
+	bool walk_timed = false;
 	uint64_t pte_tables = 0, pte_slots = 0, tlb_flushes = 0;
+	uint64_t pte_revisits = 0, tlb_ipis = 0, probe_missed = 0;
 };
 
 struct Backend {

@@ -23,7 +23,12 @@ struct ModuleWalk {
 	uint64_t seq = 0;
 	std::string kind, walker_comm;
 	int32_t walker_pid = 0, target_tgid = 0;
-	uint64_t start_ns = 0, end_ns = 0, duration_ns = 0;
+	uint64_t start_ns = 0, end_ns = 0;
+	uint64_t call_ns = 0;     // inside the hooked calls (the syscall part)
+	uint64_t duration_ns = 0; // = call_ns (name kept for older readers)
+	uint64_t walk_ns = 0;     // inside walk_page_range/walk_page_vma
+	bool walk_timed = false;  // walk_ns was measured
+	uint64_t pte_revisits = 0, tlb_ipis = 0, probe_missed = 0, lock_wait_ns = 0;
 	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0, tlb_flushes = 0;
 	uint64_t calls = 0, stalls = 0;
 	std::string lock_mode;

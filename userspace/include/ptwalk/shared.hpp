@@ -15,6 +15,21 @@ namespace ptwalk {
 
 constexpr unsigned kMaxVictims = 8;
 constexpr unsigned kMaxWalks = 1u << 16;
+// Victims' own log of slow operations (the independent view the kernel
+// views are validated against): every operation of kSlowOpNs or more, the
+// first kMaxSlowOps per victim (later ones are counted, not kept).
+constexpr unsigned kMaxSlowOps = 4096;
+constexpr uint64_t kSlowOpNs = 500000;
+
+constexpr uint32_t kSleepUnknown = 2;
+constexpr uint32_t kOpDuring = 1;      // overlapped a walk
+constexpr uint32_t kOpBeganDuring = 2; // began while a walk was in progress
+struct SlowOp {
+	uint64_t start_ns, end_ns; // CLOCK_MONOTONIC around the operation
+	uint32_t during;           // kOpDuring | kOpBeganDuring (the victim's own verdict)
+	uint32_t slept;            // 1 slept (voluntary switch), 0 did not,
+				   // kSleepUnknown not tracked (read/write)
+};
 
 enum WorkloadState : int {
 	kStarting = 0, kPopulating = 1, kReady = 2, kFailed = 3, kSkipped = 4,
@@ -26,6 +41,8 @@ struct VictimSlot {
 	std::atomic<int32_t> tid;
 	Histogram outside; // operations that overlapped no walk
 	Histogram during;  // operations that overlapped a walk
+	std::atomic<uint32_t> nslow; // slow operations seen (may exceed kMaxSlowOps)
+	SlowOp slow[kMaxSlowOps];
 };
 
 struct WalkRecord {

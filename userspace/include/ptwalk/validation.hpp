@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+// Cross-validation of a run's kernel view against the victims' own clocks.
+//
+// The reference: every victim operation of `threshold_ns` or more that
+// began while a walk was in progress (the victim's own CLOCK_MONOTONIC and
+// the walk sequence counter) and in which it slept (a voluntary context switch,
+// getrusage): a lock wait sleeps; an operation that was only preempted,
+// or a whole guest frozen by its host, is slow without waiting for anyone
+// and is counted apart (slow_not_slept), not in the reference. Operations
+// that began before a walk and ended in it are reported apart too
+// (began_before_walk, with their own recall): such a wait may be behind
+// another holder that the walk merely queued after. So are operations
+// across which another victim was slow without sleeping
+// (other_victim_preempted): that victim may have held the lock while
+// preempted, and the wait be its doing, not the walk's. The view under test: the stalls a backend attributed
+// to walks (tracepoint or module). A reference operation is recalled when
+// an attributed stall of the same thread lies within it (± tol_ns); an
+// attributed stall of `threshold_ns` or more is confirmed when an operation
+// of that thread that the victim logged contains it. Walk-level checks
+// (module): every scanner walk matched once, walk proper <= syscall, PTE
+// slots within one table per VMA of the mapping.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "ptwalk/json.hpp"
+
+namespace ptwalk {
+
+struct VictimOp {
+	pid_t tid = 0;
+	std::string victim;
+	uint64_t start_ns = 0, end_ns = 0;
+	bool during = false;       // overlapped a walk
+	bool began_during = false; // began while a walk was in progress
+	int slept = -1; // 1 slept, 0 did not (preempted/frozen), -1 unknown
+};
+
+struct ViewStall {
+	pid_t tid = 0;
+	uint64_t start_ns = 0, wait_ns = 0;
+};
+
+struct ValidationInput {
+	std::string view; // "tracepoint" or "module"
+	std::vector<VictimOp> ops;          // the victims' slow operations
+	uint64_t ops_dropped = 0;           // slow operations not kept
+	std::vector<ViewStall> stalls;      // attributed stalls (all or the largest)
+	uint64_t stalls_total = 0;          // attributed stalls in all
+	uint64_t threshold_ns = 1000000;
+	uint64_t tol_ns = 200000;
+	double min_recall = 0.95, min_precision = 0.95;
+};
+
+// {"view","threshold_ns","reference_ops","recalled","recall","stalls_checked",
+//  "confirmed","precision","agree","disagreements":[...]}; recall/precision
+// are null (and not judged) when there is nothing to measure them on.
+Json validate_stalls(const ValidationInput &in);
+
+// The stdout line for a validation section ("" when there is none).
+std::string validation_line(const Json &validation);
+
+} // namespace ptwalk
+
+namespace ptwalk {
+
+// Walk-level agreement of the module's records with the scanner's walks in
+// a result ("walks", "kernel_view", "workload"/"size_start",
+// "scenario"/"size_bytes"): {"walks","matched_once","walk_proper_le_syscall",
+// "pte_slots_in_bounds","agree","disagreements"}; null without module data.
+Json validate_walks(const Json &result);
+
+// Adds result["validation"] = {"stalls": ..., "walks": ...} from the
+// victims' slow operations and the result's kernel view.
+void add_validation(Json &result, const std::vector<VictimOp> &ops,
+		    uint64_t ops_dropped);
+
+} // namespace ptwalk

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/validation.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string_view>
+
+namespace ptwalk {
+
+namespace {
+
+bool within(const ViewStall &s, const VictimOp &o, uint64_t tol)
+{
+	const uint64_t s0 = s.start_ns, s1 = s.start_ns + s.wait_ns;
+	return s0 + tol >= o.start_ns && s1 <= o.end_ns + tol;
+}
+
+std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
+{
+	char buf[160];
+	snprintf(buf, sizeof(buf), "%s %llu/%llu = %.3f < %.2f", what,
+		 (unsigned long long)a, (unsigned long long)b,
+		 b ? double(a) / double(b) : 0.0, min);
+	return buf;
+}
+
+} // namespace
+
+Json validate_stalls(const ValidationInput &in)
+{
+	std::map<pid_t, std::vector<const VictimOp *>> by_tid;
+	for (const auto &o : in.ops)
+		by_tid[o.tid].push_back(&o);
+	std::map<pid_t, std::vector<const ViewStall *>> stalls_by_tid;
+	for (const auto &s : in.stalls)
+		stalls_by_tid[s.tid].push_back(&s);
+
+	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
+	uint64_t ambiguous = 0, ambiguous_hit = 0;
+	Json unexplained = Json::array();
+	for (const auto &o : in.ops) {
+		if (!o.during || o.end_ns - o.start_ns < in.threshold_ns)
+			continue;
+		if (o.slept == 0) {
+			not_slept++;
+			continue;
+		}
+		bool hit = false;
+		for (const ViewStall *s : stalls_by_tid[o.tid])
+			if (within(*s, o, in.tol_ns)) {
+				hit = true;
+				break;
+			}
+		if (!o.began_during) {
+			before++;
+			before_hit += hit;
+			continue;
+		}
+		// another victim slow without sleeping across this one: it may
+		// have held the lock while preempted, and this wait be its doing
+		bool other_held = false;
+		for (const auto &p : in.ops)
+			if (p.tid != o.tid && p.slept == 0 &&
+			    p.end_ns - p.start_ns >= in.threshold_ns &&
+			    p.start_ns < o.end_ns && p.end_ns > o.start_ns) {
+				other_held = true;
+				break;
+			}
+		if (other_held) {
+			ambiguous++;
+			ambiguous_hit += hit;
+			continue;
+		}
+		ref++;
+		if (hit) {
+			recalled++;
+		} else if (unexplained.size() < 20) {
+			Json u = Json::object();
+			u["victim"] = o.victim;
+			u["tid"] = o.tid;
+			u["start_ns"] = o.start_ns;
+			u["ns"] = o.end_ns - o.start_ns;
+			unexplained.push(std::move(u));
+		}
+	}
+	uint64_t checked = 0, confirmed = 0, smallest = UINT64_MAX;
+	for (const auto &s : in.stalls) {
+		smallest = std::min(smallest, s.wait_ns);
+		if (s.wait_ns < in.threshold_ns)
+			continue;
+		checked++;
+		for (const VictimOp *o : by_tid[s.tid])
+			if (within(s, *o, in.tol_ns)) {
+				confirmed++;
+				break;
+			}
+	}
+
+	Json v = Json::object();
+	v["view"] = in.view;
+	v["reference"] = "victims' own clocks: operations >= threshold_ns during walks";
+	v["threshold_ns"] = in.threshold_ns;
+	v["reference_ops"] = ref;
+	v["reference_ops_dropped"] = in.ops_dropped;
+	v["slow_not_slept"] = not_slept;
+	v["began_before_walk"] = before;
+	v["began_before_walk_recalled"] = before_hit;
+	v["other_victim_preempted"] = ambiguous;
+	v["other_victim_preempted_recalled"] = ambiguous_hit;
+	v["recalled"] = recalled;
+	v["recall"] = ref ? Json(double(recalled) / double(ref)) : Json();
+	v["unexplained"] = std::move(unexplained);
+	v["stalls_checked"] = checked;
+	v["confirmed"] = confirmed;
+	v["precision"] = checked ? Json(double(confirmed) / double(checked)) : Json();
+	Json dis = Json::array();
+	if (ref && double(recalled) < in.min_recall * double(ref))
+		dis.push(fmt_ratio("recall", recalled, ref, in.min_recall));
+	if (checked && double(confirmed) < in.min_precision * double(checked))
+		dis.push(fmt_ratio("precision", confirmed, checked, in.min_precision));
+	if (in.ops_dropped)
+		dis.push("victims' slow-operation log overflowed: " +
+			 std::to_string(in.ops_dropped) + " operations not kept");
+	// a truncated stall list is complete above the threshold only when its
+	// smallest entry is below it (the lists are sorted largest first)
+	if (in.stalls_total > in.stalls.size() && smallest >= in.threshold_ns)
+		dis.push("stall list truncated above the threshold: " +
+			 std::to_string(in.stalls_total) + " attributed, " +
+			 std::to_string(in.stalls.size()) + " listed");
+	v["agree"] = dis.size() == 0;
+	v["disagreements"] = std::move(dis);
+	return v;
+}
+
+std::string validation_line(const Json &val)
+{
+	const Json *st = val.find("stalls");
+	if (!st)
+		return "";
+	auto n = [&](const char *k) {
+		const Json *x = st->find(k);
+		return x && x->number() ? uint64_t(*x->number()) : 0;
+	};
+	const Json *agree = st->find("agree");
+	const bool ok = agree && agree->boolean().value_or(false);
+	char buf[256];
+	snprintf(buf, sizeof(buf),
+		 "validation: victims' clocks vs %s: %llu/%llu slow operations "
+		 "during walks explained, %llu/%llu stalls >= %.1f ms confirmed: %s",
+		 st->find("view") ? st->find("view")->string().value_or("?").c_str() : "?",
+		 (unsigned long long)n("recalled"), (unsigned long long)n("reference_ops"),
+		 (unsigned long long)n("confirmed"), (unsigned long long)n("stalls_checked"),
+		 double(n("threshold_ns")) / 1e6, ok ? "agree" : "DISAGREE");
+	std::string out = buf;
+	if (uint64_t ns = n("slow_not_slept"))
+		out += " (" + std::to_string(ns) +
+		       " slow operations during walks did not sleep: preempted, not counted)";
+	if (const Json *d = st->find("disagreements"))
+		for (size_t i = 0; i < d->size(); i++)
+			out += "\n  disagreement: " + d->at(i).string().value_or("");
+	return out;
+}
+
+} // namespace ptwalk
+
+namespace ptwalk {
+
+namespace {
+
+std::optional<double> num_at(const Json &j, std::string_view k)
+{
+	const Json *x = j.find(k);
+	return x ? x->number() : std::nullopt;
+}
+
+} // namespace
+
+Json validate_walks(const Json &result)
+{
+	const Json *walks = result.find("walks");
+	const Json *kv = result.find("kernel_view");
+	if (!walks || !kv || !kv->find("walks_matched"))
+		return Json();
+	const double size = result.find("scenario")
+				    ? num_at(*result.find("scenario"), "size_bytes").value_or(0)
+				    : 0;
+	double vmas = 1;
+	if (const Json *w = result.find("workload"))
+		if (const Json *s = w->find("size_start"))
+			vmas = num_at(*s, "vmas").value_or(1);
+	const double lo = size / 4096, hi = lo + 512 * vmas;
+	uint64_t n = 0, le = 0, timed = 0, inb = 0, with_slots = 0;
+	for (size_t i = 0; i < walks->size(); i++) {
+		const Json &w = walks->at(i);
+		if (!w.find("kernel_call_ns"))
+			continue;
+		n++;
+		if (auto kw = num_at(w, "kernel_walk_ns")) {
+			timed++;
+			if (*kw <= num_at(w, "syscall_ns").value_or(0))
+				le++;
+		}
+		if (auto s = num_at(w, "pte_slots_visited"); s && lo > 0 && !w.find("error")) {
+			with_slots++;
+			if (*s >= lo && *s <= hi)
+				inb++;
+		}
+	}
+	const uint64_t matched = uint64_t(num_at(*kv, "walks_matched").value_or(0));
+	const uint64_t hookable = uint64_t(num_at(*kv, "walks_hookable").value_or(0));
+	const uint64_t unmatched = uint64_t(num_at(*kv, "module_walks_unmatched").value_or(0));
+	Json v = Json::object();
+	v["walks"] = hookable;
+	v["matched_once"] = matched;
+	v["module_walks_unmatched"] = unmatched;
+	v["walk_proper_timed"] = timed;
+	v["walk_proper_le_syscall"] = le;
+	v["pte_slots_checked"] = with_slots;
+	v["pte_slots_in_bounds"] = inb;
+	v["pte_slots_bounds"] = Json(Json::Array{Json(lo), Json(hi)});
+	Json dis = Json::array();
+	if (matched != hookable || unmatched)
+		dis.push("walks matched " + std::to_string(matched) + " of " +
+			 std::to_string(hookable) + ", " + std::to_string(unmatched) +
+			 " module records unmatched");
+	if (le != timed)
+		dis.push("walk proper longer than the syscall in " +
+			 std::to_string(timed - le) + " walks");
+	if (inb != with_slots)
+		dis.push("PTE slots out of bounds in " + std::to_string(with_slots - inb) +
+			 " walks");
+	v["agree"] = dis.size() == 0;
+	v["disagreements"] = std::move(dis);
+	return v;
+}
+
+void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped)
+{
+	const Json *kv = result.find("kernel_view");
+	const Json *be = result.find("backend");
+	const std::string view = be ? be->string().value_or("") : "";
+	Json val = Json::object();
+	if (kv && kv->find("stalls") && (view == "tracepoint" || view == "module")) {
+		ValidationInput in;
+		in.view = view;
+		in.ops = ops;
+		in.ops_dropped = ops_dropped;
+		const Json &st = *kv->find("stalls");
+		for (size_t i = 0; i < st.size(); i++) {
+			const Json &s = st.at(i);
+			in.stalls.push_back({pid_t(num_at(s, "tid").value_or(0)),
+					     uint64_t(num_at(s, "start_ns").value_or(0)),
+					     uint64_t(num_at(s, "wait_ns").value_or(0))});
+		}
+		in.stalls_total = uint64_t(num_at(*kv, "stalls_total").value_or(double(st.size())));
+		val["stalls"] = validate_stalls(in);
+	} else {
+		Json s = Json::object();
+		s["view"] = view;
+		s["skipped"] = "no kernel view of stalls with the " + view + " backend";
+		val["stalls"] = std::move(s);
+	}
+	Json w = validate_walks(result);
+	if (!w.is_null())
+		val["walks"] = std::move(w);
+	result["validation"] = std::move(val);
+}
+
+} // namespace ptwalk
