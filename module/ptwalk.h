@@ -66,6 +66,7 @@ struct ptw_walk_rec {
 	u64 pte_revisits;	/* callbacks on ranges already counted */
 	u64 lock_hold_ns;
 	u64 lock_wait_ns;
+	u64 lock_holds;		/* times the walker took the lock */
 	u64 tlb_flushes;	/* local flushes the walker did */
 	u64 tlb_ipis;		/* flush IPIs the walker sent */
 	u64 calls;
@@ -138,6 +139,7 @@ struct ptw_active {
 	bool lock_write;
 	u32 lock_mode;
 	u64 lock_hold_ns;
+	u64 lock_holds;
 	u64 wait_t0;		/* the walker itself waits since */
 	u64 lock_wait_ns;
 	/* the pass */

@@ -72,10 +72,10 @@ static int ptw_walk_show(struct seq_file *m, void *v)
 	seq_printf(m, "seq=%llu kind=%s walker_pid=%d walker_comm=", r->seq,
 		   ptw_kind_names[r->kind], r->walker_pid);
 	ptw_seq_comm(m, r->walker_comm);
-	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu call_ns=%llu walk_ns=%llu walk_timed=%u pte_tables=%llu pte_slots=%llu pte_revisits=%llu lock_hold_ns=%llu lock_mode=%s tlb_flushes=%llu tlb_ipis=%llu calls=%llu stalls=%llu lock_wait_ns=%llu probe_missed=%llu\n",
+	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu call_ns=%llu walk_ns=%llu walk_timed=%u pte_tables=%llu pte_slots=%llu pte_revisits=%llu lock_hold_ns=%llu lock_holds=%llu lock_mode=%s tlb_flushes=%llu tlb_ipis=%llu calls=%llu stalls=%llu lock_wait_ns=%llu probe_missed=%llu\n",
 		   r->target_tgid, r->start_ns, r->end_ns, r->call_ns,
 		   r->walk_ns, r->walk_timed, r->pte_tables, r->pte_slots,
-		   r->pte_revisits, r->lock_hold_ns,
+		   r->pte_revisits, r->lock_hold_ns, r->lock_holds,
 		   ptw_mode_names[r->lock_mode & 3], r->tlb_flushes,
 		   r->tlb_ipis, r->calls, r->stalls, r->lock_wait_ns,
 		   r->probe_missed);

@@ -104,6 +104,7 @@ static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write)
 
 	WRITE_ONCE(a->lock_write, write);
 	WRITE_ONCE(a->lock_t0, t0);
+	a->lock_holds++;
 	a->hold_used = atomic_read(&a->in_call) > 0;
 	/* a file walk starts when its reader takes the lock for it (m_start) */
 	if (!a->started)

@@ -98,6 +98,7 @@ static void ptw_pass_reset(struct ptw_active *a)
 	a->started = false;
 	a->lock_mode = 0;
 	a->lock_hold_ns = 0;
+	a->lock_holds = a->lock_t0 ? 1 : 0;	/* a hold in progress */
 	a->lock_wait_ns = 0;
 	a->seq = 0;
 	a->start_ns = 0;
@@ -264,6 +265,7 @@ static void ptw_emit(struct ptw_active *a)
 	r.pte_revisits = a->pte_revisits;
 	r.lock_hold_ns = a->lock_hold_ns;
 	r.lock_wait_ns = a->lock_wait_ns;
+	r.lock_holds = a->lock_holds;
 	r.lock_mode = a->lock_mode;
 	r.tlb_flushes = atomic64_read(&a->tlb_flushes);
 	r.tlb_ipis = atomic64_read(&a->tlb_ipis);

@@ -118,6 +118,7 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 		w.tlb_ipis = u64(r, "tlb_ipis");
 		w.probe_missed = u64(r, "probe_missed");
 		w.lock_wait_ns = u64(r, "lock_wait_ns");
+		w.lock_holds = u64(r, "lock_holds");
 		w.pte_tables = u64(r, "pte_tables");
 		w.pte_slots = u64(r, "pte_slots");
 		w.lock_hold_ns = u64(r, "lock_hold_ns");
@@ -301,6 +302,7 @@ public:
 			v.tlb_ipis = m.tlb_ipis;
 			v.probe_missed = m.probe_missed;
 			v.lock_wait_ns = m.lock_wait_ns;
+			v.lock_acquisitions = uint32_t(m.lock_holds);
 			v.pte_tables = m.pte_tables;
 			v.pte_slots = m.pte_slots;
 			v.tlb_flushes = m.tlb_flushes;

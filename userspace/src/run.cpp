@@ -572,8 +572,10 @@ int run_command(RunOptions o)
 			slow_ops.push_back({pid_t(v.tid.load()), v.name, v.slow[k].start_ns,
 					    v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
 					    (v.slow[k].during & kOpBeganDuring) != 0,
-					    v.slow[k].slept == kSleepUnknown ? -1
-									     : int(v.slow[k].slept)});
+					    v.slow[k].slept == kSleepUnknown
+						    ? -1 : int((v.slow[k].slept & kOpSlept) != 0),
+					    v.slow[k].slept == kSleepUnknown
+						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0)});
 	}
 	add_validation(result, slow_ops, slow_dropped);
 	summarize_walks(result);

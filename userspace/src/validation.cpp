@@ -62,7 +62,7 @@ Json validate_stalls(const ValidationInput &in)
 		// have held the lock while preempted, and this wait be its doing
 		bool other_held = false;
 		for (const auto &p : in.ops)
-			if (p.tid != o.tid && p.slept == 0 &&
+			if (p.tid != o.tid && (p.slept == 0 || p.preempted == 1) &&
 			    p.end_ns - p.start_ns >= in.threshold_ns &&
 			    p.start_ns < o.end_ns && p.end_ns > o.start_ns) {
 				other_held = true;
@@ -191,7 +191,7 @@ Json validate_walks(const Json &result)
 		if (const Json *s = w->find("size_start"))
 			vmas = num_at(*s, "vmas").value_or(1);
 	const double lo = size / 4096, hi = lo + 512 * vmas;
-	uint64_t n = 0, le = 0, timed = 0, inb = 0, with_slots = 0;
+	uint64_t n = 0, le = 0, timed = 0, inb = 0, with_slots = 0, short_yield = 0;
 	for (size_t i = 0; i < walks->size(); i++) {
 		const Json &w = walks->at(i);
 		if (!w.find("kernel_call_ns"))
@@ -203,6 +203,17 @@ Json validate_walks(const Json &result)
 				le++;
 		}
 		if (auto s = num_at(w, "pte_slots_visited"); s && lo > 0 && !w.find("error")) {
+			// smaps_rollup gives the lock up to a waiting writer between
+			// VMAs; a walk that did, and then walked less than the
+			// mapping, is the kernel skipping VMAs on resume (6.1:
+			// show_smaps_rollup's "Case 1" continue advances past the
+			// VMA it found), not a module miscount: reported apart
+			const Json *k = w.find("kind");
+			if (*s < lo && k && k->string().value_or("") == "smaps_rollup" &&
+			    num_at(w, "lock_acquisitions").value_or(0) > 1) {
+				short_yield++;
+				continue;
+			}
 			with_slots++;
 			if (*s >= lo && *s <= hi)
 				inb++;
@@ -220,6 +231,7 @@ Json validate_walks(const Json &result)
 	v["pte_slots_checked"] = with_slots;
 	v["pte_slots_in_bounds"] = inb;
 	v["pte_slots_bounds"] = Json(Json::Array{Json(lo), Json(hi)});
+	v["short_after_yielding_lock"] = short_yield;
 	Json dis = Json::array();
 	if (matched != hookable || unmatched)
 		dis.push("walks matched " + std::to_string(matched) + " of " +

@@ -226,13 +226,21 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 	// (a voluntary context switch, getrusage): a slow operation that slept
 	// waited for something; one that did not was preempted or frozen.
 	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault;
-	auto nvcsw = [] {
+	struct Switches {
+		long vol = 0, invol = 0;
+	};
+	auto switches = [] {
 		struct rusage ru;
-		return getrusage(RUSAGE_THREAD, &ru) == 0 ? uint64_t(ru.ru_nvcsw) : 0;
+		Switches s;
+		if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+			s.vol = ru.ru_nvcsw;
+			s.invol = ru.ru_nivcsw;
+		}
+		return s;
 	};
 	uint64_t next = now_ns();
 	while (!sh->stop.load(std::memory_order_relaxed)) {
-		const uint64_t v0 = track_sleep ? nvcsw() : 0;
+		const Switches v0 = track_sleep ? switches() : Switches{};
 		const uint64_t s0 = sh->walk_seq.load(std::memory_order_acquire);
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t t0 = now_ns();
@@ -267,11 +275,13 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 			slot->during.record(t1 - t0);
 		else
 			slot->outside.record(t1 - t0);
-		const uint64_t v1 = track_sleep ? nvcsw() : 0;
+		const Switches v1 = track_sleep ? switches() : Switches{};
 		if (t1 - t0 >= kSlowOpNs) {
 			// rare: a fetch_add and a store, no allocation, no lock
 			const uint32_t k = slot->nslow.fetch_add(1, std::memory_order_relaxed);
-			const uint32_t slept = !track_sleep ? kSleepUnknown : v1 != v0 ? 1u : 0u;
+			const uint32_t slept = !track_sleep ? kSleepUnknown
+					       : (v1.vol != v0.vol ? kOpSlept : 0u) |
+							 (v1.invol != v0.invol ? kOpPreempted : 0u);
 			if (k < kMaxSlowOps)
 				slot->slow[k] = SlowOp{t0, t1,
 						       (during ? kOpDuring : 0u) |

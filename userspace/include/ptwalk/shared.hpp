@@ -21,14 +21,16 @@ constexpr unsigned kMaxWalks = 1u << 16;
 constexpr unsigned kMaxSlowOps = 4096;
 constexpr uint64_t kSlowOpNs = 500000;
 
-constexpr uint32_t kSleepUnknown = 2;
+constexpr uint32_t kOpSlept = 1;     // a voluntary context switch (it waited)
+constexpr uint32_t kOpPreempted = 2; // an involuntary one (it was preempted)
+constexpr uint32_t kSleepUnknown = 4;
 constexpr uint32_t kOpDuring = 1;      // overlapped a walk
 constexpr uint32_t kOpBeganDuring = 2; // began while a walk was in progress
 struct SlowOp {
 	uint64_t start_ns, end_ns; // CLOCK_MONOTONIC around the operation
 	uint32_t during;           // kOpDuring | kOpBeganDuring (the victim's own verdict)
-	uint32_t slept;            // 1 slept (voluntary switch), 0 did not,
-				   // kSleepUnknown not tracked (read/write)
+	uint32_t slept;            // kOpSlept | kOpPreempted, or kSleepUnknown
+				   // (not tracked: read/write victims)
 };
 
 enum WorkloadState : int {

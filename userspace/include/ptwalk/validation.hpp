@@ -10,7 +10,7 @@
 // that began before a walk and ended in it are reported apart too
 // (began_before_walk, with their own recall): such a wait may be behind
 // another holder that the walk merely queued after. So are operations
-// across which another victim was slow without sleeping
+// across which another victim was slow and preempted
 // (other_victim_preempted): that victim may have held the lock while
 // preempted, and the wait be its doing, not the walk's. The view under test: the stalls a backend attributed
 // to walks (tracepoint or module). A reference operation is recalled when
@@ -36,7 +36,8 @@ struct VictimOp {
 	uint64_t start_ns = 0, end_ns = 0;
 	bool during = false;       // overlapped a walk
 	bool began_during = false; // began while a walk was in progress
-	int slept = -1; // 1 slept, 0 did not (preempted/frozen), -1 unknown
+	int slept = -1;     // 1 slept, 0 did not (preempted/frozen), -1 unknown
+	int preempted = -1; // 1 was preempted during it, 0 not, -1 unknown
 };
 
 struct ViewStall {
