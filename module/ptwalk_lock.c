@@ -97,7 +97,13 @@ static void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_active *a)
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
-/* the walker of a holds the lock since t0: mark every waiter it excludes */
+static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
+				     u64 seq, u64 t0);
+
+/*
+ * The walker of a holds the lock since t0: mark every waiter it excludes,
+ * then every reader queued behind a writer it blocks.
+ */
 static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write)
 {
 	unsigned int i, n;
@@ -123,12 +129,26 @@ static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write)
 		if (ptw_excludes(write, READ_ONCE(w->write)))
 			ptw_mark_blocked(w, a);
 	}
+	if (write)
+		return;	/* every waiter is excluded already */
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (!tk || (tk & 1) || tk == a->task_key ||
+		    READ_ONCE(w->mm_key) != a->mm_key || READ_ONCE(w->write) ||
+		    atomic_read(&w->blocked))
+			continue;
+		if (ptw_blocked_writer_waits(a->mm_key, w, READ_ONCE(a->seq),
+					     READ_ONCE(w->t0)))
+			ptw_mark_blocked(w, a);
+	}
 }
 NOKPROBE_SYMBOL(ptw_hold_begin);
 
-/* a writer waits for mm, blocked by the walk seq */
+/* a writer waits for mm since before t0, blocked by the walk seq */
 static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
-				     u64 seq)
+				     u64 seq, u64 t0)
 {
 	unsigned int i, n;
 
@@ -141,7 +161,7 @@ static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 		if (w != self && tk && !(tk & 1) &&
 		    READ_ONCE(w->mm_key) == mmk && READ_ONCE(w->write) &&
 		    atomic_read_acquire(&w->blocked) == 1 &&
-		    READ_ONCE(w->walk_seq) == seq)
+		    READ_ONCE(w->walk_seq) == seq && READ_ONCE(w->t0) <= t0)
 			return true;
 	}
 	return false;
@@ -276,7 +296,8 @@ found:
 		 * not pass one): behind a writer this walk blocks, the walk
 		 * blocks the reader too.
 		 */
-		if (!write && ptw_blocked_writer_waits(mmk, w, READ_ONCE(a->seq))) {
+		if (!write && ptw_blocked_writer_waits(mmk, w, READ_ONCE(a->seq),
+						       w->t0)) {
 			ptw_mark_blocked(w, a);
 			break;
 		}
