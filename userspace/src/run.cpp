@@ -351,6 +351,21 @@ int run_command(RunOptions o)
 			return 1;
 		}
 	}
+	// --cross-check: the tracepoint backend beside ptwalk.ko, a second
+	// kernel view of the same walks and waits (validation.hpp)
+	std::unique_ptr<Backend> second;
+	std::string second_why;
+	if (o.cross_check && !g_signal) {
+		if (backend->name() != "module") {
+			second_why = "no second view: the primary backend is " + backend->name();
+		} else {
+			second = make_tracepoint_backend();
+			if (!second->start(wl, threads, sc_pid)) {
+				second_why = "tracepoint view unavailable: " + second->detail();
+				second.reset();
+			}
+		}
+	}
 	// perf last: it must be recording before the scanner is released
 	PerfSession perf;
 	Json perf_json;
@@ -404,6 +419,8 @@ int run_command(RunOptions o)
 	if (!wl_gone)
 		wl_status = reap(wl, 10000, 0);
 	backend->stop();
+	if (second)
+		second->stop();
 	if (o.perf && perf_json.is_null()) {
 		Json p = perf.stop();
 		if (const Json *inner = p.find("perf"))
@@ -474,6 +491,11 @@ int run_command(RunOptions o)
 	}
 	Json kv = Json::object();
 	auto views = backend->annotate(spans, kv);
+	Json kv2;
+	if (second) {
+		kv2 = Json::object();
+		second->annotate(spans, kv2);
+	}
 	std::optional<WalkSize> wsize = size0 ? size0 : size1;
 	if (wsize && sc.backing == Backing::zeropage) {
 		// zero-page PTEs are not in Rss: count them from the PTE tables
@@ -577,7 +599,11 @@ int run_command(RunOptions o)
 					    v.slow[k].slept == kSleepUnknown
 						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0)});
 	}
-	add_validation(result, slow_ops, slow_dropped);
+	add_validation(result, slow_ops, slow_dropped, second ? &kv2 : nullptr);
+	if (o.cross_check && !second)
+		result["validation"]["second_view"] = second_why;
+	if (second)
+		result["kernel_view_tracepoint"] = std::move(kv2);
 	summarize_walks(result);
 	result["complete"] = !g_signal && failure.empty();
 

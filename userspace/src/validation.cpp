@@ -38,7 +38,7 @@ Json validate_stalls(const ValidationInput &in)
 		stalls_by_tid[s.tid].push_back(&s);
 
 	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
-	uint64_t ambiguous = 0, ambiguous_hit = 0;
+	uint64_t ambiguous = 0, ambiguous_hit = 0, not_behind = 0;
 	Json unexplained = Json::array();
 	for (const auto &o : in.ops) {
 		if (!o.during || o.end_ns - o.start_ns < in.threshold_ns)
@@ -72,6 +72,18 @@ Json validate_stalls(const ValidationInput &in)
 			ambiguous++;
 			ambiguous_hit += hit;
 			continue;
+		}
+		if (!hit && in.second) {
+			bool seen = false;
+			for (const auto &s : *in.second)
+				if (s.tid == o.tid && within(s, o, in.tol_ns)) {
+					seen = true;
+					break;
+				}
+			if (!seen) {
+				not_behind++;
+				continue;
+			}
 		}
 		ref++;
 		if (hit) {
@@ -109,6 +121,8 @@ Json validate_stalls(const ValidationInput &in)
 	v["began_before_walk_recalled"] = before_hit;
 	v["other_victim_preempted"] = ambiguous;
 	v["other_victim_preempted_recalled"] = ambiguous_hit;
+	if (in.second)
+		v["not_behind_walk"] = not_behind;
 	v["recalled"] = recalled;
 	v["recall"] = ref ? Json(double(recalled) / double(ref)) : Json();
 	v["unexplained"] = std::move(unexplained);
@@ -134,32 +148,64 @@ Json validate_stalls(const ValidationInput &in)
 	return v;
 }
 
-std::string validation_line(const Json &val)
+namespace {
+
+std::string one_line(const Json &st)
 {
-	const Json *st = val.find("stalls");
-	if (!st)
-		return "";
 	auto n = [&](const char *k) {
-		const Json *x = st->find(k);
+		const Json *x = st.find(k);
 		return x && x->number() ? uint64_t(*x->number()) : 0;
 	};
-	const Json *agree = st->find("agree");
+	const Json *agree = st.find("agree");
 	const bool ok = agree && agree->boolean().value_or(false);
 	char buf[256];
 	snprintf(buf, sizeof(buf),
 		 "validation: victims' clocks vs %s: %llu/%llu slow operations "
 		 "during walks explained, %llu/%llu stalls >= %.1f ms confirmed: %s",
-		 st->find("view") ? st->find("view")->string().value_or("?").c_str() : "?",
+		 st.find("view") ? st.find("view")->string().value_or("?").c_str() : "?",
 		 (unsigned long long)n("recalled"), (unsigned long long)n("reference_ops"),
 		 (unsigned long long)n("confirmed"), (unsigned long long)n("stalls_checked"),
 		 double(n("threshold_ns")) / 1e6, ok ? "agree" : "DISAGREE");
 	std::string out = buf;
-	if (uint64_t ns = n("slow_not_slept"))
-		out += " (" + std::to_string(ns) +
-		       " slow operations during walks did not sleep: preempted, not counted)";
-	if (const Json *d = st->find("disagreements"))
+	std::string apart;
+	auto add = [&](uint64_t v, const char *what) {
+		if (v)
+			apart += (apart.empty() ? "" : ", ") + std::to_string(v) + " " + what;
+	};
+	add(n("slow_not_slept"), "did not sleep (preempted)");
+	add(n("other_victim_preempted"), "overlapped a preempted victim");
+	add(n("began_before_walk"), "began before the walk");
+	add(n("not_behind_walk"), "not behind a walker hold (tracepoint view)");
+	if (!apart.empty())
+		out += "\n  not in the reference: " + apart;
+	if (const Json *d = st.find("disagreements"))
 		for (size_t i = 0; i < d->size(); i++)
 			out += "\n  disagreement: " + d->at(i).string().value_or("");
+	return out;
+}
+
+} // namespace
+
+std::string validation_line(const Json &val)
+{
+	std::string out;
+	if (const Json *st = val.find("stalls"); st && !st->find("skipped"))
+		out = one_line(*st);
+	if (const Json *st = val.find("stalls_tracepoint"))
+		out += (out.empty() ? "" : "\n") + one_line(*st);
+	if (const Json *v = val.find("views")) {
+		auto n = [&](const char *k) {
+			const Json *x = v->find(k);
+			return x && x->number() ? (unsigned long long)*x->number() : 0ull;
+		};
+		char buf[200];
+		snprintf(buf, sizeof(buf),
+			 "validation: module vs tracepoint view: %llu/%llu module stalls seen "
+			 "by the tracepoints, %llu/%llu tracepoint stalls by the module",
+			 n("module_in_tracepoint"), n("module_stalls"), n("tracepoint_in_module"),
+			 n("tracepoint_stalls"));
+		out += std::string("\n") + buf;
+	}
 	return out;
 }
 
@@ -248,7 +294,45 @@ Json validate_walks(const Json &result)
 	return v;
 }
 
-void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped)
+namespace {
+
+std::vector<ViewStall> stalls_of(const Json &kv)
+{
+	std::vector<ViewStall> out;
+	if (const Json *st = kv.find("stalls"))
+		for (size_t i = 0; i < st->size(); i++) {
+			const Json &s = st->at(i);
+			out.push_back({pid_t(num_at(s, "tid").value_or(0)),
+				       uint64_t(num_at(s, "start_ns").value_or(0)),
+				       uint64_t(num_at(s, "wait_ns").value_or(0))});
+		}
+	return out;
+}
+
+// stalls >= threshold in a also in b (same thread, overlapping)
+uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &b,
+		 uint64_t threshold, uint64_t *total)
+{
+	uint64_t n = 0;
+	*total = 0;
+	for (const auto &x : a) {
+		if (x.wait_ns < threshold)
+			continue;
+		++*total;
+		for (const auto &y : b)
+			if (y.tid == x.tid && y.start_ns < x.start_ns + x.wait_ns &&
+			    x.start_ns < y.start_ns + y.wait_ns) {
+				n++;
+				break;
+			}
+	}
+	return n;
+}
+
+} // namespace
+
+void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
+		    const Json *second)
 {
 	const Json *kv = result.find("kernel_view");
 	const Json *be = result.find("backend");
@@ -267,7 +351,32 @@ void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops
 					     uint64_t(num_at(s, "wait_ns").value_or(0))});
 		}
 		in.stalls_total = uint64_t(num_at(*kv, "stalls_total").value_or(double(st.size())));
+		std::vector<ViewStall> second_stalls;
+		if (second) {
+			second_stalls = stalls_of(*second);
+			in.second = &second_stalls;
+		}
 		val["stalls"] = validate_stalls(in);
+		if (second) {
+			// the second view judged on its own against the victims
+			ValidationInput in2 = in;
+			in2.view = "tracepoint";
+			in2.stalls = second_stalls;
+			in2.stalls_total = uint64_t(
+				num_at(*second, "stalls_total").value_or(double(second_stalls.size())));
+			in2.second = nullptr;
+			val["stalls_tracepoint"] = validate_stalls(in2);
+			uint64_t t1 = 0, t2 = 0;
+			Json views = Json::object();
+			views["module_stalls"] = 0;
+			views["module_in_tracepoint"] =
+				seen_in(in.stalls, second_stalls, in.threshold_ns, &t1);
+			views["module_stalls"] = t1;
+			views["tracepoint_in_module"] =
+				seen_in(second_stalls, in.stalls, in.threshold_ns, &t2);
+			views["tracepoint_stalls"] = t2;
+			val["views"] = std::move(views);
+		}
 	} else {
 		Json s = Json::object();
 		s["view"] = view;

@@ -57,6 +57,9 @@ const char kUsage[] =
 	"                       (default 20us)\n"
 	"  --populate-threads N threads that populate the mapping (default: CPUs)\n"
 	"  --backend B          auto|module|tracepoint|syscall (default auto)\n"
+	"  --cross-check        with the module backend, also open the mmap_lock\n"
+	"                       tracepoints: a second kernel view, compared with\n"
+	"                       the module and the victims in \"validation\"\n"
 	"  --out FILE.json      write the result (schema ptwalk.result/1) atomically\n"
 	"  --force              skip the memory and disk space guards\n"
 	"  --quiet              no table on stdout\n"
@@ -141,7 +144,7 @@ int cmd_run(Args &a)
 	o.sc.interval_ns = 1000000000ull;
 	o.sc.duration_ns = 10000000000ull;
 	std::string k, v;
-	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run", "--perf"})) {
+	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run", "--perf", "--cross-check"})) {
 		if (k == "--size")
 			o.sc.size = size_arg(a.cmd, k, v);
 		else if (k == "--backing") {
@@ -206,6 +209,8 @@ int cmd_run(Args &a)
 			o.dry_run = true;
 		else if (k == "--perf")
 			o.perf = true;
+		else if (k == "--cross-check")
+			o.cross_check = true;
 		else
 			usage_error(a.cmd, "unknown option " + k);
 	}

@@ -53,6 +53,8 @@ struct ValidationInput {
 	uint64_t stalls_total = 0;          // attributed stalls in all
 	uint64_t threshold_ns = 1000000;
 	uint64_t tol_ns = 200000;
+	// the second view's stalls (adjudication), when there is one
+	const std::vector<ViewStall> *second = nullptr;
 	double min_recall = 0.95, min_precision = 0.95;
 };
 
@@ -76,7 +78,16 @@ Json validate_walks(const Json &result);
 
 // Adds result["validation"] = {"stalls": ..., "walks": ...} from the
 // victims' slow operations and the result's kernel view.
+//
+// second: the tracepoint view's kernel_view beside the module's (--cross-check)
+// or nullptr. With it, a reference operation the module did not attribute
+// is adjudicated: when the tracepoint view saw no wait of that thread
+// overlapping a walker hold within it either, the operation was not behind
+// the walk (a wake-up late, a holder that is not the walker) and leaves the
+// reference (not_behind_walk); the views' agreement is reported too
+// ("views": module stalls >= threshold seen by the tracepoint view, and the
+// reverse).
 void add_validation(Json &result, const std::vector<VictimOp> &ops,
-		    uint64_t ops_dropped);
+		    uint64_t ops_dropped, const Json *second = nullptr);
 
 } // namespace ptwalk
