@@ -25,6 +25,9 @@ for kdir in $dirs; do
 	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h" 2>/dev/null || true)
 	[ -n "$rel" ] || rel=$(basename "$kdir" | sed 's/^linux-headers-//')
 	out=module/build/$rel
+	# a fresh tree each time: objects or symbol versions left from another
+	# build (or from sources since removed) never leak into this one
+	rm -rf "$out"
 	mkdir -p "$out"
 	# sources only: Kbuild, Makefile, *.c, *.h, compat/
 	for f in module/Kbuild module/Makefile module/*.c module/*.h; do

@@ -33,18 +33,30 @@ mkdir -p "$TMP"
 echo "TAP version 13"
 echo "# kernel $(uname -r)"
 rmmod ptwalk 2>/dev/null
+# PREEMPT_RT caps inject_delay_ns at 100 us (it runs with preemption off)
+if uname -v | grep -q PREEMPT_RT; then
+	MAXINJ=100000; STALL_MIB=1024; RT=1
+else
+	MAXINJ=1000000; STALL_MIB=256; RT=0
+fi
+echo "# inject_delay_ns limit here: $MAXINJ (PREEMPT_RT=$RT)"
 
 # ---- bad parameters are refused with one dmesg line each -------------
 dmesg -c >/dev/null
 check "inject_delay_ns=2000000 refused" sh -c "! insmod $KO inject_delay_ns=2000000 2>/dev/null"
 check "inject_delay_ns=abc refused" sh -c "! insmod $KO inject_delay_ns=abc 2>/dev/null"
+check "inject_delay_ns=$((MAXINJ + 1)) (over this kernel's limit) refused" \
+	sh -c "! insmod $KO inject_delay_ns=$((MAXINJ + 1)) 2>/dev/null"
 check "kinds=bogus refused" sh -c "! insmod $KO kinds=bogus 2>/dev/null"
 check "kinds= (empty) refused" sh -c "! insmod $KO kinds= 2>/dev/null"
 # busybox insmod may try twice (finit_module, init_module): compare our
 # line with the kernel's own generic one, which comes once per attempt
 n=$(dmesg | grep -c "ptwalk: invalid")
 g=$(dmesg | grep -c "invalid for parameter")
-check "one ptwalk dmesg line per refused load ($n/$g)" [ "$n" = "$g" -a "$n" -ge 4 ]
+check "one ptwalk dmesg line per refused load ($n/$g)" [ "$n" = "$g" -a "$n" -ge 5 ]
+if [ $RT = 1 ]; then
+	check "PREEMPT_RT: the refusal says why" sh -c "dmesg | grep -q 'PREEMPT_RT, the delay runs with preemption off'"
+fi
 
 # ---- load lists attached hooks ---------------------------------------
 dmesg -c >/dev/null
@@ -107,35 +119,61 @@ check "smaps holds mmap_lock for read" sh -c \
 	"grep 'kind=smaps ' $TMP/walks | grep -q 'lock_mode=read'"
 check "hist has walk_ns for clear_refs" grep -q "^hist=walk_ns kind=clear_refs" $DBG/hist
 check "counters: 2 clear_refs walks" grep -q "^counter=walks kind=clear_refs value=2$" $DBG/counters
-check "no kretprobe misses" sh -c "! grep 'type=kretprobe' $DBG/hooks | grep -v 'nmissed=0 '"
+check "no kretprobe misses" sh -c "! grep 'type=kretprobe' $DBG/hooks | grep -v 'nmissed=0 kp_nmissed=0 '"
+check "walks flagged probe_missed=0" sh -c "! grep -v 'probe_missed=0' $TMP/walks"
+check "counters report kp_nmissed and krp_nmissed" sh -c \
+	"grep -q '^counter=kp_nmissed kind=all value=0' $DBG/counters && grep -q '^counter=krp_nmissed kind=all value=0' $DBG/counters"
+check "walk proper timed and within its call (walk_ns <= call_ns)" awk '
+function kv(line, key,   a, i, n) {
+	n = split(line, a, " ")
+	for (i = 1; i <= n; i++)
+		if (index(a[i], key "=") == 1)
+			return substr(a[i], length(key) + 2)
+	return ""
+}
+{ if (kv($0, "walk_timed") != 1 || kv($0, "walk_ns") + 0 > kv($0, "call_ns") + 0 || kv($0, "walk_ns") + 0 == 0) bad = 1 }
+END { exit bad }' $TMP/walks
+
+# ---- one walk per read pass of a file kept open ---------------------------
+for k in smaps pagemap; do
+	echo 1 > $DBG/reset
+	"$WALKER" -m 64 -n 3 -k $k > $TMP/k.out || fail "walker -k $k ran"
+	n=$(grep -c "kind=$k " $DBG/walks)
+	sed 's/^/# /' $DBG/walks
+	check "$k: 3 passes over one open fd are 3 walks ($n)" [ "$n" = 3 ]
+	check "$k: each pass counts its PTE slots once" awk -v MIN=16384 -v MAX=20000 '
+	{ for (i = 1; i <= NF; i++) if ($i ~ /^pte_slots=/) { split($i, a, "="); if (a[2] < MIN || a[2] > MAX) bad = 1 } }
+	END { exit bad }' $DBG/walks
+done
 sed 's/^/# /' $DBG/hooks
 
 # ---- inject_delay_ns raises duration ------------------------------------
 # baseline: the faster of the two undelayed clear_refs walks above
-base=$(grep 'kind=clear_refs' $TMP/walks | sed 's/.*duration_ns=\([0-9]*\).*/\1/' | sort -n | head -1)
+base=$(grep 'kind=clear_refs' $TMP/walks | sed 's/.*call_ns=\([0-9]*\).*/\1/' | sort -n | head -1)
 dmesg -c >/dev/null
-echo 1000000 > /sys/module/ptwalk/parameters/inject_delay_ns
-check "inject_delay_ns warns loudly" sh -c "dmesg | grep -q inject_delay_ns=1000000"
+echo $MAXINJ > /sys/module/ptwalk/parameters/inject_delay_ns
+check "inject_delay_ns warns loudly" sh -c "dmesg | grep -q inject_delay_ns=$MAXINJ"
 echo 1 > $DBG/reset
 "$WALKER" -m 256 -n 1 clear_refs > /dev/null
 echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
 rec=$(grep 'kind=clear_refs' $DBG/walks | head -1)
-slow=$(echo "$rec" | sed 's/.*duration_ns=\([0-9]*\).*/\1/')
+slow=$(echo "$rec" | sed 's/.*call_ns=\([0-9]*\).*/\1/')
+walkp=$(echo "$rec" | sed 's/.*walk_ns=\([0-9]*\).*/\1/')
 tables=$(echo "$rec" | sed 's/.*pte_tables=\([0-9]*\).*/\1/')
-echo "# duration_ns without delay $base, with 1ms/table $slow ($tables tables)"
-# the busy-wait alone is tables * 1 ms (>= 128 ms), far above a natural walk
-check "inject_delay_ns=1000000 (max) adds >= pte_tables * 1 ms" \
-	[ "$slow" -ge $((tables * 1000000)) -a "$slow" -ge $((base + 100000000)) -a "$tables" -ge 128 ]
+echo "# call_ns without delay $base, with $MAXINJ ns/table $slow (walk_ns $walkp, $tables tables)"
+# the busy-wait alone is tables * MAXINJ (>= 12.8 ms), far above a natural walk
+check "inject_delay_ns=$MAXINJ (max) adds >= pte_tables * $MAXINJ ns to the walk proper" \
+	[ "$walkp" -ge $((tables * MAXINJ)) -a "$slow" -ge $((base + 100 * MAXINJ)) -a "$tables" -ge 128 ]
 check "bad runtime inject_delay_ns refused" sh -c \
-	"! echo 5000000 > /sys/module/ptwalk/parameters/inject_delay_ns 2>/dev/null"
+	"! echo $((MAXINJ + 1)) > /sys/module/ptwalk/parameters/inject_delay_ns 2>/dev/null"
 
 # ---- stalls: a thread of the target mmaps while clear_refs walks -------
 # 1 ms per PTE table makes each walk >= 128 ms, so the mmap/munmap thread
 # of the target (on the other CPU) queues behind the walker's write lock,
 # also under single-threaded TCG, which switches vCPUs only every 100 ms
 echo 1 > $DBG/reset
-echo 1000000 > /sys/module/ptwalk/parameters/inject_delay_ns
-"$WALKER" -m 256 -n 4 -s clear_refs > /dev/null
+echo $MAXINJ > /sys/module/ptwalk/parameters/inject_delay_ns
+"$WALKER" -m $STALL_MIB -n 4 -s clear_refs > /dev/null
 echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
 cat $DBG/stalls > $TMP/stalls
 head -5 $TMP/stalls | sed 's/^/# /'

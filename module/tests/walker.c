@@ -114,6 +114,10 @@ static void *killer(void *arg)
 	return NULL;
 }
 
+/* -k: file kinds keep one fd open and re-read it from offset 0 per walk */
+static int keep_open;
+static int kept_fd = -1;
+
 static void walk(const char *kind, pid_t tgt)
 {
 	char path[64], buf[65536];
@@ -132,9 +136,14 @@ static void walk(const char *kind, pid_t tgt)
 	} else {
 		snprintf(path, sizeof(path), "/proc/%d/%s", tgt, kind);
 		s = now_ns();
-		fd = open(path, O_RDONLY);
+		fd = keep_open && kept_fd >= 0 ? kept_fd : open(path, O_RDONLY);
 		if (fd < 0)
 			die(path);
+		if (keep_open) {
+			kept_fd = fd;
+			if (lseek(fd, 0, SEEK_SET) != 0)
+				die("lseek");
+		}
 		if (!strcmp(kind, "pagemap")) {
 			/* read the pagemap entries of every mapping listed
 			 * in /proc/PID/maps, 64 KiB (8192 entries) per read
@@ -169,7 +178,8 @@ static void walk(const char *kind, pid_t tgt)
 				exit_after_first_read();
 		}
 	}
-	close(fd);
+	if (!keep_open || !strcmp(kind, "clear_refs"))
+		close(fd);
 	if (strcmp(kind, "clear_refs"))
 		e = now_ns();
 	printf("walk kind=%s walker_pid=%d target_tgid=%d start_ns=%llu end_ns=%llu\n",
@@ -185,7 +195,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 	char c;
 
-	while ((opt = getopt(argc, argv, "m:n:sx")) != -1) {
+	while ((opt = getopt(argc, argv, "m:n:sxk")) != -1) {
 		switch (opt) {
 		case 'm':
 			mib = strtoul(optarg, NULL, 0);
@@ -199,8 +209,11 @@ int main(int argc, char **argv)
 		case 'x':
 			exiting = 1;
 			break;
+		case 'k':
+			keep_open = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: walker [-m MiB] [-n N] [-s] [-x] KIND...\n");
+			fprintf(stderr, "usage: walker [-m MiB] [-n N] [-s] [-x] [-k] KIND...\n");
 			return 2;
 		}
 	}

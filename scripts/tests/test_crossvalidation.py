@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Three views, one truth: the victims' own clocks, the kernel's mmap_lock
+tracepoints (the tracepoint backend) and ptwalk.ko observe the same walks and
+waits, and must agree (userspace/include/ptwalk/validation.hpp states the
+rule). Inside each Debian 6.1 flavour with ptwalk.ko loaded, and on the host
+with the tracepoint backend: per kind, stall attribution recall and precision
+>= 95% against the victims' operations of >= 1 ms during walks, every
+scanner walk matched once, the walk proper within its syscall, PTE slots
+within one table per VMA of the mapping."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PTWALK = REPO / "build" / "ptwalk"
+KINDS = ("clear_refs", "smaps", "smaps_rollup", "pagemap", "cadvisor")
+MIN_REFERENCE = 10   # fewer reference operations would make 95% meaningless
+MIN_RATE = 0.95
+
+
+def check_stalls(name: str, st: dict[str, Any]) -> list[str]:
+    """The agreement rule on one validation["stalls"] section; problems."""
+    bad = []
+    if st.get("reference_ops", 0) < MIN_REFERENCE:
+        bad.append(f"{name}: only {st.get('reference_ops')} reference operations "
+                   f"(need {MIN_REFERENCE}): {st}")
+    if st.get("stalls_checked", 0) < MIN_REFERENCE:
+        bad.append(f"{name}: only {st.get('stalls_checked')} stalls >= 1 ms to check")
+    for k in ("recall", "precision"):
+        if st.get(k) is None or st[k] < MIN_RATE:
+            bad.append(f"{name}: {k} {st.get(k)} < {MIN_RATE} "
+                       f"(unexplained: {st.get('unexplained')})")
+    if st.get("reference_ops_dropped"):
+        bad.append(f"{name}: victims' slow-operation log overflowed")
+    return bad
+
+
+def check_result(name: str, res: dict[str, Any], module: bool) -> list[str]:
+    val = res.get("validation")
+    if not val:
+        return [f"{name}: no validation section"]
+    bad = check_stalls(name, val["stalls"])
+    walks = res["walks"]
+    if not walks:
+        bad.append(f"{name}: no walks")
+    if module:
+        w = val.get("walks")
+        if not w:
+            return bad + [f"{name}: no walk-level validation"]
+        if not (w["matched_once"] == w["walks"] == len(walks)) or w["module_walks_unmatched"]:
+            bad.append(f"{name}: walks matched {w}")
+        if w["walk_proper_le_syscall"] != w["walk_proper_timed"] or \
+                w["walk_proper_timed"] != len(walks):
+            bad.append(f"{name}: walk proper vs syscall {w}")
+        if w["pte_slots_in_bounds"] != w["pte_slots_checked"]:
+            bad.append(f"{name}: PTE slots out of bounds {w}")
+        if w["pte_slots_checked"] + w["short_after_yielding_lock"] != len(walks):
+            bad.append(f"{name}: PTE slots not checked on every walk {w}")
+    if val["stalls"].get("agree") is not True and not bad:
+        bad.append(f"{name}: the result says the views disagree: {val['stalls']}")
+    return bad
+
+
+def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
+    if vm_kernel is not None and vm_kernel.ko is None:
+        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    r = run_in_vm(vm_kernel, "sh scripts/vm/crossvalidate.sh /ptwalk/module/ptwalk.ko "
+                  "/ptwalk/build/ptwalk", files=["scripts/vm/crossvalidate.sh"],
+                  default_files=True, timeout=900.0, mem="2G")
+    print(r.stdout[-6000:])
+    assert not r.timed_out, "the guest timed out"
+    assert not r.findings, f"kernel log problems: {r.findings}"
+    assert r.returncode == 0, r.problem()
+    bad: list[str] = []
+    for k in KINDS:
+        assert f"{k}.json" in r.files, f"{k}.json not returned ({sorted(r.files)})"
+        res = json.loads(r.files[f"{k}.json"])
+        assert res["backend"] == "module", res.get("backend_detail")
+        # the second view ran: the tracepoints in the same guest
+        assert "stalls_tracepoint" in res["validation"], res["validation"]
+        assert res["validation"]["stalls"].get("not_behind_walk") is not None
+        bad += check_result(f"{k} (module)", res, module=True)
+    assert not bad, "\n".join(bad)
+
+
+def _root_with_tracepoints() -> str:
+    if os.geteuid() != 0:
+        return "not root"
+    if not Path("/sys/kernel/tracing/events/mmap_lock").exists() and \
+            not Path("/sys/kernel/debug/tracing/events/mmap_lock").exists():
+        return "no mmap_lock tracepoints on this kernel"
+    return ""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crossvalidation_on_host(kind: str, tmp_path: Path) -> None:
+    why = _root_with_tracepoints()
+    if why:
+        if os.environ.get("PTWALK_REQUIRE_VM"):
+            pytest.fail(why)
+        pytest.skip(why)
+    out = tmp_path / f"{kind}.json"
+    p = subprocess.run([str(PTWALK), "run", "--backend", "tracepoint", "--size", "256M",
+                        "--backing", "anon", "--scanner", kind, "--interval", "200ms",
+                        "--duration", "6s", "--victims", "mmap,fault",
+                        "--op-interval", "500us", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    assert res["backend"] == "tracepoint", res.get("backend_fallback")
+    bad = check_result(kind, res, module=False)
+    assert not bad, "\n".join(bad)
+    # the table says so too
+    assert "validation: victims' clocks vs tracepoint" in p.stdout
+
+
+def test_syscall_backend_result_says_no_kernel_view(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    p = subprocess.run([str(PTWALK), "run", "--backend", "syscall", "--size", "32M",
+                        "--scanner", "clear_refs", "--interval", "100ms", "--duration", "1s",
+                        "--victims", "mmap", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    val = json.loads(out.read_text())["validation"]
+    assert "skipped" in val["stalls"] and "syscall" in val["stalls"]["skipped"]
