@@ -8,11 +8,21 @@ share of tested metric rows flagged (target: at most 5%).
   bench_aa.py [--pairs 10] [--keep DIR]        record and evaluate
   bench_aa.py --evaluate DIR                   evaluate sets recorded in DIR
                                                (DIR/NN/runs, in pairs 00/01,...)
+  bench_aa.py --evaluate DIR --calibrate OUT   also write the A/A calibration:
+                                               per scenario and metric the largest
+                                               |%change| seen between the pairs
+
+Pairs are judged twice: with the noise of the runs alone (--noise none) and
+with the A/A calibration ptwalk compare uses by default
+(results/budgets/aa-noise.json), which was measured on other pairs.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,13 +52,42 @@ def record(out: Path, sets: int) -> None:
         print(f"  A/A: qualify {i + 1}/{sets} in {time.monotonic() - t0:.0f} s", flush=True)
 
 
-def evaluate(out: Path, pairs: int) -> tuple[int, int, int]:
+def pairs_of(out: Path, pairs: int) -> list[tuple[list[res.Result], list[res.Result]]]:
+    return [(res.load([out / f"{2 * i:02d}" / "runs"]),
+             res.load([out / f"{2 * i + 1:02d}" / "runs"])) for i in range(pairs)]
+
+
+def calibrate(sets: list[tuple[list[res.Result], list[res.Result]]], path: Path,
+              source: str) -> None:
+    noise: dict[str, float] = {}
+    for a, b in sets:
+        for s in compare.compare_sets(a, b).scenarios:
+            for r in s.rows:
+                if r.change_pct is not None and abs(r.change_pct) != float("inf"):
+                    k = f"{s.scenario}|{r.metric}"
+                    noise[k] = round(max(noise.get(k, 0.0), abs(r.change_pct)), 1)
+    doc = {"schema": compare.NOISE_SCHEMA,
+           "comment": "A/A calibration of ptwalk compare: per scenario and metric, the "
+                      "largest |%change of run means| between A/A pairs of QUICK=1 qualify "
+                      "on one kernel. A change must exceed it to be flagged. Measured by "
+                      "scripts/bench_aa.py --calibrate.",
+           "source": source, "pairs": len(sets), "host": socket.gethostname(),
+           "kernel": sorted({r.release for a, b in sets for r in a + b}),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+           "noise_pct": dict(sorted(noise.items()))}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"  A/A calibration of {len(noise)} scenario metrics from {len(sets)} pairs: {path}")
+
+
+def evaluate(sets: list[tuple[list[res.Result], list[res.Result]]],
+             noise: dict[str, float], label: str) -> tuple[int, int, int]:
     """(pairs with an overall verdict of change, flagged rows, tested rows)."""
     bad = flagged = tested = 0
-    for i in range(pairs):
-        a = res.load([out / f"{2 * i:02d}" / "runs"])
-        b = res.load([out / f"{2 * i + 1:02d}" / "runs"])
-        c = compare.compare_sets(a, b)
+    print(f"  A/A, noise: {label}")
+    for i, (a, b) in enumerate(sets):
+        c = compare.compare_sets(a, b, noise=noise)
         rows = [r for s in c.scenarios for r in s.rows if r.tested]
         f = [r for r in rows if r.significant]
         bad += c.verdict in (compare.REGRESSION, compare.IMPROVEMENT)
@@ -66,16 +105,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--keep", type=Path, help="record into (and reuse) this directory")
     ap.add_argument("--evaluate", type=Path, help="only evaluate sets recorded here")
+    ap.add_argument("--calibrate", type=Path, metavar="OUT",
+                    help="write the A/A calibration of these pairs to OUT")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         out = args.evaluate or args.keep or Path(tmp)
         if not args.evaluate:
             record(out, 2 * args.pairs)
-        bad, flagged, tested = evaluate(out, args.pairs)
-    share = flagged / tested if tested else 0.0
-    print(f"  A/A ({args.pairs} pairs of QUICK=1 qualify, same kernel): {bad} pair(s) with an "
-          f"overall REGRESSION/IMPROVEMENT (target <= 1); {flagged} of {tested} tested rows "
-          f"flagged = {share:.1%} (target <= 5%)")
+        sets = pairs_of(out, args.pairs)
+    judged = [({}, "runs only (--noise none)")]
+    if compare.DEFAULT_NOISE.exists():
+        judged.append((compare.load_noise(compare.DEFAULT_NOISE),
+                       f"runs and {compare.DEFAULT_NOISE.relative_to(REPO)} (ptwalk compare's "
+                       "default)"))
+    for noise, label in judged:
+        bad, flagged, tested = evaluate(sets, noise, label)
+        share = flagged / tested if tested else 0.0
+        print(f"  A/A ({args.pairs} pairs of QUICK=1 qualify, same kernel; noise: {label}): "
+              f"{bad} pair(s) with an overall REGRESSION/IMPROVEMENT (target <= 1); {flagged} "
+              f"of {tested} tested rows flagged = {share:.1%} (target <= 5%)")
+    if args.calibrate:
+        calibrate(sets, args.calibrate, str(out))
     return 0
 
 
