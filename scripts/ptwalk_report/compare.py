@@ -8,8 +8,8 @@ Test, chosen from the sample sizes before looking at the values:
   exact Mann-Whitney U (SciPy, method 'exact') when it can reach alpha for
   the numbers of runs (4 vs 4 and more; 3 vs 3 cannot: its smallest
   two-sided p is 0.1); else Welch's t-test for walk metrics whose run values
-  are medians of at least WELCH_MIN_WALKS walks (approximately normal);
-  else "too few runs to test".
+  are medians of at least WELCH_MIN_WALKS walks (approximately normal) and
+  spread on both sides; else "too few runs to test".
 Tail metrics (victim max; a quantile q with fewer than TAIL_OPS / (1 - q)
 operations in some run) are reported, not tested.
 False discoveries: Benjamini-Hochberg across every tested row of the whole
@@ -181,6 +181,10 @@ def choose_test(a: Series | None, b: Series | None, alpha: float) -> tuple[str, 
     if stats.mwu_floor(na, nb) < alpha:
         return ("MWU exact" if max(na, nb) <= stats.EXACT_MAX_N else "MWU asymptotic"), ""
     if a.q is None and min(a.walks + b.walks) >= WELCH_MIN_WALKS:
+        # Welch's normal model does not hold for a side without spread
+        # (e.g. no stall in any run: all zeros)
+        if len(set(a.runs)) == 1 or len(set(b.runs)) == 1:
+            return "", f"too few runs to test ({na} vs {nb}, no spread on one side)"
         return "Welch", ""
     return "", (f"too few runs to test ({na} vs {nb}: exact MWU p >= "
                 f"{stats.mwu_floor(na, nb):.2g})")

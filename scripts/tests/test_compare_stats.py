@@ -107,6 +107,9 @@ def test_choice_of_test_from_sizes() -> None:
     assert compare.choose_test(four, four, 0.05) == ("MWU exact", "")
     # 3 vs 3: exact MWU cannot reach 0.05; walk medians of >= 5 walks: Welch
     assert compare.choose_test(three, three, 0.05) == ("Welch", "")
+    # a side without spread (no stall in any run): not normal, no Welch
+    test, why = compare.choose_test(_series([0, 0, 0]), three, 0.05)
+    assert test == "" and why == "too few runs to test (3 vs 3, no spread on one side)"
     few_walks = _series([1, 2, 3], walks=2)
     test, why = compare.choose_test(few_walks, three, 0.05)
     assert test == "" and why.startswith("too few runs to test (3 vs 3")
