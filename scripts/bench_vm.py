@@ -9,10 +9,11 @@ least 9 of 10 pairs). Emulated (TCG) figures carry the caveat that traps
 cost far more there than on hardware.
 
   bench_vm.py            all of it
-  bench_vm.py --power    the power figure only"""
+  bench_vm.py --power [--sequential]    the power figure only"""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def med(d: Path) -> float:
 
 
 def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
-          runs: int = POWER_RUNS, pct: int = POWER_PCT) -> int:
+          runs: int = POWER_RUNS, pct: int = POWER_PCT, order: str = "interleaved") -> int:
     """Pairs A (no delay) / B (+pct% injected) compared; prints the figure."""
     sys.path.insert(0, str(REPO / "scripts"))
     from ptwalk_report import compare
@@ -45,16 +46,18 @@ def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         r = pipeline.run_in_vm(cfg, k, f"sh scripts/vm/power.sh /ptwalk/module/ptwalk.ko "
-                               f"/ptwalk/build/ptwalk 128M {runs} {pairs} {pct}",
+                               f"/ptwalk/build/ptwalk 128M {runs} {pairs} {pct} {order}",
                                pipeline.RunOptions(add=[(REPO / "scripts/vm/power.sh",
                                                          "/ptwalk/scripts/vm/power.sh")],
                                                    timeout=3600.0, smp=1), out / "vm")
         if not r.ok:
             print(f"  power: VM run failed: {r.problem()}")
             return 1
+        keep = os.environ.get("BENCH_VM_KEEP")  # a directory to keep the result sets in
         for name, data in r.files.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_bytes(data)
+            for base in [out] + ([Path(keep)] if keep else []):
+                (base / name).parent.mkdir(parents=True, exist_ok=True)
+                (base / name).write_bytes(data)
         flagged = aa_flagged = 0
         for i in range(1, pairs + 1):
             a, b = out / f"p{i}" / "A", out / f"p{i}" / "B"
@@ -70,7 +73,8 @@ def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
             if i > 1:  # the A sets of consecutive pairs: an A/A in the same boot
                 aa = compare.compare_sets(res.load([out / f"p{i - 1}" / "A"]), res.load([a]))
                 aa_flagged += aa.verdict in (compare.REGRESSION, compare.IMPROVEMENT)
-        print(f"  power ({k.name}, {r.accel}, {runs} vs {runs} runs a pair): +{pct}% on clear_refs "
+        print(f"  power ({k.name}, {r.accel}, {runs} vs {runs} runs a pair, {order}): "
+              f"+{pct}% on clear_refs "
               f"ns/PTE flagged in {flagged} of {pairs} pairs (target >= 9); "
               f"A/A in the same boot: {aa_flagged} of {pairs - 1} consecutive baselines flagged")
     return 0
@@ -84,7 +88,8 @@ def main() -> int:
         print(f"  VM benchmarks: skipped: no cloud-amd64 kernel with ptwalk.ko ({missing})")
         return 0
     if "--power" in sys.argv[1:]:
-        return power(cfg, k)
+        return power(cfg, k, order="sequential" if "--sequential" in sys.argv[1:]
+                     else "interleaved")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         r = pipeline.run_in_vm(cfg, k, "sh scripts/vm/bench.sh /ptwalk/module/ptwalk.ko "

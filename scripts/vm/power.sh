@@ -4,12 +4,14 @@
 # PAIRS pairs of result sets, each set RUNS runs of clear_refs with the
 # QUICK=1 run settings (128M, 100ms interval, 800ms): A with no injected
 # delay, B with inject_delay_ns sized to add PCT% to clear_refs ns/PTE
-# (sized in this boot from the fastest walk of a warm-up run). The sets of a
-# pair run one after the other, as a user's before/after would.
+# (sized in this boot from the fastest walk of a warm-up run). ORDER
+# "sequential": set A, then set B, as a user's before/after would;
+# "interleaved" (default): A and B alternate run by run, so that drift of a
+# shared host hits both alike and the figure is the power of the statistics.
 #
-# usage: power.sh KO PTWALK SIZE RUNS PAIRS PCT
+# usage: power.sh KO PTWALK SIZE RUNS PAIRS PCT [ORDER]
 set -u
-KO=$1 PTWALK=$2 SIZE=$3 RUNS=$4 PAIRS=$5 PCT=$6
+KO=$1 PTWALK=$2 SIZE=$3 RUNS=$4 PAIRS=$5 PCT=$6 ORDER=${7:-interleaved}
 R=/results
 P=/sys/module/ptwalk/parameters/inject_delay_ns
 mkdir -p $R
@@ -43,8 +45,19 @@ echo "power: baseline $base/1000 ns/PTE, inject_delay_ns=$d for +$PCT%"
 rm -r $R/W
 p=1
 while [ $p -le "$PAIRS" ]; do
-	set_of "p$p/A" 0
-	set_of "p$p/B" "$d"
-	echo "power: pair $p done"
+	if [ "$ORDER" = sequential ]; then
+		set_of "p$p/A" 0
+		set_of "p$p/B" "$d"
+	else
+		i=1
+		while [ $i -le "$RUNS" ]; do
+			one "p$p/A" "r$i"
+			echo "$d" > $P
+			one "p$p/B" "r$i"
+			echo 0 > $P
+			i=$((i + 1))
+		done
+	fi
+	echo "power: pair $p done ($ORDER)"
 	p=$((p + 1))
 done
