@@ -62,14 +62,16 @@ def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
         for i in range(1, pairs + 1):
             a, b = out / f"p{i}" / "A", out / f"p{i}" / "B"
             c = compare.compare_sets(res.load([a]), res.load([b]))
-            row = next(x for s in c.scenarios for x in s.rows
-                       if x.metric == "walk clear_refs ns/PTE")
-            hit = c.verdict == compare.REGRESSION and row.significant
+            row = next((x for s in c.scenarios for x in s.rows
+                        if x.metric == "walk clear_refs ns/PTE"), None)
+            hit = c.verdict == compare.REGRESSION and row is not None and row.significant
             flagged += hit
             eff = med(b) / med(a) - 1
-            print(f"  power pair {i}: injected +{pct}% measured {eff:+.1%}; ns/PTE "
-                  f"{row.change_pct:+.1f}% q={row.q:.3g} noise {row.noise_pct:.1f}% "
-                  f"({row.noise_from}): {'flagged' if hit else 'NOT flagged'}")
+            how = ("no ns/PTE row" if row is None else f"ns/PTE not tested: {row.note}"
+                   if not row.tested else f"ns/PTE {row.change_pct:+.1f}% q={row.q:.3g} "
+                   f"noise {row.noise_pct:.1f}% ({row.noise_from})")
+            print(f"  power pair {i}: injected +{pct}% measured {eff:+.1%}; {how}: "
+                  f"{'flagged' if hit else 'NOT flagged'}")
             if i > 1:  # the A sets of consecutive pairs: an A/A in the same boot
                 aa = compare.compare_sets(res.load([out / f"p{i - 1}" / "A"]), res.load([a]))
                 aa_flagged += aa.verdict in (compare.REGRESSION, compare.IMPROVEMENT)
