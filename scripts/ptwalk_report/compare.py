@@ -8,9 +8,9 @@ Test, chosen from the sample sizes before looking at the values:
   exact Mann-Whitney U (SciPy, method 'exact') when it can reach alpha for
   the numbers of runs (4 vs 4 and more; 3 vs 3 cannot: its smallest
   two-sided p is 0.1); else Welch's t-test for walk metrics whose run values
-  are medians of at least WELCH_MIN_WALKS walks (approximately normal) and
+  are medians of at least 5 walks (approximately normal) and
   spread on both sides; else "too few runs to test".
-Tail metrics (victim max; a quantile q with fewer than TAIL_OPS / (1 - q)
+Tail metrics (victim max; a quantile q with fewer than 10 / (1 - q)
 operations in some run) are reported, not tested.
 False discoveries: Benjamini-Hochberg across every tested row of the whole
 comparison (all scenarios, all metrics), at level alpha.
