@@ -8,7 +8,7 @@
 set -eu
 
 pkgs_build="make g++ cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev gzip procps"
-pkgs_python="python3 python3-pytest python3-matplotlib"
+pkgs_python="python3 python3-pytest python3-matplotlib python3-scipy"
 pkgs_vm="qemu-system-x86 busybox-static cpio kmod zstd \
 linux-image-amd64 linux-image-cloud-amd64 linux-image-rt-amd64 \
 linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"

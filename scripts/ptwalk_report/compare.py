@@ -1,13 +1,25 @@
 """A/B comparison of two ptwalk result sets, per scenario and metric.
 
-A sample is one walk (walk cost, lock hold, attributed stall) or one run
-(victim latency quantiles during walks). A change is significant when
-Welch's t-test and Mann-Whitney U both reject "same distribution" at
-alpha and the change of means is at least --min-change percent. Every
-metric here is "higher is worse", so a significant increase is a
-REGRESSION and a significant decrease an IMPROVEMENT. With 3 runs a side
-Mann-Whitney cannot reach p < 0.05 at all; there Welch alone decides
-(marked '~'). Fewer than 3 samples on a side: no verdict.
+The unit of replication is the run: each run contributes one value per
+metric (the median of its walks for walk metrics; the run's own quantile
+for victim latencies). Per-walk data only give the within-run spread.
+
+Test, chosen from the sample sizes before looking at the values:
+  exact Mann-Whitney U (SciPy, method 'exact') when it can reach alpha for
+  the numbers of runs (4 vs 4 and more; 3 vs 3 cannot: its smallest
+  two-sided p is 0.1); else Welch's t-test for walk metrics whose run values
+  are medians of at least 5 walks (approximately normal) and
+  spread on both sides; else "too few runs to test".
+Tail metrics (victim max; a quantile q with fewer than 10 / (1 - q)
+operations in some run) are reported, not tested.
+False discoveries: Benjamini-Hochberg across every tested row of the whole
+comparison (all scenarios, all metrics), at level alpha.
+A row is flagged (*) when its BH-adjusted q < alpha AND |change of means|
+exceeds its noise: the largest of --min-change, the run-to-run %stddev of
+either side, and the A/A calibration for that scenario and metric
+(results/budgets/aa-noise.json, measured by `make bench`).
+Every metric is "higher is worse": a flagged increase is a REGRESSION, a
+flagged decrease an IMPROVEMENT.
 
 Exit status: 0 no regression, 1 regression, 2 bad input."""
 from __future__ import annotations
@@ -15,18 +27,47 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
+from . import hist
 from . import results as res
 from . import stats
 
-MIN_SAMPLES = 3
 REGRESSION = "REGRESSION"
 IMPROVEMENT = "IMPROVEMENT"
 NO_CHANGE = "NO SIGNIFICANT CHANGE"
 NO_VERDICT = "NO VERDICT"
+
+MIN_RUNS = 3            # fewer runs a side: nothing is tested
+WELCH_MIN_WALKS = 5     # a run's median of this many walks counts as ~normal
+TAIL_OPS = 10           # quantile q testable with >= TAIL_OPS / (1 - q) ops per run
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_NOISE = REPO / "results" / "budgets" / "aa-noise.json"
+NOISE_SCHEMA = "ptwalk.aa-noise/1"
+
+# victim latency quantiles of the phase during walks: label, key, q
+VICTIM_QUANTILES = (("p90", "p90_ns", 0.90), ("p99", "p99_ns", 0.99),
+                    ("p99.9", "p999_ns", 0.999), ("max", "max_ns", 1.0))
+WALK_FIELDS = (("ns/PTE", "ns_per_pte", "ns/PTE"), ("lock hold", "lock_hold_ns", "ns"),
+               ("max stall", "max_stall_ns", "ns"))
+
+
+@dataclass
+class Series:
+    """One metric of one scenario on one side: a value per run."""
+    name: str
+    unit: str
+    per: str                                    # what one run's value is
+    runs: list[float] = field(default_factory=list)
+    walks: list[int] = field(default_factory=list)      # walks behind each run value
+    within_pct: list[float] = field(default_factory=list)  # within-run %stddev of walks
+    ops: list[int] = field(default_factory=list)         # victim operations per run
+    q: float | None = None                       # victim quantile, 1.0 = max
+    pooled: float | None = None                  # quantile of the merged histograms
 
 
 @dataclass
@@ -34,23 +75,28 @@ class Row:
     metric: str
     unit: str
     per: str
-    n_a: int
+    n_a: int                          # runs
     n_b: int
-    mean_a: float | None = None
+    mean_a: float | None = None       # mean of the run values
     mean_b: float | None = None
-    stddev_pct_a: float | None = None
+    stddev_pct_a: float | None = None  # run-to-run %stddev (LKP's column)
     stddev_pct_b: float | None = None
+    within_pct_a: float | None = None  # median of within-run %stddev of walks
+    within_pct_b: float | None = None
     change_pct: float | None = None
-    ci_low: float | None = None      # 95% CI of mean(B) - mean(A), in `unit`
+    ci_low: float | None = None        # 95% bootstrap interval of %change (runs resampled)
     ci_high: float | None = None
-    welch_p: float | None = None
-    mwu_p: float | None = None
-    pooled_a: float | None = None    # quantile of merged histograms
+    test: str = ""                     # "MWU exact", "MWU asymptotic", "Welch", ""
+    p: float | None = None
+    q: float | None = None             # Benjamini-Hochberg adjusted p
+    noise_pct: float | None = None
+    noise_from: str = ""
+    pooled_a: float | None = None
     pooled_b: float | None = None
+    tested: bool = False
     significant: bool = False
     verdict: str = NO_VERDICT
     note: str = ""
-    note_mwu: str = ""
 
 
 @dataclass
@@ -63,43 +109,152 @@ class ScenarioComparison:
     note: str = ""
 
 
-def compare_samples(name: str, unit: str, per: str, a: Sequence[float], b: Sequence[float], *,
-                    alpha: float, min_change_pct: float, seed: int,
-                    iterations: int = 2000) -> Row:
-    row = Row(name, unit, per, len(a), len(b))
-    if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
-        row.note = "n<3: no verdict"
-        if a:
-            row.mean_a = stats.mean(a)
-        if b:
-            row.mean_b = stats.mean(b)
+@dataclass
+class Comparison:
+    verdict: str
+    scenarios: list[ScenarioComparison]
+    tested: int
+    untested: int
+    note: str = ""
+
+
+def _pct_sd(xs: Sequence[float]) -> float:
+    m = stats.mean(xs)
+    return 100.0 * stats.stdev(xs) / m if m else 0.0
+
+
+def series(runs: list[res.Result]) -> dict[str, Series]:
+    """Per-run values of every compared metric for the runs of one scenario."""
+    out: dict[str, Series] = {}
+    for r in runs:
+        per_kind: dict[str, list[dict[str, Any]]] = {}
+        for w in res.good_walks(r):
+            per_kind.setdefault(str(w["kind"]), []).append(w)
+        for kind, ws in sorted(per_kind.items()):
+            for label, key, unit in WALK_FIELDS:
+                vals = [float(w[key]) for w in ws if w.get(key) is not None]
+                if not vals:
+                    continue
+                s = out.setdefault(f"walk {kind} {label}",
+                                   Series(f"walk {kind} {label}", unit, "run median of walks"))
+                s.runs.append(stats.median(vals))
+                s.walks.append(len(vals))
+                s.within_pct.append(_pct_sd(vals) if len(vals) > 1 else 0.0)
+        for vname, v in sorted(r.doc.get("victims", {}).items()):
+            during = v.get("during", {})
+            if not during.get("count"):
+                continue
+            for label, key, q in VICTIM_QUANTILES:
+                if during.get(key) is None:
+                    continue
+                name = f"{vname} {label} during walks"
+                s = out.setdefault(name, Series(name, "ns", "run", q=q))
+                s.runs.append(float(during[key]))
+                s.ops.append(int(during["count"]))
+    for name, s in out.items():
+        if s.q is None:
+            continue
+        vname = name.split(" ", 1)[0]
+        merged = res.victim_hist(runs, vname, "during")
+        s.pooled = hist.quantile(merged, s.q)
+    return out
+
+
+def ops_needed(q: float) -> int:
+    return math.ceil(TAIL_OPS / (1.0 - q) - 1e-6) if q < 1.0 else 0
+
+
+def choose_test(a: Series | None, b: Series | None, alpha: float) -> tuple[str, str]:
+    """(test, reason it is not tested) from sample sizes and metric type only."""
+    if a is None or b is None:
+        return "", f"only in {'A' if a else 'B'}"
+    na, nb = len(a.runs), len(b.runs)
+    if a.q is not None:
+        if a.q >= 1.0:
+            return "", "tail (max): reported, not tested"
+        need = ops_needed(a.q)
+        few = min(a.ops + b.ops)
+        if few < need:
+            return "", f"tail: {few} ops in a run < {need} for this quantile"
+    if na < MIN_RUNS or nb < MIN_RUNS:
+        return "", f"too few runs to test ({na} vs {nb})"
+    if stats.mwu_floor(na, nb) < alpha:
+        return ("MWU exact" if max(na, nb) <= stats.EXACT_MAX_N else "MWU asymptotic"), ""
+    if a.q is None and min(a.walks + b.walks) >= WELCH_MIN_WALKS:
+        # Welch's normal model does not hold for a side without spread
+        # (e.g. no stall in any run: all zeros)
+        if len(set(a.runs)) == 1 or len(set(b.runs)) == 1:
+            return "", f"too few runs to test ({na} vs {nb}, no spread on one side)"
+        return "Welch", ""
+    return "", (f"too few runs to test ({na} vs {nb}: exact MWU p >= "
+                f"{stats.mwu_floor(na, nb):.2g})")
+
+
+def load_noise(path: str | Path | None) -> dict[str, float]:
+    """A/A calibration: 'scenario|metric' -> noise in percent of change."""
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise res.InputError(f"{path}: cannot read A/A calibration: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != NOISE_SCHEMA:
+        raise res.InputError(f"{path}: not a {NOISE_SCHEMA} document")
+    return {str(k): float(v) for k, v in doc.get("noise_pct", {}).items()}
+
+
+def make_row(scenario: str, a: Series | None, b: Series | None, *, alpha: float,
+             min_change_pct: float, noise: dict[str, float], seed: int,
+             iterations: int = 2000) -> Row:
+    proto = a or b
+    assert proto is not None
+    row = Row(proto.name, proto.unit, proto.per, len(a.runs) if a else 0,
+              len(b.runs) if b else 0)
+    for side, s in (("a", a), ("b", b)):
+        if s is None or not s.runs:
+            continue
+        setattr(row, f"mean_{side}", stats.mean(s.runs))
+        setattr(row, f"stddev_pct_{side}", _pct_sd(s.runs) if len(s.runs) > 1 else None)
+        if s.within_pct:
+            setattr(row, f"within_pct_{side}", stats.median(s.within_pct))
+        if s.q is not None:
+            setattr(row, f"pooled_{side}", s.pooled)
+    if a is not None and b is not None and row.mean_a is not None and row.mean_b is not None:
+        row.change_pct = stats.rel_change(a.runs, b.runs)
+        if len(a.runs) >= 2 and len(b.runs) >= 2:
+            row.ci_low, row.ci_high = stats.bootstrap_change_ci(
+                a.runs, b.runs, seed=seed, iterations=iterations)
+    test, why = choose_test(a, b, alpha)
+    if not test:
+        row.note = why
         return row
-    ma, mb = stats.mean(a), stats.mean(b)
-    row.mean_a, row.mean_b = ma, mb
-    row.stddev_pct_a = 100.0 * stats.stdev(a) / ma if ma else 0.0
-    row.stddev_pct_b = 100.0 * stats.stdev(b) / mb if mb else 0.0
-    row.change_pct = 100.0 * (mb - ma) / ma if ma else (0.0 if mb == ma else math.inf)
-    row.ci_low, row.ci_high = stats.bootstrap_diff_ci(a, b, seed=seed, iterations=iterations)
-    row.welch_p = stats.welch_t(a, b).p
-    row.mwu_p = stats.mann_whitney_u(a, b).p
-    if mwu_floor(len(a), len(b)) >= alpha:
-        # e.g. 3 runs against 3: no rank order reaches alpha, Welch decides
-        mwu_ok = True
-        row.note_mwu = f"MWU cannot reach p<{alpha:g} at n={len(a)}/{len(b)}"
-    else:
-        mwu_ok = row.mwu_p < alpha
-    row.significant = (row.welch_p < alpha and mwu_ok
-                       and abs(row.change_pct) >= min_change_pct)
-    if row.significant:
-        row.verdict = REGRESSION if mb > ma else IMPROVEMENT
-    else:
-        row.verdict = NO_CHANGE
+    assert a is not None and b is not None
+    row.test, row.tested = test, True
+    row.p = (stats.welch_t(a.runs, b.runs) if test == "Welch"
+             else stats.mann_whitney_u(a.runs, b.runs)).p
+    cands = [(min_change_pct, "min change")]
+    for sd in (row.stddev_pct_a, row.stddev_pct_b):
+        if sd is not None:
+            cands.append((sd, "runs"))
+    cal = noise.get(f"{scenario}|{row.metric}")
+    if cal is not None:
+        cands.append((cal, "A/A"))
+    row.noise_pct, row.noise_from = max(cands, key=lambda c: c[0])
     return row
 
 
-def mwu_floor(na: int, nb: int) -> float:
-    """Smallest p-value Mann-Whitney U can give for these sample sizes."""
-    return stats.mann_whitney_u(list(range(na)), list(range(na, na + nb))).p
+def decide(rows: Sequence[Row], alpha: float) -> None:
+    """Benjamini-Hochberg over the tested rows, then the noise rule."""
+    tested = [r for r in rows if r.tested]
+    for r, q in zip(tested, stats.bh_adjust([r.p for r in tested if r.p is not None])):
+        r.q = q
+        assert r.change_pct is not None and r.noise_pct is not None
+        r.significant = q < alpha and abs(r.change_pct) > r.noise_pct
+        if r.significant:
+            r.verdict = REGRESSION if r.change_pct > 0 else IMPROVEMENT
+        else:
+            r.verdict = NO_CHANGE
 
 
 def combine(verdicts: Sequence[str]) -> str:
@@ -113,36 +268,37 @@ def combine(verdicts: Sequence[str]) -> str:
 
 
 def compare_sets(a: list[res.Result], b: list[res.Result], *, alpha: float = 0.05,
-                 min_change_pct: float = 5.0, seed: int = 1,
-                 iterations: int = 2000) -> tuple[str, list[ScenarioComparison]]:
+                 min_change_pct: float = 5.0, noise: dict[str, float] | None = None,
+                 seed: int = 1, iterations: int = 2000) -> Comparison:
+    noise = {} if noise is None else noise
     ga = res.group(r for r in a if r.usable)
     gb = res.group(r for r in b if r.usable)
     out: list[ScenarioComparison] = []
     for key in sorted(set(ga) | set(gb)):
         ra, rb = ga.get(key, []), gb.get(key, [])
-        if not ra or not rb:
-            out.append(ScenarioComparison(str(key), len(ra), len(rb), NO_VERDICT,
-                                          note=f"only in {'A' if ra else 'B'}"))
-            continue
-        ma, mb = res.metrics(ra), res.metrics(rb)
         sc = ScenarioComparison(str(key), len(ra), len(rb), NO_VERDICT)
-        for name in sorted(set(ma) | set(mb), key=_metric_order):
-            xa, xb = ma.get(name), mb.get(name)
-            proto = xa or xb
-            assert proto is not None
-            row = compare_samples(name, proto.unit, proto.per, xa.samples if xa else [],
-                                  xb.samples if xb else [], alpha=alpha,
-                                  min_change_pct=min_change_pct,
-                                  seed=stats.seed_for(f"{key}|{name}", seed),
-                                  iterations=iterations)
-            row.pooled_a = xa.pooled if xa else None
-            row.pooled_b = xb.pooled if xb else None
-            sc.rows.append(row)
-        sc.verdict = combine([r.verdict for r in sc.rows])
-        if sc.verdict == NO_VERDICT:
-            sc.note = "n<3 on every metric"
         out.append(sc)
-    return combine([s.verdict for s in out]), out
+        if not ra or not rb:
+            sc.note = f"only in {'A' if ra else 'B'}"
+            continue
+        sa, sb = series(ra), series(rb)
+        for name in sorted(set(sa) | set(sb), key=_metric_order):
+            sc.rows.append(make_row(str(key), sa.get(name), sb.get(name), alpha=alpha,
+                                    min_change_pct=min_change_pct, noise=noise,
+                                    seed=stats.seed_for(f"{key}|{name}", seed),
+                                    iterations=iterations))
+    rows = [r for s in out for r in s.rows]
+    decide(rows, alpha)
+    for sc in out:
+        sc.verdict = combine([r.verdict for r in sc.rows])
+        if sc.verdict == NO_VERDICT and sc.rows:
+            sc.note = "no metric could be tested"
+    tested = sum(r.tested for r in rows)
+    verdict = combine([s.verdict for s in out])
+    note = ""
+    if not tested:
+        note = "too few runs to test anything: run more repeats per side (see README: Verdicts)"
+    return Comparison(verdict, out, tested, len(rows) - tested, note)
 
 
 def _metric_order(name: str) -> tuple[int, str]:
@@ -172,43 +328,62 @@ def fmt_ns(v: float) -> str:
     return f"{v:.3g}ns"
 
 
-def render(verdict: str, scs: list[ScenarioComparison], *, label_a: str, label_b: str,
-           alpha: float, min_change_pct: float) -> str:
+def _sd(v: float | None) -> str:
+    return f"±{v:4.0f}%" if v is not None else ""
+
+
+def render(c: Comparison, *, label_a: str, label_b: str, alpha: float,
+           min_change_pct: float, noise_file: str) -> str:
     lines = [f"ptwalk-compare  A: {label_a}  B: {label_b}",
-             f"significant (*): Welch p < {alpha} and Mann-Whitney p < {alpha} and "
-             f"|change| >= {min_change_pct:g}%",
-             "  (where MWU cannot reach the level for the sample sizes, e.g. 3 runs vs 3,"
-             " Welch alone decides: marked '~')",
-             "CI: 95% bootstrap CI of mean(B)-mean(A) (seeded); samples: per walk or per run", ""]
-    for sc in scs:
+             "samples: one value per run (walk metrics: the run's median of its walks); "
+             "%stddev: run to run",
+             f"tests: exact Mann-Whitney U where it can reach p<{alpha:g} (>= 4 vs 4 runs), "
+             f"else Welch on walk metrics (runs of >= {WELCH_MIN_WALKS} walks); "
+             "tails (max, quantiles of few ops) reported, not tested",
+             f"FDR: Benjamini-Hochberg over the {c.tested} tested rows of this comparison; "
+             f"q = adjusted p",
+             f"flagged (*): q < {alpha:g} and |%change| > noise = max({min_change_pct:g}%, "
+             f"run-to-run %stddev, A/A calibration: {noise_file})",
+             "CI: 95% bootstrap interval of %change, resampling runs (seeded)", ""]
+    hdr = (f"{'A':>10}  {'%stddev':>7}  {'%change':>10}  {'B':>10}  {'%stddev':>7}  "
+           f"{'runs':>5}  {'95% CI':>16}  {'test':>6}  {'p':>7}  {'q':>7}  {'noise':>6}  metric")
+    for sc in c.scenarios:
         lines.append(f"scenario {sc.scenario}   runs A={sc.runs_a} B={sc.runs_b}")
         if sc.rows:
-            lines.append(f"{'A':>12}  {'%stddev':>7}  {'%change':>10}  {'B':>12}  {'%stddev':>7}  "
-                         f"{'n A/B':>9}  {'95% CI of B-A':>23}  {'Welch p':>8}  {'MWU p':>8}  metric")
+            lines.append(hdr)
         for r in sc.rows:
-            if r.note:
-                lines.append(f"{fmt_value(r.mean_a, r.unit):>12}  {'':>7}  {'':>10}  "
-                             f"{fmt_value(r.mean_b, r.unit):>12}  {'':>7}  "
-                             f"{f'{r.n_a}/{r.n_b}':>9}  {r.note:>23}  {'':>8}  {'':>8}  {r.metric}")
-                continue
-            star = "*" if r.significant else " "
-            chg = f"{star}{r.change_pct:+.1f}%{star}"
-            ci = f"[{fmt_value(r.ci_low, r.unit)}, {fmt_value(r.ci_high, r.unit)}]"
-            pooled = ""
+            runs = f"{r.n_a}/{r.n_b}"
+            chg = "" if r.change_pct is None else f"{r.change_pct:+.1f}%"
+            if r.significant:
+                chg = f"*{chg}*"
+            elif r.tested:
+                chg = f" {chg} "
+            else:
+                chg = f"({chg})" if chg else ""
+            ci = ("" if r.ci_low is None else f"[{r.ci_low:+.0f}%, {r.ci_high:+.0f}%]")
+            what = f"{r.metric} ({r.unit}, per {r.per})"
             if r.pooled_a is not None and r.pooled_b is not None:
-                pooled = f"  (merged histograms: {fmt_ns(r.pooled_a)} -> {fmt_ns(r.pooled_b)})"
-            lines.append(f"{fmt_value(r.mean_a, r.unit):>12}  ±{r.stddev_pct_a:4.0f}%  {chg:>10}  "
-                         f"{fmt_value(r.mean_b, r.unit):>12}  ±{r.stddev_pct_b:4.0f}%  "
-                         f"{f'{r.n_a}/{r.n_b}':>9}  {ci:>23}  {r.welch_p:8.3g}  {r.mwu_p:7.3g}{'~' if r.note_mwu else ' '}  "
-                         f"{r.metric} ({r.unit}, per {r.per}){pooled}")
+                what += f" (merged histograms: {fmt_ns(r.pooled_a)} -> {fmt_ns(r.pooled_b)})"
+            if r.tested:
+                test = "MWU" if r.test.startswith("MWU") else "Welch"
+                stat = (f"{test:>6}  {r.p:7.3g}  {r.q:7.3g}  "
+                        f"{r.noise_pct:5.1f}%")
+            else:
+                stat = f"{'-':>6}  {'':>7}  {'':>7}  {'':>6}"
+                what += f"  [{r.note}]"
+            lines.append(f"{fmt_value(r.mean_a, r.unit):>10}  {_sd(r.stddev_pct_a):>7}  "
+                         f"{chg:>10}  {fmt_value(r.mean_b, r.unit):>10}  "
+                         f"{_sd(r.stddev_pct_b):>7}  {runs:>5}  {ci:>16}  {stat}  {what}")
         note = f" ({sc.note})" if sc.note else ""
         lines.append(f"verdict {sc.scenario}: {sc.verdict}{note}")
         lines.append("")
-    lines.append(f"overall: {verdict}")
+    flagged = sum(r.significant for s in c.scenarios for r in s.rows)
+    lines.append(f"rows: {c.tested} tested, {flagged} flagged, {c.untested} reported only")
+    lines.append(f"overall: {c.verdict}" + (f" ({c.note})" if c.note else ""))
     return "\n".join(lines) + "\n"
 
 
-def to_json(verdict: str, scs: list[ScenarioComparison], **meta: Any) -> dict[str, Any]:
+def to_json(c: Comparison, **meta: Any) -> dict[str, Any]:
     def clean(x: Any) -> Any:
         if isinstance(x, float) and not math.isfinite(x):
             return None
@@ -217,13 +392,22 @@ def to_json(verdict: str, scs: list[ScenarioComparison], **meta: Any) -> dict[st
         if isinstance(x, list):
             return [clean(v) for v in x]
         return x
-    return clean({"schema": "ptwalk.compare/1", **meta, "verdict": verdict,
-                  "scenarios": [asdict(s) for s in scs]})
+    return clean({"schema": "ptwalk.compare/2", **meta, "verdict": c.verdict,
+                  "tested_rows": c.tested, "untested_rows": c.untested, "note": c.note,
+                  "scenarios": [asdict(s) for s in c.scenarios]})
 
 
 def _label(rs: list[res.Result], args: list[str]) -> str:
     rel = sorted({r.release for r in rs})
     return f"{' '.join(args)} ({len(rs)} results, kernel {', '.join(rel)})"
+
+
+def _write_atomic(path: str, doc: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,9 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vs", dest="b", nargs="+", metavar="B",
                    help="candidate files/directories when A is a list")
     p.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="false discovery rate (Benjamini-Hochberg), default 0.05")
     p.add_argument("--min-change", type=float, default=5.0, metavar="PCT",
                    help="smallest |change of means| in percent that counts (default 5)")
+    p.add_argument("--noise", metavar="FILE", default=None,
+                   help=f"A/A calibration ({NOISE_SCHEMA}); default "
+                   "results/budgets/aa-noise.json when present; 'none' for none")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
     try:
         args = p.parse_args(argv)
@@ -253,7 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < args.alpha < 1.0:
         print("ptwalk-compare: error: --alpha must be in (0, 1)", file=sys.stderr)
         return 2
+    noise_file = args.noise
+    if noise_file is None:
+        noise_file = str(DEFAULT_NOISE) if DEFAULT_NOISE.exists() else "none"
     try:
+        noise = load_noise(None if noise_file == "none" else noise_file)
         a = res.load(args.a)
         b = res.load(args.b)
         if not any(r.usable for r in a) or not any(r.usable for r in b):
@@ -261,18 +453,19 @@ def main(argv: list[str] | None = None) -> int:
     except res.InputError as e:
         print(f"ptwalk-compare: error: {e}", file=sys.stderr)
         return 2
-    verdict, scs = compare_sets(a, b, alpha=args.alpha, min_change_pct=args.min_change,
-                                seed=args.seed)
+    c = compare_sets(a, b, alpha=args.alpha, min_change_pct=args.min_change, noise=noise,
+                     seed=args.seed)
     la, lb = _label(a, args.a), _label(b, args.b)
-    sys.stdout.write(render(verdict, scs, label_a=la, label_b=lb, alpha=args.alpha,
-                            min_change_pct=args.min_change))
+    shown = noise_file if noise_file == "none" else os.path.relpath(noise_file, REPO) \
+        if Path(noise_file).resolve().is_relative_to(REPO) else noise_file
+    sys.stdout.write(render(c, label_a=la, label_b=lb, alpha=args.alpha,
+                            min_change_pct=args.min_change, noise_file=shown))
     skipped = [str(r.path) for r in a + b if not r.usable]
     if skipped:
         print(f"skipped incomplete or failed results: {' '.join(skipped)}")
     if args.json:
-        doc = to_json(verdict, scs, a=la, b=lb, alpha=args.alpha,
-                      min_change_pct=args.min_change, seed=args.seed, skipped=skipped)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-    return 1 if verdict == REGRESSION else 0
+        doc = to_json(c, a=la, b=lb, alpha=args.alpha, fdr="Benjamini-Hochberg",
+                      min_change_pct=args.min_change, noise_file=shown, seed=args.seed,
+                      skipped=skipped)
+        _write_atomic(args.json, doc)
+    return 1 if c.verdict == REGRESSION else 0

@@ -1,14 +1,24 @@
-"""Statistics with the standard library only, so they are unit-testable
-anywhere: Student's t distribution (via the regularized incomplete beta
-function), Welch's t-test, Mann-Whitney U (normal approximation with tie
-correction) and a seeded percentile bootstrap of a difference of means."""
+"""Statistics of ptwalk compare and the fits, on SciPy (python3-scipy):
+exact Mann-Whitney U for small samples, Welch's t-test, Benjamini-Hochberg
+adjusted p-values, a seeded bootstrap that resamples runs, and the Student
+t quantiles the fits use. The unit of replication is the run: callers pass
+one value per run."""
 from __future__ import annotations
 
 import math
-import random
 import zlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+# exact Mann-Whitney up to this many runs a side (SciPy's exact null
+# distribution; beyond it the normal approximation is accurate)
+EXACT_MAX_N = 25
+# ties: exact permutation distribution when there are at most this many
+# splits of the pooled sample, else the normal approximation with tie correction
+PERMUTATION_MAX = 200_000
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -28,6 +38,10 @@ def stdev(xs: Sequence[float]) -> float:
     return math.sqrt(variance(xs))
 
 
+def median(xs: Sequence[float]) -> float:
+    return float(np.median(np.asarray(xs, dtype=float)))
+
+
 def quantile(xs: Sequence[float], q: float) -> float:
     """Nearest-rank quantile (as ptwalk's walk_summary)."""
     s = sorted(xs)
@@ -35,152 +49,96 @@ def quantile(xs: Sequence[float], q: float) -> float:
     return s[rank - 1]
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    d = tiny if abs(d) < tiny else d
-    d = 1.0 / d
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            return h
-    raise ArithmeticError(f"betainc({a}, {b}, {x}) did not converge")
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if a <= 0 or b <= 0:
-        raise ValueError("betainc needs a > 0 and b > 0")
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
 def t_cdf(t: float, df: float) -> float:
     """CDF of Student's t distribution with df degrees of freedom."""
     if df <= 0:
         raise ValueError("t_cdf needs df > 0")
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    t2 = t * t
-    if t2 < df:
-        # near 0: I_x(df/2, 1/2) with x close to 1 loses precision; use the
-        # complement 1 - I_{1-x}(1/2, df/2)
-        tail = 0.5 - 0.5 * betainc(0.5, df / 2.0, t2 / (df + t2))
-    else:
-        tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t2))
-    return 1.0 - tail if t > 0 else tail
+    return float(sps.t.cdf(t, df))
 
 
 def t_ppf(p: float, df: float) -> float:
-    """Inverse of t_cdf, by bisection (monotone, so robust)."""
+    """Quantile of Student's t distribution."""
     if not 0.0 < p < 1.0:
         raise ValueError("t_ppf needs 0 < p < 1")
-    lo, hi = -1.0, 1.0
-    while t_cdf(lo, df) > p:
-        lo *= 2.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, abs(mid)):
-            break
-    return (lo + hi) / 2.0
-
-
-def norm_cdf(z: float) -> float:
-    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+    if df <= 0:
+        raise ValueError("t_ppf needs df > 0")
+    return float(sps.t.ppf(p, df))
 
 
 @dataclass(frozen=True)
 class TestResult:
     statistic: float
     p: float
+    method: str
     df: float | None = None
 
 
 def welch_t(a: Sequence[float], b: Sequence[float]) -> TestResult:
-    """Welch's unequal-variance t-test, two-sided."""
-    na, nb = len(a), len(b)
-    if na < 2 or nb < 2:
+    """Welch's unequal-variance t-test, two-sided; statistic > 0 when b > a."""
+    if len(a) < 2 or len(b) < 2:
         raise ValueError("welch_t needs at least 2 samples per side")
     ma, mb = mean(a), mean(b)
-    va, vb = variance(a) / na, variance(b) / nb
-    se2 = va + vb
-    if se2 == 0.0:
+    va, vb = variance(a) / len(a), variance(b) / len(b)
+    if va + vb == 0.0:
+        # no spread at all: equal means are the same, different ones differ
         return TestResult(0.0 if ma == mb else math.copysign(math.inf, mb - ma),
-                          1.0 if ma == mb else 0.0, float(na + nb - 2))
-    t = (mb - ma) / math.sqrt(se2)
-    df = se2 * se2 / ((va * va) / (na - 1) + (vb * vb) / (nb - 1))
-    p = 2.0 * t_cdf(-abs(t), df)
-    return TestResult(t, min(1.0, p), df)
+                          1.0 if ma == mb else 0.0, "welch", float(len(a) + len(b) - 2))
+    r = sps.ttest_ind(b, a, equal_var=False)
+    df = (va + vb) ** 2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
+    return TestResult(float(r.statistic), float(r.pvalue), "welch", df)
 
 
-def rank(values: Sequence[float]) -> tuple[list[float], list[int]]:
-    """Average ranks (1-based) and the sizes of tie groups."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    ties: list[int] = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        r = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            ranks[order[k]] = r
-        if j > i:
-            ties.append(j - i + 1)
-        i = j + 1
-    return ranks, ties
+def mwu_floor(na: int, nb: int) -> float:
+    """Smallest two-sided p-value the exact Mann-Whitney U test can give for
+    these sample sizes (complete separation): 2 / C(na + nb, na)."""
+    if na < 1 or nb < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(na + nb, na))
 
 
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> TestResult:
-    """Mann-Whitney U, two-sided, normal approximation with tie and
-    continuity correction. statistic = U of sample a."""
+    """Mann-Whitney U, two-sided; statistic = U of sample a. Exact for up to
+    EXACT_MAX_N values a side: SciPy's exact distribution without ties, the
+    exact permutation distribution of U with ties; otherwise the normal
+    approximation with tie and continuity correction."""
     na, nb = len(a), len(b)
     if na < 1 or nb < 1:
         raise ValueError("mann_whitney_u needs samples on both sides")
-    ranks, ties = rank(list(a) + list(b))
-    u_a = math.fsum(ranks[:na]) - na * (na + 1) / 2.0
-    n = na + nb
-    mu = na * nb / 2.0
-    tie_term = sum(t ** 3 - t for t in ties) / (n * (n - 1)) if n > 1 else 0.0
-    var = na * nb / 12.0 * ((n + 1) - tie_term)
-    if var <= 0.0:
-        return TestResult(u_a, 1.0)
-    diff = u_a - mu
-    z = (abs(diff) - 0.5) / math.sqrt(var) if abs(diff) >= 0.5 else 0.0
-    return TestResult(u_a, min(1.0, 2.0 * (1.0 - norm_cdf(z))))
+    pooled = list(a) + list(b)
+    ties = len(set(pooled)) < len(pooled)
+    if max(na, nb) <= EXACT_MAX_N and not ties:
+        r = sps.mannwhitneyu(a, b, alternative="two-sided", method="exact")
+        return TestResult(float(r.statistic), float(r.pvalue), "exact")
+    if max(na, nb) <= EXACT_MAX_N and math.comb(na + nb, na) <= PERMUTATION_MAX:
+        if len(set(pooled)) == 1:
+            return TestResult(na * nb / 2.0, 1.0, "exact")
+
+        def u_stat(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+            return sps.mannwhitneyu(x, y, axis=axis, method="asymptotic").statistic
+
+        r = sps.permutation_test((np.asarray(a, float), np.asarray(b, float)), u_stat,
+                                 permutation_type="independent", vectorized=True,
+                                 n_resamples=math.inf, alternative="two-sided")
+        u = float(sps.mannwhitneyu(a, b, method="asymptotic").statistic)
+        return TestResult(u, min(1.0, float(r.pvalue)), "exact")
+    r = sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic")
+    return TestResult(float(r.statistic), float(r.pvalue), "asymptotic")
+
+
+def bh_adjust(ps: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values): reject at FDR q
+    exactly the hypotheses whose adjusted value is <= q."""
+    m = len(ps)
+    if m == 0:
+        return []
+    order = sorted(range(m), key=lambda i: ps[i])
+    out = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * m / rank)
+        out[i] = min(1.0, running)
+    return out
 
 
 def seed_for(name: str, base: int = 0) -> int:
@@ -188,18 +146,31 @@ def seed_for(name: str, base: int = 0) -> int:
     return zlib.crc32(name.encode()) ^ base
 
 
-def bootstrap_diff_ci(a: Sequence[float], b: Sequence[float], *, seed: int,
-                      level: float = 0.95, iterations: int = 2000) -> tuple[float, float]:
-    """Percentile bootstrap CI of mean(b) - mean(a); reproducible for a seed."""
-    rng = random.Random(seed)
-    a, b = list(a), list(b)
-    na, nb = len(a), len(b)
-    diffs = []
-    for _ in range(iterations):
-        ma = math.fsum(rng.choices(a, k=na)) / na
-        mb = math.fsum(rng.choices(b, k=nb)) / nb
-        diffs.append(mb - ma)
-    diffs.sort()
-    lo_i = int(math.floor((1.0 - level) / 2.0 * iterations))
-    hi_i = min(iterations - 1, int(math.ceil((1.0 + level) / 2.0 * iterations)) - 1)
-    return diffs[lo_i], diffs[hi_i]
+def rel_change(a: Sequence[float], b: Sequence[float]) -> float:
+    """Percent change of the mean of b over the mean of a."""
+    ma, mb = mean(a), mean(b)
+    if ma == 0.0:
+        return 0.0 if mb == 0.0 else math.copysign(math.inf, mb)
+    return 100.0 * (mb - ma) / ma
+
+
+def bootstrap_change_ci(a: Sequence[float], b: Sequence[float], *, seed: int,
+                        level: float = 0.95, iterations: int = 2000,
+                        statistic: Callable[[Sequence[float], Sequence[float]], float]
+                        = rel_change) -> tuple[float, float]:
+    """Percentile bootstrap interval of statistic(a, b) (default: percent
+    change of means), resampling the runs of each side with replacement;
+    reproducible for a seed. With 3 runs a side it is coarse: at most 10
+    distinct resampled means per side."""
+    rng = np.random.default_rng(seed)
+    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    ia = rng.integers(0, len(xa), size=(iterations, len(xa)))
+    ib = rng.integers(0, len(xb), size=(iterations, len(xb)))
+    ma, mb = xa[ia].mean(axis=1), xb[ib].mean(axis=1)
+    if statistic is rel_change:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(ma != 0, 100.0 * (mb - ma) / ma, 0.0)
+    else:
+        d = np.array([statistic(list(xa[i]), list(xb[j])) for i, j in zip(ia, ib)])
+    lo, hi = np.quantile(d, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)
