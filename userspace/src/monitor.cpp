@@ -959,7 +959,8 @@ int run_monitor(const MonitorOptions &o)
 					 w.target_tgid ? target_comm(w.target_tgid) : "",
 					 w.kind, lock_mode_name(w.hold.write),
 					 double(w.hold.ns()) / 1e9, waits, w.waiters_total,
-					 w.target_tgid != 0, w.basis, double(now_ns()) / 1e9);
+					 w.target_tgid != 0, w.self, w.basis,
+					 double(now_ns()) / 1e9);
 			if (!continuous || !o.out_path.empty()) {
 				walks.push_back(w);
 				if (continuous && walks.size() > 100000)

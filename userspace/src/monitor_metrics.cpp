@@ -13,7 +13,7 @@ MonitorMetrics::MonitorMetrics(size_t max_comms)
 void MonitorMetrics::add_walk(const std::string &walker, const std::string &target,
 			      const std::string &kind, const std::string &mode, double hold_s,
 			      const std::vector<double> &waits_s, size_t waiters_total,
-			      bool target_known, const std::string &basis, double now_s)
+			      bool target_known, bool self, const std::string &basis, double now_s)
 {
 	std::lock_guard<std::mutex> g(mu_);
 	const std::string w = walkers_.fold(walker);
@@ -28,10 +28,13 @@ void MonitorMetrics::add_walk(const std::string &walker, const std::string &targ
 		longest = std::max(longest, x);
 	}
 	basis_[basis]++;
-	auto &r = recent_[t];
+	for (auto &[k, q] : recent_)
+		while (!q.empty() && std::get<0>(q.front()) < now_s - kRecentWindowS)
+			q.pop_front();
+	if (self)
+		return;
+	auto &r = recent_[{w, t}];
 	r.emplace_back(now_s, longest, hold_s);
-	while (!r.empty() && std::get<0>(r.front()) < now_s - kRecentWindowS)
-		r.pop_front();
 }
 
 void MonitorMetrics::set_health(const MonitorHealth &h)
@@ -67,24 +70,21 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 	for (const auto &[k, s] : series_)
 		x.sample("ptwalk_monitor_walk_waiters_total", labels(k), double(s.waiters));
 
+	auto recent = [&](const char *name, int field) {
+		for (const auto &[wt, q] : recent_) {
+			double m = 0;
+			for (const auto &e : q)
+				if (std::get<0>(e) >= now_s - kRecentWindowS)
+					m = std::max(m, field == 1 ? std::get<1>(e) : std::get<2>(e));
+			x.sample(name, {{"walker", wt.first}, {"target", wt.second}}, m);
+		}
+	};
 	x.family("ptwalk_monitor_recent_wait_max_seconds", "gauge",
-		 "longest wait behind a walk of this target that ended in the last 60 s (0: none)");
-	for (const auto &[t, q] : recent_) {
-		double m = 0;
-		for (const auto &e : q)
-			if (std::get<0>(e) >= now_s - kRecentWindowS)
-				m = std::max(m, std::get<1>(e));
-		x.sample("ptwalk_monitor_recent_wait_max_seconds", {{"target", t}}, m);
-	}
+		 "longest wait behind a walk of target by walker (another process) that ended in the last 60 s (0: none)");
+	recent("ptwalk_monitor_recent_wait_max_seconds", 1);
 	x.family("ptwalk_monitor_recent_hold_max_seconds", "gauge",
-		 "longest walk hold of this target that ended in the last 60 s (0: none)");
-	for (const auto &[t, q] : recent_) {
-		double m = 0;
-		for (const auto &e : q)
-			if (std::get<0>(e) >= now_s - kRecentWindowS)
-				m = std::max(m, std::get<2>(e));
-		x.sample("ptwalk_monitor_recent_hold_max_seconds", {{"target", t}}, m);
-	}
+		 "longest mmap_lock hold of a walk of target by walker (another process) that ended in the last 60 s (0: none)");
+	recent("ptwalk_monitor_recent_hold_max_seconds", 2);
 	x.family("ptwalk_monitor_target_basis_total", "counter",
 		 "walks by how the target was named: probe, fd_table, exit (own teardown) or unknown");
 	for (const auto &[b, n] : basis_)

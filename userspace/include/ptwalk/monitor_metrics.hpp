@@ -35,12 +35,13 @@ public:
 	void add_walk(const std::string &walker, const std::string &target,
 		      const std::string &kind, const std::string &mode, double hold_s,
 		      const std::vector<double> &waits_s, size_t waiters_total,
-		      bool target_known, const std::string &basis, double now_s);
+		      bool target_known, bool self, const std::string &basis, double now_s);
 	void set_health(const MonitorHealth &h);
 	// The exposition text. now_s as above; cpu_s: this process's CPU time.
 	std::string render(double now_s, double cpu_s, double start_time_unix_s) const;
 
-	// Longest wait in walks that ended within this window, per target.
+	// Longest hold/wait of walks by another process (not the target's own
+	// holds) that ended within this window, per walker and target.
 	static constexpr double kRecentWindowS = 60;
 
 private:
@@ -54,8 +55,9 @@ private:
 	prom::LabelFolder walkers_, targets_;
 	std::map<Key, Series> series_;
 	std::map<std::string, uint64_t> basis_;
-	// per target: (end time, longest wait, hold) of recent walks
-	std::map<std::string, std::deque<std::tuple<double, double, double>>> recent_;
+	// per (walker, target): (end time, longest wait, hold) of recent walks
+	std::map<std::pair<std::string, std::string>,
+		 std::deque<std::tuple<double, double, double>>> recent_;
 	MonitorHealth health_;
 };
 
