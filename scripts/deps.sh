@@ -15,8 +15,9 @@ linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
 pkgs_module="dkms linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
 pkgs_perf="linux-perf"
 # the real Prometheus server and promtool for the monitor tests (the
-# package's own service is not used: tests run a private instance)
-pkgs_prometheus="prometheus"
+# package's own service is not used: tests run a private instance), and
+# a YAML parser for the deploy/ files' test
+pkgs_prometheus="prometheus python3-yaml"
 
 groups="${*:-build python vm module perf prometheus}"
 want=""

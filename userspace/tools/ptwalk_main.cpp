@@ -80,6 +80,9 @@ const char kUsage[] =
 	"  --textfile-interval T  (default 15s)\n"
 	"  --max-comms N        distinct walker/target comm labels before \"other\"\n"
 	"                       (default 64)\n"
+	"  --quiet              no table on stdout, no start line on stderr\n"
+	"  SIGTERM or SIGINT stops it cleanly (exit 0; the last textfile and the\n"
+	"  JSON are written whole)\n"
 	"\n"
 	"exit status: 0 done, 1 failed, 2 bad usage, 4 skipped (unsupported here),\n"
 	"128+N interrupted by signal N (a partial result is still written)\n";
@@ -222,8 +225,22 @@ int cmd_run(Args &a)
 	return run_command(std::move(o));
 }
 
+// `ptwalk monitor --help`: its part of the usage text, on stdout, exit 0.
+[[noreturn]] void monitor_help()
+{
+	const std::string u = kUsage;
+	const size_t b = u.find("ptwalk monitor options:");
+	const size_t e = u.find("\n\n", b);
+	printf("usage: ptwalk monitor [options]\n\n%s\n\n%s", u.substr(b, e - b).c_str(),
+	       u.substr(u.find("exit status:")).c_str());
+	exit(0);
+}
+
 int cmd_monitor(Args &a)
 {
+	for (const auto &x : a.argv)
+		if (x == "--help" || x == "-h")
+			monitor_help();
 	MonitorOptions o;
 	std::string k, v;
 	bool duration_given = false;
