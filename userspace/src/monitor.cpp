@@ -271,8 +271,44 @@ std::optional<WalkFile> parse_walk_file(std::string_view link)
 // --- WalkTracker ------------------------------------------------------
 
 WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
-	: cfg_(c), emit_(std::move(emit)), probe_at_(std::move(probe_at)), pairer_(*this)
+	: cfg_(c), emit_(std::move(emit)), probe_at_(std::move(probe_at))
 {
+}
+
+void WalkTracker::pair(const LockEvent &e)
+{
+	const auto key = std::make_pair(e.tid, e.mm);
+	auto it = states_.find(key);
+	switch (e.type) {
+	case LockEventType::StartLocking:
+		if (it != states_.end())
+			unpaired_++; // lost acquire_returned or released
+		states_[key] = State{false, e.write, e.time_ns};
+		break;
+	case LockEventType::AcquireReturned:
+		if (it != states_.end() && !it->second.holding) {
+			wait(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
+		} else if (it != states_.end() && it->second.write && !e.write) {
+			// mmap_write_downgrade(): the write hold ends, a read hold starts
+			hold(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid, true, true});
+		} else {
+			unpaired_++; // lost start_locking (or released)
+		}
+		if (e.success)
+			states_[key] = State{true, e.write, e.time_ns};
+		else
+			states_.erase(key);
+		break;
+	case LockEventType::Released:
+		if (it != states_.end() && it->second.holding)
+			hold(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid,
+				      it->second.write, true});
+		else
+			unpaired_++;
+		if (it != states_.end())
+			states_.erase(it);
+		break;
+	}
 }
 
 void WalkTracker::lock(const LockEvent &e)
@@ -285,7 +321,7 @@ void WalkTracker::lock(const LockEvent &e)
 			probe_facts_++;
 		}
 	}
-	pairer_.feed(e);
+	pair(e);
 }
 
 void WalkTracker::fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f)
@@ -295,18 +331,21 @@ void WalkTracker::fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f)
 
 void WalkTracker::wait(const LockSpan &w)
 {
+	// Only waits that end after a walk's hold began can be behind it: a
+	// wait that ended while the hold went on was granted alongside it (both
+	// read), so a wait is matched against the walks pending when it ends.
 	if (w.ns() < cfg_.min_wait_ns || (cfg_.prober_tid && w.tid == cfg_.prober_tid))
 		return; // our own probe queued behind a walk is not a victim
+	if (pending_.empty() || !pending_mms_.count(w.mm))
+		return;
 	for (auto &p : pending_) {
 		const LockSpan &h = p.walk.hold;
 		if (h.mm == w.mm && w.tid != h.tid && w.overlaps(h.start_ns, h.end_ns)) {
 			p.walk.waiters.push_back(w);
+			if (on_task_)
+				on_task_(w.tid, w.tgid);
 		}
 	}
-	auto &q = recent_waits_[w.mm];
-	q.push_back(w);
-	while (!q.empty() && q.front().end_ns + 2'000'000'000ull < w.end_ns)
-		q.pop_front();
 }
 
 void WalkTracker::hold(const LockSpan &h)
@@ -315,11 +354,10 @@ void WalkTracker::hold(const LockSpan &h)
 		return;
 	Pending p;
 	p.walk.hold = h;
-	if (auto it = recent_waits_.find(h.mm); it != recent_waits_.end())
-		for (const auto &w : it->second)
-			if (w.tid != h.tid && w.overlaps(h.start_ns, h.end_ns))
-				p.walk.waiters.push_back(w);
 	pending_.push_back(std::move(p));
+	pending_mms_[h.mm]++;
+	if (on_task_)
+		on_task_(h.tid, h.tgid);
 }
 
 bool WalkTracker::resolve(Walk &w, bool final)
@@ -385,6 +423,8 @@ void WalkTracker::advance(uint64_t now, bool final)
 			w.waiters.resize(32);
 		if (emit_)
 			emit_(w);
+		if (auto pm = pending_mms_.find(w.hold.mm); pm != pending_mms_.end() && --pm->second == 0)
+			pending_mms_.erase(pm);
 		it = pending_.erase(it);
 	}
 	if (final || now > last_prune_ + 10'000'000'000ull) {
@@ -392,10 +432,6 @@ void WalkTracker::advance(uint64_t now, bool final)
 		const uint64_t old = now > 10'000'000'000ull ? now - 10'000'000'000ull : 0;
 		for (auto it = fd_ev_.begin(); it != fd_ev_.end();)
 			it = it->first.second < old ? fd_ev_.erase(it) : std::next(it);
-		for (auto it = recent_waits_.begin(); it != recent_waits_.end();)
-			it = it->second.empty() || it->second.back().end_ns < old
-				     ? recent_waits_.erase(it)
-				     : std::next(it);
 		if (now > 600'000'000'000ull)
 			owners_.prune(now - 600'000'000'000ull);
 	}
@@ -459,9 +495,14 @@ public:
 		lookup(tid);
 		lookup(tgid);
 	}
-	void set(pid_t tid, std::string_view comm) { names_[tid] = std::string(comm); }
+	void set(pid_t tid, std::string_view comm)
+	{
+		bound();
+		names_[tid] = std::string(comm);
+	}
 	void fork(pid_t ptid, pid_t tid)
 	{
+		bound();
 		lookup(ptid);
 		if (!names_.count(tid))
 			names_[tid] = names_[ptid];
@@ -474,6 +515,12 @@ public:
 	void forget(pid_t pid) { names_.erase(pid); }
 
 private:
+	// a run of weeks sees millions of tasks: names are re-read when needed
+	void bound()
+	{
+		if (names_.size() > 262144)
+			names_.clear();
+	}
 	void lookup(pid_t pid)
 	{
 		if (pid <= 0)
@@ -632,7 +679,7 @@ private:
 				last_full_ = now_ns();
 				ready_.notify_all();
 			}
-			cv_.wait_for(l, std::chrono::milliseconds(20),
+			cv_.wait_for(l, std::chrono::milliseconds(100),
 				     [this] { return !running_ || full_scan_; });
 		}
 	}
@@ -971,10 +1018,8 @@ int run_monitor(const MonitorOptions &o)
 
 	MonitorTrace trace;
 	MonitorTrace::Hooks hooks;
-	hooks.lock = [&](const LockEvent &e) {
-		names.note(e.tid, e.tgid);
-		tracker.lock(e);
-	};
+	tracker.on_task([&](pid_t tid, pid_t tgid) { names.note(tid, tgid); });
+	hooks.lock = [&](const LockEvent &e) { tracker.lock(e); };
 	hooks.ended = [&](pid_t tgid, uint64_t t, bool exec) {
 		tracker.task_end(tgid, t, exec);
 		if (exec)
@@ -1040,7 +1085,7 @@ int run_monitor(const MonitorOptions &o)
 			}
 			next_text = now_ns() + o.textfile_interval_ns;
 		}
-		uint64_t step = std::min<uint64_t>(end - now_ns() + 1, 50'000'000);
+		uint64_t step = std::min<uint64_t>(end - now_ns() + 1, 200'000'000);
 		timespec ts{time_t(step / 1'000'000'000), long(step % 1'000'000'000)};
 		nanosleep(&ts, nullptr); // a signal ends the sleep
 	}

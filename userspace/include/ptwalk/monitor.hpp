@@ -174,7 +174,7 @@ struct Walk {
 
 // The streaming analysis: time-ordered lock events (and facts) in,
 // finished walks out. Not thread-safe: one feeding thread.
-class WalkTracker final : private LockPairer::Sink {
+class WalkTracker final {
 public:
 	struct Config {
 		uint64_t min_hold_ns = 1'000'000;
@@ -199,16 +199,28 @@ public:
 	// A pending walk waits for a probe of an unknown mm.
 	bool wants_probe() const { return wants_probe_; }
 	void clear_wants_probe() { wants_probe_ = false; }
+	// Called for the holder of each walk and each waiter behind one, as
+	// they are seen (to read their names while they live).
+	void on_task(std::function<void(pid_t tid, pid_t tgid)> f) { on_task_ = std::move(f); }
 
 	uint64_t events() const { return events_; }
-	uint64_t unpaired() const { return pairer_.unpaired(); }
+	uint64_t unpaired() const { return unpaired_; }
 	uint64_t probe_facts() const { return probe_facts_; }
+	size_t tasks_in_flight() const { return states_.size(); }
 	const MmOwners &owners() const { return owners_; }
 
 private:
-	void wait(const LockSpan &w) override;
-	void hold(const LockSpan &h) override;
+	// LockPairer's state machine, but a task's state is dropped once idle:
+	// memory stays bounded by the tasks in flight in a run of weeks.
+	void pair(const LockEvent &e);
+	void wait(const LockSpan &w);
+	void hold(const LockSpan &h);
 	bool resolve(Walk &w, bool final);
+	struct State {
+		bool holding = false; // else waiting
+		bool write = false;
+		uint64_t since = 0;
+	};
 
 	struct Pending {
 		Walk walk;
@@ -217,11 +229,12 @@ private:
 	Config cfg_;
 	Emit emit_;
 	ProbeLookup probe_at_;
-	LockPairer pairer_;
+	std::function<void(pid_t, pid_t)> on_task_;
+	std::map<std::pair<pid_t, uint64_t>, State> states_; // (tid, mm)
+	uint64_t unpaired_ = 0;
 	MmOwners owners_;
 	std::deque<Pending> pending_;
-	// recent waits per mm (for holds whose waiters ended first)
-	std::unordered_map<uint64_t, std::deque<LockSpan>> recent_waits_;
+	std::unordered_map<uint64_t, uint32_t> pending_mms_; // mm -> pending walks
 	std::map<std::pair<pid_t, uint64_t>, WalkFile> fd_ev_; // (tid, hold start)
 	uint64_t events_ = 0, probe_facts_ = 0, last_prune_ = 0;
 	bool wants_probe_ = false;
