@@ -358,6 +358,9 @@ void WalkTracker::hold(const LockSpan &h)
 	pending_mms_[h.mm]++;
 	if (on_task_)
 		on_task_(h.tid, h.tgid);
+	if (on_foreign_ && !fd_ev_.count({h.tid, h.start_ns}) &&
+	    owners_.owner_at(h.mm, h.start_ns, h.tgid).tgid != h.tgid)
+		on_foreign_(h);
 }
 
 bool WalkTracker::resolve(Walk &w, bool final)
@@ -856,16 +859,8 @@ private:
 		pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
 		hooks_.round(limit == UINT64_MAX ? drained_at : limit, final);
 	}
-	void task_comm(pid_t, pid_t tid, std::string_view comm) override
-	{
-		if (hooks_.comm)
-			hooks_.comm(tid, comm);
-	}
-	void task_fork(pid_t pid, pid_t, pid_t tid, pid_t ptid) override
-	{
-		if (hooks_.fork)
-			hooks_.fork(pid, tid, ptid);
-	}
+public:
+	// What the holder has open now (the hold that began at `since`).
 	void scan_fds(pid_t tid, pid_t tgid, uint64_t since)
 	{
 		fd_scans_.fetch_add(1, std::memory_order_relaxed);
@@ -893,6 +888,17 @@ private:
 			hooks_.fd_evidence(tid, since, *best);
 	}
 
+private:
+	void task_comm(pid_t, pid_t tid, std::string_view comm) override
+	{
+		if (hooks_.comm)
+			hooks_.comm(tid, comm);
+	}
+	void task_fork(pid_t pid, pid_t, pid_t tid, pid_t ptid) override
+	{
+		if (hooks_.fork)
+			hooks_.fork(pid, tid, ptid);
+	}
 	static constexpr uint64_t kMargin = 10'000'000;
 	struct Inflight {
 		pid_t tgid;
@@ -1019,6 +1025,7 @@ int run_monitor(const MonitorOptions &o)
 	MonitorTrace trace;
 	MonitorTrace::Hooks hooks;
 	tracker.on_task([&](pid_t tid, pid_t tgid) { names.note(tid, tgid); });
+	tracker.on_foreign_hold([&](const LockSpan &h) { trace.scan_fds(h.tid, h.tgid, h.start_ns); });
 	hooks.lock = [&](const LockEvent &e) { tracker.lock(e); };
 	hooks.ended = [&](pid_t tgid, uint64_t t, bool exec) {
 		tracker.task_end(tgid, t, exec);

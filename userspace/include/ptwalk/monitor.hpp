@@ -202,6 +202,10 @@ public:
 	// Called for the holder of each walk and each waiter behind one, as
 	// they are seen (to read their names while they live).
 	void on_task(std::function<void(pid_t tid, pid_t tgid)> f) { on_task_ = std::move(f); }
+	// Called when a walk of another process's (or an unknown) mm ends and
+	// no fd evidence was taken in flight: the walker may still have the
+	// file open (a reader of smaps between two read() calls).
+	void on_foreign_hold(std::function<void(const LockSpan &)> f) { on_foreign_ = std::move(f); }
 
 	uint64_t events() const { return events_; }
 	uint64_t unpaired() const { return unpaired_; }
@@ -230,6 +234,7 @@ private:
 	Emit emit_;
 	ProbeLookup probe_at_;
 	std::function<void(pid_t, pid_t)> on_task_;
+	std::function<void(const LockSpan &)> on_foreign_;
 	std::map<std::pair<pid_t, uint64_t>, State> states_; // (tid, mm)
 	uint64_t unpaired_ = 0;
 	MmOwners owners_;
