@@ -277,36 +277,30 @@ WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
 
 void WalkTracker::pair(const LockEvent &e)
 {
-	const auto key = std::make_pair(e.tid, e.mm);
-	auto it = states_.find(key);
+	State &st = states_[std::make_pair(e.tid, e.mm)];
 	switch (e.type) {
 	case LockEventType::StartLocking:
-		if (it != states_.end())
+		if (st.phase != Phase::Idle)
 			unpaired_++; // lost acquire_returned or released
-		states_[key] = State{false, e.write, e.time_ns};
+		st = State{Phase::Waiting, e.write, e.time_ns};
 		break;
 	case LockEventType::AcquireReturned:
-		if (it != states_.end() && !it->second.holding) {
-			wait(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
-		} else if (it != states_.end() && it->second.write && !e.write) {
+		if (st.phase == Phase::Waiting) {
+			wait(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
+		} else if (st.phase == Phase::Holding && st.write && !e.write) {
 			// mmap_write_downgrade(): the write hold ends, a read hold starts
-			hold(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid, true, true});
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, true, true});
 		} else {
 			unpaired_++; // lost start_locking (or released)
 		}
-		if (e.success)
-			states_[key] = State{true, e.write, e.time_ns};
-		else
-			states_.erase(key);
+		st = e.success ? State{Phase::Holding, e.write, e.time_ns} : State{};
 		break;
 	case LockEventType::Released:
-		if (it != states_.end() && it->second.holding)
-			hold(LockSpan{it->second.since, e.time_ns, e.mm, e.tgid, e.tid,
-				      it->second.write, true});
+		if (st.phase == Phase::Holding)
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true});
 		else
 			unpaired_++;
-		if (it != states_.end())
-			states_.erase(it);
+		st = State{};
 		break;
 	}
 }
@@ -435,6 +429,8 @@ void WalkTracker::advance(uint64_t now, bool final)
 		const uint64_t old = now > 10'000'000'000ull ? now - 10'000'000'000ull : 0;
 		for (auto it = fd_ev_.begin(); it != fd_ev_.end();)
 			it = it->first.second < old ? fd_ev_.erase(it) : std::next(it);
+		for (auto it = states_.begin(); it != states_.end();)
+			it = it->second.phase == Phase::Idle ? states_.erase(it) : std::next(it);
 		if (now > 600'000'000'000ull)
 			owners_.prune(now - 600'000'000'000ull);
 	}
@@ -809,6 +805,7 @@ private:
 				inflight_[e.tid] = {e.tgid, e.time_ns, false};
 			else if (e.type == LockEventType::Released)
 				inflight_.erase(e.tid);
+
 			return;
 		}
 		uint64_t type = 0;
@@ -840,8 +837,8 @@ private:
 			f.scanned = true;
 			scan_fds(tid, f.tgid, f.since);
 		}
-		if (inflight_.size() > 100000)
-			inflight_.clear(); // lost releases; bounded
+		if (inflight_.size() > 65536)
+			inflight_.clear(); // tasks come and go: bounded
 		std::stable_sort(pending_.begin(), pending_.end(),
 				 [](const Ev &a, const Ev &b) { return a.t < b.t; });
 		const uint64_t limit = final ? UINT64_MAX

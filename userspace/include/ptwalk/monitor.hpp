@@ -220,10 +220,17 @@ private:
 	void wait(const LockSpan &w);
 	void hold(const LockSpan &h);
 	bool resolve(Walk &w, bool final);
+	enum class Phase : uint8_t { Idle, Waiting, Holding };
 	struct State {
-		bool holding = false; // else waiting
+		Phase phase = Phase::Idle;
 		bool write = false;
 		uint64_t since = 0;
+	};
+	struct KeyHash {
+		size_t operator()(const std::pair<pid_t, uint64_t> &k) const noexcept
+		{
+			return std::hash<uint64_t>()(k.second ^ (uint64_t(uint32_t(k.first)) * 0x9e3779b97f4a7c15ull));
+		}
 	};
 
 	struct Pending {
@@ -235,7 +242,8 @@ private:
 	ProbeLookup probe_at_;
 	std::function<void(pid_t, pid_t)> on_task_;
 	std::function<void(const LockSpan &)> on_foreign_;
-	std::map<std::pair<pid_t, uint64_t>, State> states_; // (tid, mm)
+	// (tid, mm); idle entries are swept every 10 s (no allocation per event)
+	std::unordered_map<std::pair<pid_t, uint64_t>, State, KeyHash> states_;
 	uint64_t unpaired_ = 0;
 	MmOwners owners_;
 	std::deque<Pending> pending_;
