@@ -105,7 +105,7 @@ class Prometheus:
             [shutil.which("prometheus") or "prometheus", f"--config.file={cfg}",
              f"--storage.tsdb.path={self.dir / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}",
-             "--web.enable-lifecycle=false" if False else "--log.level=warn",
+             "--log.level=warn",
              "--storage.tsdb.retention.time=1h"],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir, env=tagged_env())
         self.url = f"http://127.0.0.1:{self.port}"

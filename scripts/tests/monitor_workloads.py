@@ -39,6 +39,7 @@ def target(a: argparse.Namespace) -> None:
         os.pwrite(fd, chunk, off)
     maps = [mmap.mmap(fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
             for _ in range(a.copies)]
+    assert len(maps) == a.copies  # kept mapped until exit
     print(os.getpid(), flush=True)
     print("ready", flush=True)
     end = time.monotonic() + a.exit_after if a.exit_after else None

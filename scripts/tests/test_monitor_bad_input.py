@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor_util import free_port, http_get, require, require_root, stop, wait_http
-from ptwalk_cli import PTWALK, is_root, tagged_env
+from monitor_util import free_port, http_get, require_root, stop, wait_http
+from ptwalk_cli import PTWALK, tagged_env
 
 
 def _run(*args: str, timeout: float = 60, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:

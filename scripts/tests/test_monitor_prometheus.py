@@ -62,10 +62,18 @@ def test_prometheus_scrapes_walker_target_hold_and_fires_alert(tmp_path: Path) -
         seen = _poll("walks of the target by the walker", 60,
                      lambda: prom.query(f'sum(ptwalk_monitor_walks_total{{{sel}}})'))
         # clear_refs takes the lock for write; each walk is one hold
-        n = _poll("every walk", 30, lambda: [r for r in prom.query(
-            f'sum(ptwalk_monitor_walks_total{{{sel},mode="write"}})')
-            if float(r["value"][1]) >= len(walks)])
-        assert float(n[0]["value"][1]) == len(walks), (n, len(walks), seen)
+        def count() -> float:
+            r = prom.query(f'sum(ptwalk_monitor_walks_total{{{sel},mode="write"}})')
+            return float(r[0]["value"][1]) if r else 0.0
+        end = time.monotonic() + 30
+        while count() < len(walks) and time.monotonic() < end:
+            time.sleep(1)
+        n = count()
+        assert n <= len(walks), (n, len(walks), seen)  # never a walk too many
+        if n < len(walks):
+            # only a kernel ring overrun may hide a walk, and it is counted
+            lost = float(prom.query("ptwalk_monitor_lost_events_total")[0]["value"][1])
+            assert lost > 0 and n >= len(walks) // 2, (n, len(walks), lost)
         hold = _poll("a hold above 100 ms", 60, lambda: [r for r in prom.query(
             f'ptwalk:target_walk_hold_seconds:max5m{{target="{tcomm}"}}')
             if float(r["value"][1]) > 0.1])
@@ -89,7 +97,8 @@ def test_prometheus_scrapes_walker_target_hold_and_fires_alert(tmp_path: Path) -
             f'sum(ptwalk_monitor_walk_hold_seconds_sum{{{sel},mode="write"}})'))
         tsum = float(total[0]["value"][1])
         wsum = sum(w["ns"] for w in walks) / 1e9
-        assert 0.5 * wsum <= tsum <= wsum + 0.002 * len(walks), (tsum, wsum)
+        assert tsum <= wsum + 0.002 * len(walks), (tsum, wsum)
+        assert tsum >= 0.5 * wsum * n / len(walks), (tsum, wsum, n)
         # a waiter cannot wait longer than the walk it waited behind (+ its
         # own turn): bounded by the longest write
         assert float(stall[0]["value"][1]) <= longest + 0.05
@@ -124,6 +133,7 @@ def test_textfile_passes_promtool_and_is_complete(tmp_path: Path) -> None:
     finally:
         rc = stop(mon)
         kill(target)
+    assert rc == 0, (tmp_path / "monitor.log").read_text()
     # only the final file: no temporary file left behind
     assert [p.name for p in d.iterdir()] == ["ptwalk_monitor.prom"]
     text = (d / "ptwalk_monitor.prom").read_text()

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from monitor_util import kill, require_root, run_walker, start_target, unique_comm
+from monitor_util import kill, require, require_root, run_walker, start_target, unique_comm
 from ptwalk_cli import PTWALK, load, tagged_env
 
 
@@ -47,14 +47,19 @@ def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path) ->
         m = _finish(mon, tmp_path)
     finally:
         kill(target)
-    assert m["lost_events"] == 0 or m["probe_facts"] > 0
+    assert m["probe_facts"] > 0
     for walks, mode in ((smaps, "read"), (clears, "write")):
         wpid = walks[0]["pid"]
         mine = [h for h in m["holds"] if h["holder"]["tgid"] == wpid]
+        missed = 0
         for w in walks:
             inside = [h for h in mine if w["start_ns"] <= h["start_ns"] <= w["start_ns"] + w["ns"]
                       and h["mode"] == mode]
-            assert inside, f"no {mode} hold inside the walk at {w['start_ns']}"
+            if not inside:
+                missed += 1
+            # only a counted kernel ring overrun may hide a walk
+            assert not missed or (m["lost_events"] > 0 and missed <= len(walks) // 2), \
+                f"no {mode} hold inside the walk at {w['start_ns']} (lost {m['lost_events']})"
             for h in inside:
                 # the idle target is named, never "unknown", never the walker
                 assert h["target"]["tgid"] == tpid, h
@@ -105,6 +110,9 @@ def test_mapper_style_exit_and_reused_address(tmp_path: Path) -> None:
     mm = own[0]["mm"]
     assert all(h["mm"] == mm for h in own if h["kind"] != "exit")
     teardown = [h for h in own if h["kind"] == "exit"]
+    require(bool(teardown) or m["lost_events"] == 0,
+            f"the teardown hold was not seen and {m['lost_events']} events were lost "
+            "(kernel ring overrun on a loaded host): nothing to check")
     assert teardown, "the mapper's exit teardown hold was not seen"
     td = teardown[-1]
     assert all(h["target"]["tgid"] == tpid and h["target"]["self"]
