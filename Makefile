@@ -22,7 +22,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf
+	scripts/deps.sh build python vm module perf prometheus
 
 build: userspace selftests
 

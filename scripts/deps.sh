@@ -14,8 +14,12 @@ linux-image-amd64 linux-image-cloud-amd64 linux-image-rt-amd64 \
 linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
 pkgs_module="dkms linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
 pkgs_perf="linux-perf"
+# the real Prometheus server and promtool for the monitor tests (the
+# package's own service is not used: tests run a private instance), and
+# a YAML parser for the deploy/ files' test
+pkgs_prometheus="prometheus python3-yaml"
 
-groups="${*:-build python vm module perf}"
+groups="${*:-build python vm module perf prometheus}"
 want=""
 for g in $groups; do
 	case "$g" in
@@ -24,7 +28,8 @@ for g in $groups; do
 	vm) want="$want $pkgs_vm" ;;
 	module) want="$want $pkgs_module" ;;
 	perf) want="$want $pkgs_perf" ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf)" >&2; exit 2 ;;
+	prometheus) want="$want $pkgs_prometheus" ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus)" >&2; exit 2 ;;
 	esac
 done
 

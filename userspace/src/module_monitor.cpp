@@ -113,10 +113,12 @@ int run_module_monitor(const MonitorOptions &o)
 		h["mode"] = w.lock_mode;
 		h["tlb_flushes"] = w.tlb_flushes;
 		h["holder"] = Json(Json::Object{{"pid", w.walker_pid}, {"comm", w.walker_comm}});
+		// the module names the target itself (the walked task's tgid)
 		h["target"] = Json(Json::Object{{"tgid", w.target_tgid},
 						 {"comm", comms.count(w.target_tgid)
 								  ? comms[w.target_tgid]
-								  : std::string("?")}});
+								  : std::string("?")},
+						 {"basis", std::string("module")}});
 		Json wa = Json::array();
 		std::string cells;
 		for (auto &[k, s] : stalls) {

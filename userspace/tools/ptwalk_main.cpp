@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ptwalk/http_server.hpp"
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/run.hpp"
@@ -70,11 +71,21 @@ const char kUsage[] =
 	"                       the result, the data in OUT.perf/\n"
 	"\n"
 	"ptwalk monitor options:\n"
-	"  --duration T         how long to watch (default 10s)\n"
+	"  --duration T         how long to watch (default 10s; with --serve or\n"
+	"                       --textfile: until SIGTERM/SIGINT)\n"
 	"  --min-hold T         report holds at least this long (default 1ms)\n"
 	"  --out FILE.json      write what was seen (schema ptwalk.monitor/1)\n"
 	"  --backend B          auto (module when ptwalk.ko is loaded) | module |\n"
 	"                       tracepoint\n"
+	"  --serve ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"  --textfile DIR       write DIR/ptwalk_monitor.prom (node_exporter textfile\n"
+	"                       collector format) atomically, every --textfile-interval\n"
+	"  --textfile-interval T  (default 15s)\n"
+	"  --max-comms N        distinct walker/target comm labels before \"other\"\n"
+	"                       (default 64)\n"
+	"  --quiet              no table on stdout, no start line on stderr\n"
+	"  SIGTERM or SIGINT stops it cleanly (exit 0; the last textfile and the\n"
+	"  JSON are written whole)\n"
 	"\n"
 	"exit status: 0 done, 1 failed, 2 bad usage, 4 skipped (unsupported here),\n"
 	"128+N interrupted by signal N (a partial result is still written)\n";
@@ -219,14 +230,30 @@ int cmd_run(Args &a)
 	return run_command(std::move(o));
 }
 
+// `ptwalk monitor --help`: its part of the usage text, on stdout, exit 0.
+[[noreturn]] void monitor_help()
+{
+	const std::string u = kUsage;
+	const size_t b = u.find("ptwalk monitor options:");
+	const size_t e = u.find("\n\n", b);
+	printf("usage: ptwalk monitor [options]\n\n%s\n\n%s", u.substr(b, e - b).c_str(),
+	       u.substr(u.find("exit status:")).c_str());
+	exit(0);
+}
+
 int cmd_monitor(Args &a)
 {
+	for (const auto &x : a.argv)
+		if (x == "--help" || x == "-h")
+			monitor_help();
 	MonitorOptions o;
 	std::string k, v;
+	bool duration_given = false;
 	while (a.next(&k, &v, {"--quiet"})) {
-		if (k == "--duration")
+		if (k == "--duration") {
 			o.duration_ns = duration_arg(a.cmd, k, v);
-		else if (k == "--min-hold")
+			duration_given = true;
+		} else if (k == "--min-hold")
 			o.min_hold_ns = duration_arg(a.cmd, k, v);
 		else if (k == "--out")
 			o.out_path = v;
@@ -237,11 +264,36 @@ int cmd_monitor(Args &a)
 				usage_error(a.cmd, "unknown --backend '" + v +
 							   "' (use auto, module or tracepoint)");
 			o.backend = v;
+		} else if (k == "--serve") {
+			std::string err;
+			if (!parse_listen_address(v, &o.serve_host, &o.serve_port, &err))
+				usage_error(a.cmd, "--serve '" + v + "': " + err);
+		} else if (k == "--textfile") {
+			if (v.empty())
+				usage_error(a.cmd, "--textfile needs a directory");
+			o.textfile_dir = v;
+		} else if (k == "--textfile-interval") {
+			o.textfile_interval_ns = duration_arg(a.cmd, k, v);
+			if (o.textfile_interval_ns < 100'000'000)
+				usage_error(a.cmd, "--textfile-interval must be at least 100ms");
+		} else if (k == "--max-comms") {
+			char *end = nullptr;
+			unsigned long n = strtoul(v.c_str(), &end, 10);
+			if (v.empty() || *end || n < 1 || n > 10000)
+				usage_error(a.cmd, "--max-comms '" + v + "': want 1..10000");
+			o.max_comms = n;
 		} else
 			usage_error(a.cmd, "unknown option " + k);
 	}
-	if (o.duration_ns == 0)
+	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
+	if (duration_given && o.duration_ns == 0)
 		usage_error(a.cmd, "--duration must be greater than 0");
+	if (continuous && !duration_given)
+		o.duration_ns = 0; // until stopped
+	if (continuous && o.backend == "module")
+		usage_error(a.cmd, "--serve/--textfile need the tracepoint backend");
+	if (continuous && o.backend == "auto")
+		o.backend = "tracepoint";
 	return run_monitor(o);
 }
 

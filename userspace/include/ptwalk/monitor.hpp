@@ -5,7 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <unordered_map>
 #include <vector>
@@ -16,12 +21,22 @@
 namespace ptwalk {
 
 struct MonitorOptions {
-	uint64_t duration_ns = 10'000'000'000ull;
+	uint64_t duration_ns = 10'000'000'000ull; // 0: until SIGINT/SIGTERM
 	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
 	std::string out_path;             // JSON (tmp file + rename); "" = none
 	bool quiet = false;               // no table on stdout
 	std::string backend = "auto";     // auto (module if loaded) | module | tracepoint
+	// continuous mode
+	std::string serve_host;           // --serve HOST:PORT ("" = no server)
+	int serve_port = 0;
+	std::string textfile_dir;         // --textfile DIR ("" = none)
+	uint64_t textfile_interval_ns = 15'000'000'000ull;
+	size_t max_comms = 64;            // distinct comm label values, then "other"
 };
+
+// Exit statuses of `ptwalk monitor`.
+inline constexpr int kMonitorFailed = 1;
+inline constexpr int kMonitorUnsupported = 4;
 
 // The module flavour: every walk ptwalk.ko records on the host, with the
 // stalls it attributed. Same schema, "backend": "module".
@@ -81,5 +96,161 @@ struct MonitoredHold {
 // Waiters: waits on the same mm by other tasks overlapping the hold.
 std::vector<MonitoredHold> analyze_holds(const HoldCollector &c,
 					 size_t max_waiters = 32);
+
+// --- Targets from facts -------------------------------------------------
+//
+// The mmap_lock tracepoints carry an opaque mm pointer, not an owner, and an
+// idle target never locks its own mm. Owners come from facts only:
+//  - probe: the monitor reads /proc/PID/cmdline; the kernel takes that
+//    process's mmap_lock for read (access_remote_vm), so the lock event of
+//    the monitor's own probing thread inside [begin, end] names PID's mm;
+//  - exit/exec of the owner (sched_process_exit with group_dead,
+//    sched_process_exec) ends that mm's life: a later walk on a reused
+//    address is never given to the previous owner;
+//  - the walker's fd table (/proc/TID/fd -> /proc/PID/smaps, ...) while the
+//    walk is in flight names the file it walks, hence the kind.
+// (The syscalls:sys_enter_openat tracepoint carries a user pointer, not the
+// path, on the kernels we run; so paths come from the fd table.)
+
+// One life of an mm address: owned by tgid from some time to end_ns.
+struct MmLife {
+	pid_t tgid = 0;
+	uint64_t first_fact_ns = 0; // the first probe
+	uint64_t end_ns = UINT64_MAX;
+	std::string end_reason; // "exit", "exec", "reused"
+};
+
+// Owners of mm keys over time.
+class MmOwners {
+public:
+	// PID's mm is `mm` at time t (a probe).
+	void probe(uint64_t mm, pid_t tgid, uint64_t t);
+	// tgid exited (last thread) or exec'd at t: its mm's life ends.
+	void ended(pid_t tgid, uint64_t t, const char *why);
+	// A process (tgid) began at t (fork or exec): it cannot have owned an
+	// mm before.
+	void born(pid_t tgid, uint64_t t) { born_[tgid] = t; }
+
+	struct Owner {
+		pid_t tgid = 0;          // 0: unknown
+		bool teardown = false;   // holder is the owner, after its end
+		bool pending = false;    // unknown, but a later probe may tell
+		std::string why;         // when unknown
+	};
+	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
+	Owner owner_at(uint64_t mm, uint64_t t, pid_t holder_tgid) const;
+	// Drops lives ended before t (bounded memory in a long run).
+	void prune(uint64_t t);
+	size_t keys() const { return lives_.size(); }
+
+private:
+	std::unordered_map<uint64_t, std::vector<MmLife>> lives_;
+	std::unordered_map<pid_t, std::vector<uint64_t>> by_tgid_; // open lives
+	std::unordered_map<pid_t, uint64_t> born_;
+};
+
+// A /proc walk file in a task's fd table: /proc/PID/<file>.
+struct WalkFile {
+	pid_t pid = 0;
+	std::string file; // "smaps", "clear_refs", ...
+};
+// Parses a readlink of an fd; nullopt unless /proc/N/<walk file> (also
+// /proc/N/task/M/<file>). The walk files: clear_refs, smaps, smaps_rollup,
+// pagemap, numa_maps, maps, mem, cmdline, environ, auxv, status.
+std::optional<WalkFile> parse_walk_file(std::string_view link);
+
+// A finished walk: a hold >= min_hold with its owner and waiters.
+struct Walk {
+	LockSpan hold;
+	pid_t target_tgid = 0; // 0: unknown
+	bool self = false;     // the holder's own mm
+	std::string basis;     // probe | fd_table | exit | unknown
+	std::string why;       // unknown: the reason
+	std::string kind;      // clear_refs, smaps, ... | own | exit | unknown
+	std::string walk_file; // "/proc/PID/file" from the fd table, or ""
+	std::vector<LockSpan> waiters; // longest first, at most 32
+	size_t waiters_total = 0;
+};
+
+// The streaming analysis: time-ordered lock events (and facts) in,
+// finished walks out. Not thread-safe: one feeding thread.
+class WalkTracker final {
+public:
+	struct Config {
+		uint64_t min_hold_ns = 1'000'000;
+		uint64_t min_wait_ns = kMonitorMinWaitNs;
+		uint64_t grace_ns = 300'000'000;          // waiters may end later
+		uint64_t resolve_timeout_ns = 3'000'000'000ull; // for a probe
+		pid_t prober_tid = 0;
+	};
+	using Emit = std::function<void(const Walk &)>;
+	// probe_at(t) -> tgid probed by prober_tid at t, or 0.
+	using ProbeLookup = std::function<pid_t(uint64_t t)>;
+	WalkTracker(Config c, Emit emit, ProbeLookup probe_at);
+
+	void lock(const LockEvent &e);
+	void task_end(pid_t tgid, uint64_t t, bool exec) { owners_.ended(tgid, t, exec ? "exec" : "exit"); }
+	void task_born(pid_t tgid, uint64_t t) { owners_.born(tgid, t); }
+	// What the walker had open during the hold that began at hold_start.
+	void fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f);
+	// Emits walks whose grace (and probe wait) has passed by stream time
+	// now; all of them when final.
+	void advance(uint64_t now_ns, bool final);
+	// A pending walk waits for a probe of an unknown mm.
+	bool wants_probe() const { return wants_probe_; }
+	void clear_wants_probe() { wants_probe_ = false; }
+	// Called for the holder of each walk and each waiter behind one, as
+	// they are seen (to read their names while they live).
+	void on_task(std::function<void(pid_t tid, pid_t tgid)> f) { on_task_ = std::move(f); }
+	// Called when a walk of another process's (or an unknown) mm ends and
+	// no fd evidence was taken in flight: the walker may still have the
+	// file open (a reader of smaps between two read() calls).
+	void on_foreign_hold(std::function<void(const LockSpan &)> f) { on_foreign_ = std::move(f); }
+
+	uint64_t events() const { return events_; }
+	uint64_t unpaired() const { return unpaired_; }
+	uint64_t probe_facts() const { return probe_facts_; }
+	size_t tasks_in_flight() const { return states_.size(); }
+	const MmOwners &owners() const { return owners_; }
+
+private:
+	// LockPairer's state machine, but a task's state is dropped once idle:
+	// memory stays bounded by the tasks in flight in a run of weeks.
+	void pair(const LockEvent &e);
+	void wait(const LockSpan &w);
+	void hold(const LockSpan &h);
+	bool resolve(Walk &w, bool final);
+	enum class Phase : uint8_t { Idle, Waiting, Holding };
+	struct State {
+		Phase phase = Phase::Idle;
+		bool write = false;
+		uint64_t since = 0;
+	};
+	struct KeyHash {
+		size_t operator()(const std::pair<pid_t, uint64_t> &k) const noexcept
+		{
+			return std::hash<uint64_t>()(k.second ^ (uint64_t(uint32_t(k.first)) * 0x9e3779b97f4a7c15ull));
+		}
+	};
+
+	struct Pending {
+		Walk walk;
+		uint64_t max_wait_end = 0;
+	};
+	Config cfg_;
+	Emit emit_;
+	ProbeLookup probe_at_;
+	std::function<void(pid_t, pid_t)> on_task_;
+	std::function<void(const LockSpan &)> on_foreign_;
+	// (tid, mm); idle entries are swept every 10 s (no allocation per event)
+	std::unordered_map<std::pair<pid_t, uint64_t>, State, KeyHash> states_;
+	uint64_t unpaired_ = 0;
+	MmOwners owners_;
+	std::deque<Pending> pending_;
+	std::unordered_map<uint64_t, uint32_t> pending_mms_; // mm -> pending walks
+	std::map<std::pair<pid_t, uint64_t>, WalkFile> fd_ev_; // (tid, hold start)
+	uint64_t events_ = 0, probe_facts_ = 0, last_prune_ = 0;
+	bool wants_probe_ = false;
+};
 
 } // namespace ptwalk

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Small foreign programs for the `ptwalk monitor` tests, with comms of the
+test's choosing (other engineers' ptwalk runs on a shared host use ptwalk's
+own names):
+
+  target  --comm C --physical MB --copies N [--mapper] [--exit-after S]
+          one memfd of MB mapped N times (MAP_POPULATE): N*MB of page
+          tables from MB of RAM; idle (never takes its own mmap_lock) or, with
+          --mapper, maps and unmaps 64 KiB flat out. Prints its pid, then
+          "ready".
+  walker  --comm C --pid P --file clear_refs|smaps --interval S --count N
+          writes 1 to /proc/P/clear_refs or reads /proc/P/smaps every S
+          seconds (as wss does); prints one JSON line per walk:
+          {"start_ns": CLOCK_MONOTONIC, "ns": duration, "pid": own pid}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import sys
+import time
+
+
+def set_comm(c: str) -> None:
+    with open("/proc/self/comm", "w") as f:
+        f.write(c[:15])
+
+
+def target(a: argparse.Namespace) -> None:
+    set_comm(a.comm)
+    size = a.physical << 20
+    fd = os.memfd_create("monitor-test")
+    os.ftruncate(fd, size)
+    chunk = b"\1" * (1 << 20)
+    for off in range(0, size, len(chunk)):
+        os.pwrite(fd, chunk, off)
+    maps = [mmap.mmap(fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            for _ in range(a.copies)]
+    assert len(maps) == a.copies  # kept mapped until exit
+    print(os.getpid(), flush=True)
+    print("ready", flush=True)
+    end = time.monotonic() + a.exit_after if a.exit_after else None
+    while end is None or time.monotonic() < end:
+        if a.mapper:
+            for _ in range(200):
+                m = mmap.mmap(-1, 64 << 10)
+                m[0] = 1
+                m.close()
+        else:
+            time.sleep(0.2)
+    # exit without unmapping: the kernel tears every mapping down in
+    # exit_mmap (mmap_lock for read to unmap, then for write to free the
+    # page tables), in the exiting process
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def walker(a: argparse.Namespace) -> None:
+    set_comm(a.comm)
+    path = f"/proc/{a.pid}/{a.file}"
+    for i in range(a.count):
+        t0 = time.monotonic_ns()
+        try:
+            if a.file == "clear_refs":
+                with open(path, "w") as f:
+                    f.write("1")
+            else:
+                with open(path, "rb") as f:
+                    while f.read(1 << 16):
+                        pass
+        except OSError as e:
+            print(json.dumps({"error": str(e)}), flush=True)
+            return
+        t1 = time.monotonic_ns()
+        print(json.dumps({"start_ns": t0, "ns": t1 - t0, "pid": os.getpid()}), flush=True)
+        if i + 1 < a.count:
+            time.sleep(a.interval)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("target")
+    t.add_argument("--comm", required=True)
+    t.add_argument("--physical", type=int, default=64)
+    t.add_argument("--copies", type=int, default=1)
+    t.add_argument("--mapper", action="store_true")
+    t.add_argument("--exit-after", type=float, default=0)
+    w = sub.add_parser("walker")
+    w.add_argument("--comm", required=True)
+    w.add_argument("--pid", type=int, required=True)
+    w.add_argument("--file", choices=["clear_refs", "smaps"], required=True)
+    w.add_argument("--interval", type=float, default=1.0)
+    w.add_argument("--count", type=int, default=5)
+    a = p.parse_args()
+    if a.cmd == "target":
+        target(a)
+    else:
+        walker(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: GPL-2.0
+"""deploy/: the systemd unit and the Kubernetes DaemonSet run a command line
+`ptwalk monitor --help` documents, and that command really starts and
+serves (on loopback, briefly); the rule file passes promtool."""
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from monitor_util import free_port, require, require_root, start_monitor, stop, wait_http
+from ptwalk_cli import PTWALK, REPO
+
+DEPLOY = REPO / "deploy"
+
+
+def _help() -> str:
+    r = subprocess.run([str(PTWALK), "monitor", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def _documented(help_text: str) -> dict[str, bool]:
+    """option -> takes a value, from the help text."""
+    opts: dict[str, bool] = {}
+    for m in re.finditer(r"^  (--[a-z-]+)( [A-Z.:]+)?", help_text, re.M):
+        opts[m.group(1)] = m.group(2) is not None
+    return opts
+
+
+def _check_argv(argv: list[str], where: str) -> list[str]:
+    assert Path(argv[0]).name == "ptwalk", where
+    assert argv[1] == "monitor", where
+    opts = _documented(_help())
+    assert "--serve" in opts and opts["--serve"] and not opts["--quiet"], opts
+    i = 2
+    while i < len(argv):
+        a = argv[i]
+        assert a in opts, f"{where}: {a} is not in `ptwalk monitor --help`"
+        i += 2 if opts[a] else 1
+    assert "--serve" in argv, where
+    return argv[2:]
+
+
+def _systemd_argv() -> list[str]:
+    unit = (DEPLOY / "systemd" / "ptwalk-monitor.service").read_text()
+    sections: dict[str, dict[str, str]] = {}
+    cur = ""
+    for ln in unit.splitlines():
+        ln = ln.strip()
+        if not ln or ln.startswith("#"):
+            continue
+        if ln.startswith("["):
+            cur = ln.strip("[]")
+            sections[cur] = {}
+            continue
+        k, v = ln.split("=", 1)
+        sections[cur][k] = v
+    assert {"Unit", "Service", "Install"} <= set(sections)
+    svc = sections["Service"]
+    # SIGTERM is the clean stop; 2 and 4 must not loop restarting
+    assert svc["KillSignal"] == "SIGTERM"
+    assert set(svc["RestartPreventExitStatus"].split()) == {"2", "4"}
+    return shlex.split(svc["ExecStart"])
+
+
+def _daemonset_argv() -> list[str]:
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load((DEPLOY / "kubernetes" / "ptwalk-monitor-daemonset.yaml").read_text())
+    assert doc["kind"] == "DaemonSet"
+    spec = doc["spec"]["template"]["spec"]
+    assert spec["hostPID"] is True  # /proc of every process on the node
+    c = spec["containers"][0]
+    caps = set(c["securityContext"]["capabilities"]["add"])
+    assert {"PERFMON", "SYS_ADMIN"} <= caps  # system-wide perf events, tracefs
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    assert {"/sys/kernel/tracing", "/sys/kernel/debug"} <= mounts
+    port = c["ports"][0]["containerPort"]
+    argv = list(c["command"]) + list(c.get("args", []))
+    serve = argv[argv.index("--serve") + 1]
+    assert serve.endswith(f":{port}")
+    assert doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+    return argv
+
+
+@pytest.mark.parametrize("which", ["systemd", "kubernetes"])
+def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) -> None:
+    argv = _systemd_argv() if which == "systemd" else _daemonset_argv()
+    args = _check_argv(argv, which)
+    require_root()
+    # run it for real, briefly: on a free loopback port (tests listen on
+    # 127.0.0.1 only, whatever the manifest's address)
+    port = free_port()
+    i = args.index("--serve")
+    args[i + 1] = f"127.0.0.1:{port}"
+    mon = start_monitor(tmp_path, *args)
+    try:
+        body = wait_http(f"http://127.0.0.1:{port}/metrics", mon, 30)
+        assert "ptwalk_monitor_info" in body
+    finally:
+        rc = stop(mon)
+    assert rc == 0, (tmp_path / "monitor.log").read_text()
+
+
+def test_rule_file_passes_promtool() -> None:
+    require(shutil.which("promtool") is not None, "promtool (scripts/deps.sh prometheus) missing")
+    r = subprocess.run(["promtool", "check", "rules", str(DEPLOY / "prometheus" / "ptwalk-rules.yml")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS: 4 rules found" in r.stdout, r.stdout
+
+
+def test_readme_explains_each_deploy_file() -> None:
+    readme = (REPO / "README.md").read_text()
+    for f in DEPLOY.rglob("*"):
+        if f.is_file():
+            assert str(f.relative_to(REPO)) in readme, f"README does not explain {f.name}"

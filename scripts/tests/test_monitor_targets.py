@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0
+"""`ptwalk monitor` names the target of every walk from facts: an idle target
+that never takes its own mmap_lock (a wss-style walker reading its smaps
+every second, and clear_refs), and a mapper-style target read by a shell loop
+of short-lived readers, whose mm address may be reused after it exits."""
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from monitor_util import kill, require, require_root, run_walker, start_target, unique_comm
+from ptwalk_cli import PTWALK, load, tagged_env
+
+
+def _monitor(tmp: Path, duration: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen([str(PTWALK), "monitor", "--duration", duration, "--quiet",
+                          "--out", str(tmp / "m.json")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=tagged_env())
+    assert p.stderr is not None
+    return p
+
+
+def _finish(p: subprocess.Popen[str], tmp: Path) -> dict[str, Any]:
+    """Stops the watch (SIGINT: what was seen is still written)."""
+    time.sleep(1)  # the last walks' grace period
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    return load(tmp / "m.json")
+
+
+def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path) -> None:
+    require_root()
+    tcomm, wcomm = unique_comm("pwt-idle"), unique_comm("pwt-wss")
+    # 16 VMAs of 256 MiB (aliased): every smaps read holds the lock for ms
+    target, tpid = start_target(tcomm, 256, 16)
+    try:
+        mon = _monitor(tmp_path, "120s")
+        time.sleep(3)  # the monitor's start and first probe pass
+        smaps = run_walker(wcomm, tpid, "smaps", 1.0, 5)
+        clears = run_walker(wcomm + "c", tpid, "clear_refs", 0.5, 3)
+        m = _finish(mon, tmp_path)
+    finally:
+        kill(target)
+    assert m["probe_facts"] > 0
+    for walks, mode in ((smaps, "read"), (clears, "write")):
+        wpid = walks[0]["pid"]
+        mine = [h for h in m["holds"] if h["holder"]["tgid"] == wpid]
+        missed = 0
+        for w in walks:
+            inside = [h for h in mine if w["start_ns"] <= h["start_ns"] <= w["start_ns"] + w["ns"]
+                      and h["mode"] == mode]
+            if not inside:
+                missed += 1
+            # only a counted kernel ring overrun may hide a walk
+            assert not missed or (m["lost_events"] > 0 and missed <= len(walks) // 2), \
+                f"no {mode} hold inside the walk at {w['start_ns']} (lost {m['lost_events']})"
+            for h in inside:
+                # the idle target is named, never "unknown", never the walker
+                assert h["target"]["tgid"] == tpid, h
+                assert h["target"]["comm"] == tcomm, h
+                assert h["target"]["basis"] in ("probe", "fd_table"), h
+                assert not h["target"]["self"]
+                # a hold is inside the syscall that took it
+                assert h["hold_ns"] <= w["ns"], (h["hold_ns"], w["ns"])
+        # the walker's holds on the target and nothing else carries its name
+        assert all(h["target"]["tgid"] in (tpid, wpid, 0) for h in mine), mine
+        # the fd table named the file at least once per kind (in flight)
+        kinds = {h["kind"] for h in mine if h["target"]["tgid"] == tpid}
+        assert kinds & {"smaps", "clear_refs", "unknown"}, kinds
+    # nobody else is said to have walked the idle target in the window
+    others = [h for h in m["holds"] if h["target"]["tgid"] == tpid
+              and h["holder"]["tgid"] not in (smaps[0]["pid"], clears[0]["pid"])
+              and h["holder"]["tgid"] != tpid]
+    assert all(h["holder"]["comm"] == "ptwalk" for h in others), others  # our probe only
+
+
+def test_mapper_style_exit_and_reused_address(tmp_path: Path) -> None:
+    require_root()
+    tcomm = unique_comm("pwt-map")
+    rcomm = unique_comm("pwt-cat")
+    cat = tmp_path / rcomm
+    shutil.copy("/bin/cat", cat)  # a shell loop of readers with our own comm
+    mon = _monitor(tmp_path, "120s")
+    time.sleep(3)
+    # 2M PTEs (aliased), mapping flat out; exits after 6 s: its teardown
+    # (exit_mmap) holds its mmap_lock for write for a long time
+    target, tpid = start_target(tcomm, 256, 32, "--mapper", "--exit-after", "6")
+    loop = subprocess.Popen(
+        ["/bin/sh", "-c", f'while kill -0 {tpid} 2>/dev/null; do "{cat}" /proc/{tpid}/smaps '
+                          f'>/dev/null 2>&1; done; i=0; while [ $i -lt 60 ]; do '
+                          f'/bin/true; i=$((i+1)); done'],
+        env=tagged_env())
+    try:
+        target.wait(timeout=60)
+        loop.wait(timeout=60)
+        m = _finish(mon, tmp_path)
+    finally:
+        kill(target)
+        kill(loop)
+    holds = m["holds"]
+    # the mapper's mm: where it locks itself
+    own = [h for h in holds if h["holder"]["tgid"] == tpid]
+    assert own, "the mapper's own holds were not seen"
+    mm = own[0]["mm"]
+    assert all(h["mm"] == mm for h in own if h["kind"] != "exit")
+    teardown = [h for h in own if h["kind"] == "exit"]
+    require(bool(teardown) or m["lost_events"] == 0,
+            f"the teardown hold was not seen and {m['lost_events']} events were lost "
+            "(kernel ring overrun on a loaded host): nothing to check")
+    assert teardown, "the mapper's exit teardown hold was not seen"
+    td = teardown[-1]
+    assert all(h["target"]["tgid"] == tpid and h["target"]["self"]
+               and h["target"]["basis"] == "exit" for h in teardown), teardown
+    td = teardown[0]
+    td_end = teardown[-1]["start_ns"] + teardown[-1]["hold_ns"]
+    # every hold on the mapper's mm during its life is named: the mapper
+    # (the address may have been another process's before the mapper began)
+    born = min(h["start_ns"] for h in own)
+    on_mm = [h for h in holds if h["mm"] == mm and born <= h["start_ns"] < td["start_ns"]]
+    readers = [h for h in on_mm if h["holder"]["comm"] == rcomm]
+    assert readers, "no smaps read by the shell loop was seen"
+    for h in on_mm:
+        assert h["target"]["tgid"] == tpid, h
+    # after the teardown, the address may be reused: never the mapper's
+    reused = [h for h in holds if h["mm"] == mm and h["start_ns"] >= td_end]
+    for h in reused:
+        assert h["target"]["tgid"] != tpid, h
+    # the readers' holds are either on the mapper or their own (short-lived
+    # processes may exit before a probe: then "unknown" with a reason)
+    for h in holds:
+        if h["holder"]["comm"] == rcomm:
+            t = h["target"]
+            assert t["tgid"] in (tpid, h["holder"]["tgid"], 0), h
+            if t["tgid"] == 0:
+                assert t.get("why"), h
+            if t["tgid"] == tpid:
+                assert h["start_ns"] < td["start_ns"], h
+    print(f"mapper mm holds {len(on_mm)}, reader walks {len(readers)}, "
+          f"holds on the address after exit {len(reused)}")

@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+// ptwalk monitor: owners from facts, the streaming walk tracker, the
+// Prometheus exposition and the HTTP server.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ptwalk/fd.hpp"
+#include "ptwalk/http_server.hpp"
+#include "ptwalk/monitor.hpp"
+#include "ptwalk/monitor_metrics.hpp"
+#include "ptwalk/prom.hpp"
+
+using namespace ptwalk;
+
+namespace {
+
+constexpr uint64_t kMm = 0xffff888100070000ull;
+
+LockEvent lev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType ty, bool w)
+{
+	LockEvent e;
+	e.time_ns = t;
+	e.tgid = tgid;
+	e.tid = tid;
+	e.mm = mm;
+	e.type = ty;
+	e.write = w;
+	return e;
+}
+
+// start, acquire, release of one task
+void hold(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool w,
+	  uint64_t s, uint64_t a, uint64_t r)
+{
+	v.push_back(lev(s, tgid, tid, mm, LockEventType::StartLocking, w));
+	v.push_back(lev(a, tgid, tid, mm, LockEventType::AcquireReturned, w));
+	v.push_back(lev(r, tgid, tid, mm, LockEventType::Released, w));
+}
+
+void feed(WalkTracker &t, std::vector<LockEvent> v)
+{
+	std::stable_sort(v.begin(), v.end(),
+			 [](const LockEvent &a, const LockEvent &b) { return a.time_ns < b.time_ns; });
+	for (const auto &e : v)
+		t.lock(e);
+}
+
+} // namespace
+
+TEST(MmOwners, ProbeNamesAnIdleOwnerBeforeAndAfter)
+{
+	MmOwners o;
+	o.probe(kMm, 100, 5000);
+	// a hold before the probe: the same life (nothing ended in between)
+	EXPECT_EQ(o.owner_at(kMm, 1000, 300).tgid, 100);
+	EXPECT_EQ(o.owner_at(kMm, 9000, 300).tgid, 100);
+	EXPECT_FALSE(o.owner_at(kMm, 9000, 300).teardown);
+}
+
+TEST(MmOwners, ExitEndsTheLifeAndReuseIsNeverThePreviousOwner)
+{
+	MmOwners o;
+	o.probe(kMm, 100, 1000);
+	o.ended(100, 2000, "exit");
+	// the exiting owner's own teardown after its exit event: itself
+	auto td = o.owner_at(kMm, 2100, 100);
+	EXPECT_EQ(td.tgid, 100);
+	EXPECT_TRUE(td.teardown);
+	// someone else on the address after the exit, no probe since: unknown
+	auto u = o.owner_at(kMm, 3000, 300);
+	EXPECT_EQ(u.tgid, 0);
+	EXPECT_TRUE(u.pending);
+	EXPECT_NE(u.why.find("tgid 100"), std::string::npos);
+	// a new process gets the address; probed later
+	o.born(200, 2500);
+	o.probe(kMm, 200, 4000);
+	EXPECT_EQ(o.owner_at(kMm, 3000, 300).tgid, 200);
+	// a hold on the address before 200 existed is not 200's
+	auto before = o.owner_at(kMm, 2200, 300);
+	EXPECT_EQ(before.tgid, 0);
+	EXPECT_FALSE(before.pending);
+	EXPECT_NE(before.why.find("reused"), std::string::npos);
+	// and never 100's after its life ended
+	EXPECT_NE(o.owner_at(kMm, 5000, 300).tgid, 100);
+}
+
+TEST(MmOwners, UnseenExitIsClosedByTheNextProbe)
+{
+	MmOwners o;
+	o.probe(kMm, 100, 1000);
+	o.probe(kMm, 200, 5000); // 100's exit was lost
+	EXPECT_EQ(o.owner_at(kMm, 900, 300).tgid, 100);
+	EXPECT_EQ(o.owner_at(kMm, 5001, 300).tgid, 200);
+	// exec of 200 to a new mm
+	o.probe(kMm + 64, 200, 6000);
+	EXPECT_EQ(o.owner_at(kMm + 64, 6001, 300).tgid, 200);
+	EXPECT_TRUE(o.owner_at(kMm, 7000, 300).pending);
+}
+
+TEST(MmOwners, UnknownMmSaysWhy)
+{
+	MmOwners o;
+	auto u = o.owner_at(kMm, 10, 1);
+	EXPECT_EQ(u.tgid, 0);
+	EXPECT_TRUE(u.pending);
+	EXPECT_FALSE(u.why.empty());
+}
+
+TEST(WalkFiles, ParsesProcLinks)
+{
+	auto f = parse_walk_file("/proc/1234/smaps");
+	ASSERT_TRUE(f);
+	EXPECT_EQ(f->pid, 1234);
+	EXPECT_EQ(f->file, "smaps");
+	f = parse_walk_file("/proc/77/task/78/clear_refs");
+	ASSERT_TRUE(f);
+	EXPECT_EQ(f->pid, 77);
+	EXPECT_EQ(f->file, "clear_refs");
+	EXPECT_TRUE(parse_walk_file("/proc/9/smaps_rollup"));
+	EXPECT_FALSE(parse_walk_file("/proc/self/smaps"));
+	EXPECT_FALSE(parse_walk_file("/proc/12/smapsx"));
+	EXPECT_FALSE(parse_walk_file("/tmp/proc/12/smaps"));
+	EXPECT_FALSE(parse_walk_file("socket:[123]"));
+	EXPECT_FALSE(parse_walk_file("/proc/12/task/x/smaps"));
+}
+
+TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
+{
+	const pid_t prober = 999;
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 10'000;
+	c.prober_tid = prober;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+		      [](uint64_t at) { return at >= 5000 && at <= 5100 ? pid_t(100) : pid_t(0); });
+	std::vector<LockEvent> v;
+	// walker 300 holds the idle target's mm for write 2000 ns
+	hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
+	// a thread of the target waits behind it
+	hold(v, 100, 101, kMm, false, 1500, 3001, 3010);
+	// the prober waited too: not a victim
+	hold(v, 5, prober, kMm, false, 1600, 3002, 3003);
+	feed(t, v);
+	t.advance(3500, false);
+	EXPECT_TRUE(out.empty()); // unknown yet: waits for a probe
+	EXPECT_TRUE(t.wants_probe());
+	// the probe: prober's own lock event inside its logged interval
+	std::vector<LockEvent> p;
+	hold(p, 5, prober, kMm, false, 5050, 5050, 5060);
+	feed(t, p);
+	t.advance(6000, false);
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_EQ(out[0].basis, "probe");
+	EXPECT_FALSE(out[0].self);
+	EXPECT_EQ(out[0].kind, "unknown"); // no fd evidence
+	ASSERT_EQ(out[0].waiters_total, 1u);
+	EXPECT_EQ(out[0].waiters[0].tid, 101);
+	EXPECT_EQ(t.probe_facts(), 1u);
+}
+
+TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 1000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	std::vector<LockEvent> v;
+	hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, WalkFile{100, "clear_refs"});
+	t.advance(4200, false);
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_EQ(out[0].basis, "fd_table");
+	EXPECT_EQ(out[0].kind, "clear_refs");
+	EXPECT_EQ(out[0].walk_file, "/proc/100/clear_refs");
+}
+
+TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 1000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	std::vector<LockEvent> v;
+	hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
+	hold(v, 300, 300, kMm, true, 3500, 3500, 3600); // too short
+	feed(t, v);
+	t.advance(3200, false);
+	EXPECT_TRUE(out.empty());
+	t.advance(4001, false);
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].basis, "unknown");
+	EXPECT_FALSE(out[0].why.empty());
+}
+
+TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
+{
+	const pid_t prober = 999;
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 100'000;
+	c.prober_tid = prober;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+		      [](uint64_t at) { return at < 2000 ? pid_t(100) : pid_t(400); });
+	std::vector<LockEvent> v;
+	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
+	hold(v, 300, 300, kMm, false, 600, 600, 1600); // a reader walks 100
+	feed(t, v);
+	t.task_end(100, 1700, false);
+	v.clear();
+	hold(v, 100, 100, kMm, true, 1800, 1800, 30'000); // exit_mmap of 100
+	feed(t, v);
+	t.task_born(400, 40'000);
+	v.clear();
+	hold(v, 400, 400, kMm, true, 41'000, 41'000, 45'000); // new owner, own
+	hold(v, 300, 300, kMm, false, 50'000, 50'000, 52'000); // reader on reused address
+	hold(v, 5, prober, kMm, false, 60'000, 60'000, 60'010);  // probe: now 400's
+	feed(t, v);
+	t.advance(1'000'000, true);
+	ASSERT_EQ(out.size(), 4u);
+	std::sort(out.begin(), out.end(),
+		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_FALSE(out[0].self);
+	EXPECT_EQ(out[1].target_tgid, 100);
+	EXPECT_TRUE(out[1].self);
+	EXPECT_EQ(out[1].kind, "exit");
+	EXPECT_EQ(out[1].basis, "exit");
+	EXPECT_EQ(out[2].target_tgid, 400);
+	EXPECT_TRUE(out[2].self);
+	EXPECT_EQ(out[2].kind, "own");
+	EXPECT_EQ(out[3].target_tgid, 400); // never 100
+}
+
+TEST(Prom, EscapesAndFormats)
+{
+	EXPECT_EQ(prom::escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+	EXPECT_EQ(prom::format_value(3), "3");
+	EXPECT_EQ(prom::format_value(0.1), "0.1");
+	EXPECT_EQ(prom::sanitize("k\xff" "w"), "k?w");
+	prom::Exposition x;
+	x.family("m_total", "counter", "help");
+	x.sample("m_total", {{"a", "x\"y"}}, 2);
+	EXPECT_EQ(x.text(), "# HELP m_total help\n# TYPE m_total counter\nm_total{a=\"x\\\"y\"} 2\n");
+}
+
+TEST(Prom, HistogramIsCumulativeWithInf)
+{
+	prom::Histogram h({0.1, 1});
+	h.observe(0.05);
+	h.observe(0.1); // le is inclusive
+	h.observe(0.5);
+	h.observe(7);
+	prom::Exposition x;
+	h.render(x, "h", {});
+	EXPECT_NE(x.text().find("h_bucket{le=\"0.1\"} 2\n"), std::string::npos) << x.text();
+	EXPECT_NE(x.text().find("h_bucket{le=\"1\"} 3\n"), std::string::npos);
+	EXPECT_NE(x.text().find("h_bucket{le=\"+Inf\"} 4\n"), std::string::npos);
+	EXPECT_NE(x.text().find("h_count 4\n"), std::string::npos);
+	EXPECT_NE(x.text().find("h_sum 7.65\n"), std::string::npos);
+}
+
+TEST(Prom, LabelFolderBoundsCardinality)
+{
+	prom::LabelFolder f(2, {"unknown"});
+	EXPECT_EQ(f.fold("a"), "a");
+	EXPECT_EQ(f.fold("b"), "b");
+	EXPECT_EQ(f.fold("c"), "other");
+	EXPECT_EQ(f.fold("a"), "a");
+	EXPECT_EQ(f.fold("unknown"), "unknown");
+	EXPECT_EQ(f.folded(), 1u);
+}
+
+TEST(MonitorMetrics, RendersLabelsAndOtherPastTheLimit)
+{
+	MonitorMetrics m(1);
+	m.add_walk("perl", "idle", "smaps", "read", 0.04, {0.03}, 1, true, false, "probe", 100);
+	m.add_walk("cat", "idle", "smaps", "read", 0.2, {}, 0, true, false, "probe", 101);
+	m.add_walk("cat", "", "unknown", "write", 0.002, {}, 0, false, false, "unknown", 102);
+	m.add_walk("idle", "idle", "own", "write", 0.5, {}, 0, true, true, "probe", 102);
+	std::string t = m.render(102, 1.5, 1e9);
+	EXPECT_NE(t.find("ptwalk_monitor_walks_total{walker=\"perl\",target=\"idle\",kind=\"smaps\",mode=\"read\"} 1"),
+		  std::string::npos) << t;
+	EXPECT_NE(t.find("walker=\"other\",target=\"idle\""), std::string::npos);
+	EXPECT_NE(t.find("target=\"unknown\""), std::string::npos);
+	// the recent gauges: walks by another process only (not idle's own 0.5 s)
+	EXPECT_NE(t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"other\",target=\"idle\"} 0.2\n"),
+		  std::string::npos) << t;
+	EXPECT_NE(t.find("ptwalk_monitor_recent_wait_max_seconds{walker=\"perl\",target=\"idle\"} 0.03\n"),
+		  std::string::npos);
+	EXPECT_NE(t.find("ptwalk_monitor_cpu_seconds_total 1.5"), std::string::npos);
+	// outside the recent window the gauge drops to 0
+	std::string later = m.render(1000, 1.5, 1e9);
+	EXPECT_NE(later.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0\n"),
+		  std::string::npos) << later;
+}
+
+TEST(Http, ParsesListenAddresses)
+{
+	std::string h, e;
+	int p = 0;
+	EXPECT_TRUE(parse_listen_address("127.0.0.1:9632", &h, &p, &e));
+	EXPECT_EQ(h, "127.0.0.1");
+	EXPECT_EQ(p, 9632);
+	EXPECT_TRUE(parse_listen_address("[::1]:80", &h, &p, &e));
+	EXPECT_EQ(h, "::1");
+	EXPECT_FALSE(parse_listen_address("127.0.0.1", &h, &p, &e));
+	EXPECT_FALSE(parse_listen_address("127.0.0.1:0", &h, &p, &e));
+	EXPECT_FALSE(parse_listen_address("127.0.0.1:70000", &h, &p, &e));
+	EXPECT_FALSE(parse_listen_address("127.0.0.1:9x", &h, &p, &e));
+	EXPECT_FALSE(parse_listen_address("::1:80", &h, &p, &e));
+	EXPECT_FALSE(parse_listen_address(":80", &h, &p, &e));
+}
+
+namespace {
+std::string http_get(int port, const std::string &req)
+{
+	Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(uint16_t(port));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	timeval tv{5, 0};
+	setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(s.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0)
+		return "connect failed";
+	(void)!write(s.get(), req.data(), req.size());
+	shutdown(s.get(), SHUT_WR);
+	std::string out;
+	char b[4096];
+	ssize_t n;
+	while ((n = read(s.get(), b, sizeof(b))) > 0)
+		out.append(b, size_t(n));
+	return out;
+}
+} // namespace
+
+TEST(Http, ServesOnLoopbackAndRejectsWhatItShould)
+{
+	HttpServer srv;
+	std::string err;
+	ASSERT_TRUE(srv.start("127.0.0.1", 0, [](const std::string &path) {
+		HttpServer::Response r;
+		if (path == "/metrics")
+			r.body = "m 1\n";
+		else {
+			r.status = 404;
+			r.body = "no\n";
+		}
+		return r;
+	}, &err)) << err;
+	const int port = srv.port();
+	std::string r = http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+	EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+	EXPECT_NE(r.find("Content-Length: 4\r\n"), std::string::npos);
+	EXPECT_EQ(r.substr(r.size() - 4), "m 1\n");
+	EXPECT_EQ(http_get(port, "GET /x HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
+	EXPECT_EQ(http_get(port, "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+	EXPECT_EQ(http_get(port, "garbage").rfind("HTTP/1.1 400", 0), 0u);
+	// the same port again: a clear error
+	HttpServer again;
+	EXPECT_FALSE(again.start("127.0.0.1", port, [](const std::string &) {
+		return HttpServer::Response{};
+	}, &err));
+	EXPECT_NE(err.find("Address already in use"), std::string::npos) << err;
+	srv.stop();
+	srv.stop(); // idempotent
+	EXPECT_EQ(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n"), "connect failed");
+}
