@@ -227,6 +227,20 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	};
 	std::vector<Stall> stalls;
 	std::vector<uint64_t> attributed(threads.size(), 0), max_attr(threads.size(), 0);
+	// A wait is a stall of the walk whose hold excludes it (a write hold
+	// excludes every wait, a read hold a write wait) and overlaps it most.
+	// One chain is followed, as ptwalk.ko does: a read wait that began while
+	// a write wait the walk blocks was pending queues behind that writer.
+	auto attribute = [&](const StallAccumulator::WatchedWait &c, size_t walk) {
+		WalkKernelView &v = views[walk];
+		v.stalls++;
+		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
+		attributed[c.thread]++;
+		max_attr[c.thread] = std::max(max_attr[c.thread], c.span.ns());
+		stalls.push_back({&c, walk});
+	};
+	std::vector<const StallAccumulator::WatchedWait *> readers;
+	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> writers;
 	for (const auto &c : acc.candidates()) {
 		if (c.span.mm != tmm)
 			continue;
@@ -243,6 +257,8 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 				break;
 			if (!it->h.overlaps(c.span.start_ns, c.span.end_ns))
 				continue;
+			if (!it->h.write && !c.span.write)
+				continue; // read beside read: not excluded
 			uint64_t ov = std::min(it->h.end_ns, c.span.end_ns) -
 				      std::max(it->h.start_ns, c.span.start_ns);
 			if (best_walk == SIZE_MAX || ov > best_ov) {
@@ -250,15 +266,22 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 				best_walk = it->walk;
 			}
 		}
-		if (best_walk == SIZE_MAX)
+		if (best_walk == SIZE_MAX) {
+			if (!c.span.write)
+				readers.push_back(&c);
 			continue;
-		WalkKernelView &v = views[best_walk];
-		v.stalls++;
-		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
-		attributed[c.thread]++;
-		max_attr[c.thread] = std::max(max_attr[c.thread], c.span.ns());
-		stalls.push_back({&c, best_walk});
+		}
+		if (c.span.write)
+			writers.push_back({&c, best_walk});
+		attribute(c, best_walk);
 	}
+	for (const auto *r : readers)
+		for (const auto &[w, walk] : writers)
+			if (w->span.tid != r->span.tid && w->span.start_ns <= r->span.start_ns &&
+			    w->span.end_ns > r->span.start_ns) {
+				attribute(*r, walk);
+				break;
+			}
 
 	Json &th = kv["threads"];
 	th = Json::object();

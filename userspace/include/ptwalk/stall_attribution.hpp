@@ -13,8 +13,11 @@
 //  - a walk's holds: the walker's holds of the target mm overlapping
 //    [start_ns, end_ns] of the walk;
 //  - a watched thread's wait (start_locking -> acquire_returned) on the
-//    target mm that overlaps one of a walk's holds is attributed to that
-//    walk (the walk with the largest overlap).
+//    target mm that overlaps one of a walk's holds in a mode that excludes
+//    it (a write hold any wait, a read hold a write wait) is attributed to
+//    that walk (the walk with the largest overlap); a read wait that began
+//    while an attributed write wait was pending is attributed with it (it
+//    queues behind that writer), the rule ptwalk.ko follows.
 #pragma once
 
 #include <cstdint>
