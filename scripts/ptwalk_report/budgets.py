@@ -193,12 +193,45 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
                     limit_s)]
 
 
+def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    """Across sizes, per walk kind and backing: the least-squares fit of
+    duration against entries over the runs (fit.py: the selftests' own fit
+    code, selftests/ptwalk_fit.c) has R² >= r2_min and a slope (ns per
+    entry, fixed cost excluded) <= max_ns_per_entry. SKIP when the sizes
+    span less than a decade: such a fit says nothing about scaling."""
+    from .fit import DECADE
+    from .report import cost_groups
+    out = []
+    for g in cost_groups(runs):
+        limit = _limit(b["max_ns_per_entry"], g.kind, g.backing)
+        bid, scen = f"{b['id']}[{g.kind}]", f"{g.kind}/{g.backing} across sizes"
+        lim_s = f"R² >= {b['r2_min']}, slope <= {limit} ns/entry"
+        if limit is None:
+            continue
+        xs = [p.entries for p in g.runs]
+        if g.fit is None or not g.extrapolates:
+            out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, entries span "
+                               f"{max(xs) / max(min(xs), 1):.1f}x", lim_s,
+                               f"needs sizes spanning >= {DECADE:.0f}x"))
+            continue
+        f = g.fit
+        ok = f.r2 >= b["r2_min"] and f.b <= limit
+        out.append(Verdict(bid, scen, PASS if ok else FAIL,
+                           f"{fmt_ns(f.a)} + {f.b:.2f} ns x entries, R² {f.r2:.3f} over "
+                           f"{f.n} runs, {min(xs):,.0f}-{max(xs):,.0f} entries "
+                           f"({max(xs) / min(xs):.0f}x)", lim_s))
+    return out
+
+
+ACROSS_SIZES = {"cost_fit"}   # checked once over every scenario's results
+
 CHECKS: dict[str, Callable[[dict, str, list[res.Result]], list[Verdict]]] = {
     "complete": _complete,
     "walk_ns_per_entry": _walk_ns,
     "stall_vs_walk": _stall_vs_walk,
     "victim_during_vs_walk": _victim_vs_walk,
     "victim_during_quantile": _victim_quantile,
+    "cost_fit": _cost_fit,
 }
 
 
@@ -206,9 +239,15 @@ def evaluate(budgets: list[dict[str, Any]], results: list[res.Result]) -> list[V
     out: list[Verdict] = []
     for key, runs in res.group(results).items():
         for b in budgets:
+            if b["check"] in ACROSS_SIZES:
+                continue
             use = runs if b["check"] == "complete" else [r for r in runs if r.usable]
             if use:
                 out += CHECKS[b["check"]](b, str(key), use)
+    usable = [r for r in results if r.usable]
+    for b in budgets:
+        if b["check"] in ACROSS_SIZES and usable:
+            out += CHECKS[b["check"]](b, "across sizes", usable)
     return out
 
 
