@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -29,6 +29,9 @@ class CostSeries:
     run_stalls: list[tuple[float, float]]   # (entries, worst stall ns) per run
     fit: Fit | None
     stall_fit: Fit | None
+    aliased: list[tuple[float, float, float | None]] = field(default_factory=list)
+    # aliased runs of the same kind (entries, duration, worst stall): drawn as
+    # crosses beside the distinct-page fit, not part of it
 
 
 def _fit_curve(ax, f: Fit, color: str, targets: Sequence[float], label: str) -> None:
@@ -70,6 +73,13 @@ def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
         low[ax1] = min([low[ax1]] + [y / 1e6 for y in sr.walk_ys + sr.run_ys if y > 0])
         st = [(x, y) for x, y in sr.run_stalls if y > 0]
         low[ax2] = min([low[ax2]] + [y / 1e6 for _, y in st])
+        if sr.aliased:
+            ax1.scatter([a[0] for a in sr.aliased], [a[1] / 1e6 for a in sr.aliased], s=40,
+                        marker="x", color=color, label=f"{sr.label}: ALIASED runs")
+            al = [(a[0], a[2]) for a in sr.aliased if a[2]]
+            if al:
+                ax2.scatter([x for x, _ in al], [y / 1e6 for _, y in al], s=40, marker="x",
+                            color=color, label=f"{sr.label}: ALIASED runs")
         if st:
             ax2.scatter([x for x, _ in st], [y / 1e6 for _, y in st], s=22, color=color,
                         edgecolors="k", linewidths=0.4, label=f"{sr.label}: runs")

@@ -221,3 +221,27 @@ def test_quantile_of_too_few_ops_is_skip_and_per_gib_limit() -> None:
     b[0]["quantile"] = "p99"
     v = bud.evaluate(b, rs)[0]
     assert v.limit == "<= 10ms/GiB x 0.125 GiB + 0ns = 1.25ms" and v.verdict == bud.FAIL
+
+
+def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
+    """The walk-cost-fit budget: one verdict per kind and backing over every
+    size; PASS on a recorded sweep, FAIL when walks grow with the square of
+    the entries, SKIP (with the reason) when sizes span less than a decade."""
+    import random
+    from ptwalk_report import synthetic
+    b = [{"id": "fit", "check": "cost_fit", "r2_min": 0.8, "max_ns_per_entry": {"*": 1000}}]
+    vs = bud.evaluate(b, res.load(sorted((DATA / "sizes").glob("*.json.gz"))))
+    assert [(v.budget, v.scenario, v.verdict) for v in vs] == [
+        ("fit[clear_refs]", "clear_refs/anon across sizes", bud.PASS)]
+    assert "R² 0." in vs[0].figure and "x)" in vs[0].figure
+    rng = random.Random(2)
+    files = []
+    for mib in (1, 8, 64, 512):
+        n = mib * 256 + 700
+        doc = synthetic.make_result(rng=rng, size_bytes=mib * MIB, ptes=n, walks=4,
+                                    ns_per_pte=30.0 * n / 1000, spread=0.01)   # quadratic
+        files.append(synthetic.write(doc, tmp_path / f"q-{mib}.json"))
+    v = bud.evaluate(b, res.load(files))[0]
+    assert v.verdict == bud.FAIL and "slope <= 1000" in v.limit
+    v = bud.evaluate(b, res.load([DATA / "a"]))
+    assert {x.verdict for x in v} == {bud.SKIP} and "needs sizes spanning >= 10x" in v[0].detail

@@ -242,3 +242,29 @@ def test_upstream_long_argv_stays_exact_and_narrow(tmp_path: Path) -> None:
     assert shell.split() == ["ptwalk", "run", "--size", "2048M", "--dir",
                              "/very/" + "long" * 30 + "/dir", "--out",
                              "clear_refs-anon-2048M.json"]
+
+
+def test_report_says_distinct_and_aliased_and_checks_the_fit(tmp_path: Path) -> None:
+    """Aliased runs are named as such, kept out of the distinct-page fit,
+    and compared with what that fit predicts at their entries."""
+    files = _synthetic_sweep(tmp_path, [1, 16, 256])
+    doc = synthetic.make_result(rng=random.Random(5), backing="alias", size_bytes=100 << 30,
+                                ptes=26_214_400, walks=3, ns_per_pte=25.0, spread=0.01)
+    doc["scenario"].update(aliased=True, physical_bytes=1 << 30, alias_factor=100)
+    for w in doc["walks"]:
+        w["ns_per_pte_corrected"] = w["ns_per_pte"] * 1.2
+    files.append(synthetic.write(doc, tmp_path / "in" / "clear_refs-alias-100G.json"))
+    md_path, pngs = report.generate(res.load(files), tmp_path / "rep")
+    md = md_path.read_text()
+    sizes = md.split("## Sizes measured")[1].split("\n## ")[0]
+    assert "| alias | 100 GiB | aliased | 1 |" in sizes and "| anon | 1 MiB | distinct |" in sizes
+    anon = next(g for g in report.cost_groups(res.load(files)) if g.backing == "anon")
+    assert anon.fit is not None and anon.fit.n == 6           # the aliased run is not in it
+    row = next(x for x in md.splitlines() if x.startswith("| 6.18.0 | clear_refs | 26,214,400 |"))
+    cells = [c.strip() for c in row.split("|")]
+    def ms(c: str) -> float:
+        v = c.split()[0]
+        return float(v[:-2]) if v.endswith("ms") else float(v[:-1]) * 1e3
+    assert 620 < ms(cells[4]) < 690 and 740 < ms(cells[5]) < 830   # 25 ns/PTE, x1.2 corrected
+    assert 750 < ms(cells[6]) < 830 and "[" in cells[6]            # the 30 ns/entry fit
+    assert tmp_path / "rep" / "walk_cost_alias.png" in pngs
