@@ -177,9 +177,23 @@ def select(m: dict[str, Any], mode: str, avail_bytes: int,
             60, md["time_budget_s"] - sweep_estimate_s(m, sw)
             - (len(inc) * m["incident"]["estimate_s"] if inc else 0))
     size = size_mib or choose_size(mm, mode, avail_bytes, runs)
-    return ([Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
-             for p, b in combos for r in range(1, md["repeats"] + 1)]
-            + sweep(m, mode, avail_bytes, size) + inc)
+    main = [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
+            for p, b in combos for r in range(1, md["repeats"] + 1)]
+    return interleave(main, sweep(m, mode, avail_bytes, size)) + inc
+
+
+def interleave(main: list[Scenario], extra: list[Scenario]) -> list[Scenario]:
+    """The sweep's runs spread evenly between the main runs (main first): the
+    sizes of a fit then share the host's changing load instead of meeting
+    it at different times."""
+    out: list[Scenario] = []
+    k = 0
+    for i, sc in enumerate(main):
+        out.append(sc)
+        while k < len(extra) and (k + 1) * len(main) <= (i + 1) * (len(extra) + 1):
+            out.append(extra[k])
+            k += 1
+    return out + extra[k:]
 
 
 def results_dir(root: Path, host: str | None = None, release: str | None = None,

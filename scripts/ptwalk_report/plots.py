@@ -60,7 +60,7 @@ def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
     when it may extrapolate, its 95% prediction band up to the targets. The
     PNG carries the x range of the plotted run points (text chunk
     ptwalk-x-range) so that tests can check the sweep it shows."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 6.6))
     run_x: list[float] = []
     low = {ax1: math.inf, ax2: math.inf}   # smallest point drawn: the y axis starts below it
     for i, sr in enumerate(series):
@@ -86,8 +86,8 @@ def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
         for ax, f in ((ax1, sr.fit), (ax2, sr.stall_fit)):
             if f is not None:
                 _fit_curve(ax, f, color, targets,
-                           f"{sr.label} fit: {f.a / 1e3:.3g} us + {f.b:.3g} ns x entries, "
-                           f"R² {f.r2:.3f}"
+                           f"{sr.label} fit: {f.a / 1e3:.3g} us + {f.b:.3g} ns/entry, "
+                           f"R² {f.r2:.2f}"
                            + ("" if f.extrapolates else " (not extrapolated)"))
     for ax in (ax1, ax2):
         ax.set_xscale("log")
@@ -101,14 +101,15 @@ def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
         ax.set_xlabel("leaf entries walked (4 KiB PTEs + PMD leaves)")
         ax.grid(True, which="major", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6.5, loc="lower right")
+            ax.legend(fontsize=6.3, loc="upper left", bbox_to_anchor=(-0.02, -0.12), ncol=2,
+                      frameon=False, columnspacing=0.8, handletextpad=0.3)
     ax1.set_ylabel("walk duration (ms)")
     ax1.set_title("duration: walks (faint), run medians, fit and 95% PI")
     ax2.set_ylabel("worst attributed mmap_lock wait (ms)")
     ax2.set_title("worst stall per run, fit and 95% PI")
     fig.suptitle(title + ("  (dotted: " + ", ".join(f"{t:,.0f}" for t in targets)
                           + " entries)" if targets else ""))
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.11, top=0.87, wspace=0.2)
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.3, top=0.9, wspace=0.2)
     meta = {"ptwalk-x-range": f"{min(run_x):.0f} {max(run_x):.0f}" if run_x else "",
             "ptwalk-runs": str(len(run_x))}
     fig.savefig(path, dpi=90, metadata=meta)

@@ -47,6 +47,7 @@ class RunPoint:
     duration: float              # median walk duration, ns
     worst_stall: float | None    # longest attributed stall of the run (lock-aware backends)
     walks: int
+    fastest: float = 0.0         # shortest walk duration, ns: the least disturbed walk
 
 
 @dataclass
@@ -60,6 +61,7 @@ class CostGroup:
     entries_per_byte: float
     fit: fitmod.Fit | None = None          # run medians: duration = a + b * entries
     stall_fit: fitmod.Fit | None = None    # run worst stall = a + b * entries
+    fastest_fit: fitmod.Fit | None = None  # run fastest walk = a + b * entries (budgets)
     entries_base: float = 0.0              # entries = entries_base + entries_per_byte * size
 
     def entries_at(self, size_bytes: float) -> float:
@@ -95,7 +97,8 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
                                    bool(sc.get("aliased") or sc["backing"] == "alias"),
                                    _median([float(w["ptes"]) for w in ws]),
                                    _median([float(w["duration_ns"]) for w in ws]),
-                                   max(stalls) if stalls else None, len(ws)))
+                                   max(stalls) if stalls else None, len(ws),
+                                   min(float(w["duration_ns"]) for w in ws)))
             ratios.setdefault(key, []).extend(w["ptes"] / max(1, sc["size_bytes"]) for w in ws)
     for key, g in acc.items():
         g.entries_per_byte = sum(ratios[key]) / len(ratios[key])
@@ -104,6 +107,7 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         if ef is not None and ef.b > 0:
             g.entries_base, g.entries_per_byte = max(ef.a, 0.0), ef.b
         g.fit = fitmod.fit([p.entries for p in g.runs], [p.duration for p in g.runs])
+        g.fastest_fit = fitmod.fit([p.entries for p in g.runs], [p.fastest for p in g.runs])
         st = [p for p in g.runs if p.worst_stall is not None]
         g.stall_fit = fitmod.fit([p.entries for p in st], [p.worst_stall for p in st]) \
             if st else None
@@ -156,13 +160,16 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
            "least squares over the runs, duration = a + b * entries (a: fixed cost per walk, "
            "b: ns per entry), the code the selftests' linearity check uses "
            "(selftests/ptwalk_fit.c); R² of that fit; log-log slope: the slope of "
-           "log(duration) on log(entries) (1 = proportional). Aliased runs are their own "
+           "log(duration) on log(entries) (1 = proportional). The same fit of each run's "
+           "fastest walk (the least of the host's noise, as the selftests' minimum) is what "
+           "the walk-cost-fit budget checks. Aliased runs are their own "
            "backing (`alias`): their cost per PTE differs from distinct pages; the anon plot "
            "shows them as crosses beside the distinct-page fit, outside it.", "",
            "| kernel | kind | backing | runs | walks | entries (span) | duration p50 | max "
-           "| ns/entry p50 | fit a | fit b (ns/entry) | R² | log-log slope |",
+           "| ns/entry p50 | fit a | fit b (ns/entry) | R² | log-log slope "
+           "| fastest walk: b, R², log-log slope |",
            "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: |"]
+           "| ---: | --- |"]
     for g in cgs:
         s = sorted(g.ys)
         npe = sorted(y / x for x, y in zip(g.xs, g.ys))
@@ -172,9 +179,12 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         fit_cols = (f"{fmt_ns(f.a)} | {f.b:.2f} | {f.r2:.3f} | "
                     + ("-" if f.exponent is None else f"{f.exponent:.2f}")) if f else \
             "- | - | - | -"
+        ff = g.fastest_fit
+        fast = (f"{ff.b:.2f}, {ff.r2:.3f}, "
+                + ("-" if ff.exponent is None else f"{ff.exponent:.2f}")) if ff else "-"
         md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {len(g.ys)} "
                   f"| {ent} | {fmt_ns(s[len(s) // 2])} | {fmt_ns(s[-1])} "
-                  f"| {npe[len(npe) // 2]:.1f} | {fit_cols} |")
+                  f"| {npe[len(npe) // 2]:.1f} | {fit_cols} | {fast} |")
     md.append("")
     by_backing: dict[str, list[CostGroup]] = {}
     for g in cgs:
