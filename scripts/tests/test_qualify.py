@@ -197,7 +197,7 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
                        capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
     assert p.returncode == 0, p.stdout + p.stderr
     ids = [x for x in p.stdout.splitlines() if "::" in x]
-    assert sum("test_scenario[" in x for x in ids) == 54 + 15    # main + sweep
+    assert sum("test_scenario[" in x for x in ids) == 54 + 10    # main + sweep
     assert "test_scenario[pagemap_scan-shmem-128M-r3]" in p.stdout
     assert "test_scenario[smaps-anon-512M-r1]" in p.stdout
     assert sum("test_budget[" in x for x in ids) == 6
@@ -232,12 +232,14 @@ def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
     the entries, SKIP (with the reason) when sizes span less than a decade."""
     import random
     from ptwalk_report import synthetic
-    b = [{"id": "fit", "check": "cost_fit", "r2_min": 0.6, "max_loglog_slope": 1.3,
+    b = [{"id": "fit", "check": "cost_fit", "max_loglog_slope": 1.3,
           "max_ns_per_entry": {"*": 100_000}}]
     vs = bud.evaluate(b, res.load(sorted((DATA / "sizes").glob("*.json.gz"))))
     assert [(v.budget, v.scenario, v.verdict) for v in vs] == [
         ("fit[clear_refs]", "clear_refs/anon across sizes", bud.PASS)]
     assert "R² 0." in vs[0].figure and "x)" in vs[0].figure
+    assert bud.evaluate([dict(b[0], r2_min=0.9999)], res.load(sorted(
+        (DATA / "sizes").glob("*.json.gz"))))[0].verdict == bud.FAIL     # r2_min when set
     rng = random.Random(2)
     files = []
     for mib in (1, 8, 64, 512):
