@@ -36,9 +36,9 @@ class CostSeries:
 
 def _fit_curve(ax, f: Fit, color: str, targets: Sequence[float], label: str) -> None:
     """The fit over the measured range (solid); beyond it, when the fit may
-    extrapolate, dashed up to the largest target with its 95% prediction band
-    (the band is where the figure is used; within the measured range the
-    points speak for themselves)."""
+    extrapolate, dashed up to the largest target with its 95% prediction
+    interval dotted (drawn where the figure is used; within the measured range
+    the points speak for themselves)."""
     def pts(lo: float, hi: float) -> list[float]:
         return [lo * (hi / lo) ** (k / 60) for k in range(61)]
     def ms(y: float) -> float:   # a negative prediction has no place on log axes
@@ -48,16 +48,17 @@ def _fit_curve(ax, f: Fit, color: str, targets: Sequence[float], label: str) -> 
     if f.extrapolates and targets and f.n >= 3:
         ex = pts(f.x_max, max(targets))
         ax.plot(ex, [ms(f.predict(x)) for x in ex], color=color, lw=1.2, ls="--")
+        # the 95% prediction interval as two thin lines (a lower bound <= 0 is not drawn)
         band = [f.interval(x) for x in ex]
-        ax.fill_between(ex, [max(lo, 1.0) / 1e6 for _, lo, _ in band],
-                        [hi / 1e6 for _, _, hi in band], color=color, alpha=0.15, lw=0)
+        ax.plot(ex, [ms(hi) for _, _, hi in band], color=color, lw=0.8, ls=":")
+        ax.plot(ex, [ms(lo) for _, lo, _ in band], color=color, lw=0.8, ls=":")
 
 
 def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
               targets: Sequence[float] = ()) -> Path:
     """Duration and worst stall against entries on log-log axes: every walk
     (faint), every run (median, solid), the least-squares fit with R² and,
-    when it may extrapolate, its 95% prediction band up to the targets. The
+    when it may extrapolate, its 95% prediction interval up to the targets. The
     PNG carries the x range of the plotted run points (text chunk
     ptwalk-x-range) so that tests can check the sweep it shows."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 6.6))
@@ -97,17 +98,17 @@ def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         for t in targets:
-            ax.axvline(t, color="grey", lw=0.6, ls=":")
+            ax.axvline(t, color="grey", lw=0.8, alpha=0.6)
         ax.set_xlabel("leaf entries walked (4 KiB PTEs + PMD leaves)")
         ax.grid(True, which="major", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6.3, loc="upper left", bbox_to_anchor=(-0.02, -0.12), ncol=2,
                       frameon=False, columnspacing=0.8, handletextpad=0.3)
     ax1.set_ylabel("walk duration (ms)")
-    ax1.set_title("duration: walks (faint), run medians, fit and 95% PI")
+    ax1.set_title("duration: walks (faint), run medians, fit (dotted: 95% PI)")
     ax2.set_ylabel("worst attributed mmap_lock wait (ms)")
-    ax2.set_title("worst stall per run, fit and 95% PI")
-    fig.suptitle(title + ("  (dotted: " + ", ".join(f"{t:,.0f}" for t in targets)
+    ax2.set_title("worst stall per run, fit (dotted: 95% PI)")
+    fig.suptitle(title + ("  (grey lines: " + ", ".join(f"{t:,.0f}" for t in targets)
                           + " entries)" if targets else ""))
     fig.subplots_adjust(left=0.06, right=0.98, bottom=0.3, top=0.9, wspace=0.2)
     meta = {"ptwalk-x-range": f"{min(run_x):.0f} {max(run_x):.0f}" if run_x else "",
