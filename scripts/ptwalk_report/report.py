@@ -211,7 +211,7 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
 
     # --- extrapolation
     md += ["## Extrapolation", "",
-           f"Predicted duration of one walk, and the worst attributed stall of a run, at "
+           f"Predicted walk duration (a run's median walk) and worst attributed stall of a run at "
            f"{' and '.join(lbl for lbl, _ in ENTRY_TARGETS)} entries (the incident's 100 GiB "
            f"of 4 KiB pages is 26.2M PTEs; 1 TiB 268M), from the fit over the runs. Brackets: "
            f"95% prediction interval of one new run (t quantile with runs - 2 degrees of "
