@@ -251,3 +251,18 @@ def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
     assert v.verdict == bud.FAIL and "log-log slope 2.0" in v.figure, v.figure
     v = bud.evaluate(b, res.load([DATA / "a"]))
     assert {x.verdict for x in v} == {bud.SKIP} and "needs sizes spanning >= 10x" in v[0].detail
+
+
+def test_ns_per_entry_budget_skips_the_sweeps_small_sizes(tmp_path: Path) -> None:
+    import random
+    from ptwalk_report import synthetic
+    doc = synthetic.make_result(rng=random.Random(1), size_bytes=1 * MIB, ptes=900, walks=4,
+                                ns_per_pte=4000.0)
+    small = res.load([synthetic.write(doc, tmp_path / "s.json")])
+    b = [{"id": "ns", "check": "walk_ns_per_entry", "stat": "p50", "max": {"*": 1000},
+          "min_size_mib": 64}]
+    v = bud.evaluate(b, small)[0]
+    assert v.verdict == bud.SKIP and "walk-cost-fit" in v.detail
+    assert bud.evaluate([dict(b[0], min_size_mib=0)], small)[0].verdict == bud.FAIL
+    big = res.load([DATA / "a"])                # 128 MiB: still checked
+    assert {x.verdict for x in bud.evaluate(b, big)} == {bud.PASS}
