@@ -8,7 +8,9 @@
 #   junit.xml        pytest's JUnit XML (one test per run and per budget)
 #   summary.json     verdict per budget and scenario, backend in use
 #   report/          report.md + PNG plots (scripts/ptwalk-report)
-# QUICK=1: about 2 minutes; default: <= 10 minutes on 2 CPUs; FULL=1: larger.
+# QUICK=1: under 2 minutes; default: under 10 minutes on 2 CPUs; FULL=1: larger.
+# Besides the main size, a sweep (matrix.json "sweep") runs every walk kind
+# over >= 2 decades of entries for the report's fit across sizes.
 # Environment: PYTHON, PTWALK_BIN, PTWALK_BUDGETS, PTWALK_QUALIFY_OUT.
 # Exit: 0 every run completed and every budget passed, 1 otherwise,
 # 2 when qualify could not run at all.
@@ -43,6 +45,7 @@ MODE=default
 [ "${QUICK:-0}" != 0 ] && MODE=quick
 [ "${FULL:-0}" != 0 ] && MODE=full
 
+T0=$(date +%s)
 echo "qualify: results in $OUT"
 "$PYTHON" -m ptwalk_report.matrix plan
 
@@ -68,8 +71,9 @@ rc_budgets=0
 "$PYTHON" scripts/ptwalk-report "$OUT/runs" --out "$OUT/report"
 
 if [ "$rc_tests" -eq 0 ] && [ "$rc_budgets" -eq 0 ]; then
-	echo "qualify: PASS ($OUT)"
+	echo "qualify: PASS ($OUT) in $(($(date +%s) - T0))s"
 	exit 0
 fi
-echo "qualify: FAIL (scenario runs: pytest exit $rc_tests; budgets exit $rc_budgets; $OUT)"
+echo "qualify: FAIL (scenario runs: pytest exit $rc_tests; budgets exit $rc_budgets; $OUT)" \
+	"in $(($(date +%s) - T0))s"
 exit 1

@@ -3,8 +3,9 @@
  * Walk cost per PTE, for each walker (clear_refs, smaps, smaps_rollup,
  * pagemap read, PAGEMAP_SCAN) over 4 KiB anonymous memory of 5 sizes
  * spanning 16x (default 64 MiB .. 1 GiB; PTWALK_MIN_MB / --min-mb, --long):
- *  - <walker>.linear: least-squares fit of the per-size minimum over
- *    PTWALK_REPS repetitions has R^2 >= linear_r2_min, and
+ *  - <walker>.linear: least-squares fit (ptwalk_fit.c, the same code
+ *    make qualify's cost-across-sizes fit loads) of the per-size minimum
+ *    over PTWALK_REPS repetitions has R^2 >= linear_r2_min, and
  *    cost(16N)/cost(N) lies in [linear_ratio_min, linear_ratio_max];
  *    cost(N) is net of the fixed per-walk cost (the same walk of a process
  *    with a single-page region), which otherwise dominates small sizes in
@@ -76,7 +77,8 @@ static bool measure(unsigned int a, char *why, size_t len)
 static bool linear_once(int w, const struct ptw_cost_point *p, char *why,
 			size_t len)
 {
-	double x[16], y[16], a, b, r2, ratio;
+	double x[16], y[16], ratio;
+	struct ptw_fit f;
 	unsigned int k, n = opts.points;
 	const double *bv = budget.v;
 
@@ -86,16 +88,19 @@ static bool linear_once(int w, const struct ptw_cost_point *p, char *why,
 		x[k] = p[k].ptes;
 		y[k] = p[k].ns[w] > p[k].base[w] ? p[k].ns[w] - p[k].base[w] : 1;
 	}
-	ptw_linfit(x, y, n, &a, &b, &r2);
+	if (ptw_fit_linear(x, y, n, &f)) {
+		snprintf(why, len, "%s: no fit: %u sizes", ptw_walker_names[w], n);
+		return false;
+	}
 	ratio = y[n - 1] / y[0];
 	ptw_diag("%s: fixed %.1f us per walk; net fit %.3f ns/PTE + %.1f us, "
 		 "R^2 %.4f; cost(%zu)/cost(%zu) = %.2f for %.0fx the PTEs",
-		 ptw_walker_names[w], p[0].base[w] / 1e3, b, a / 1e3, r2,
+		 ptw_walker_names[w], p[0].base[w] / 1e3, f.b, f.a / 1e3, f.r2,
 		 p[n - 1].ptes, p[0].ptes, ratio, x[n - 1] / x[0]);
-	if (r2 < bv[PB_LINEAR_R2_MIN]) {
+	if (!(f.r2 >= bv[PB_LINEAR_R2_MIN])) {
 		snprintf(why, len, "%s not linear in PTEs: R^2 %.4f < %.2f "
 			 "(fit %.3f ns/PTE over %zu..%zu PTEs)",
-			 ptw_walker_names[w], r2, bv[PB_LINEAR_R2_MIN], b,
+			 ptw_walker_names[w], f.r2, bv[PB_LINEAR_R2_MIN], f.b,
 			 p[0].ptes, p[n - 1].ptes);
 		return false;
 	}

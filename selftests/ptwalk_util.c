@@ -1362,31 +1362,3 @@ out:
 	free(t);
 	return ret;
 }
-
-void ptw_linfit(const double *x, const double *y, unsigned int n,
-		double *a, double *b, double *r2)
-{
-	double sx = 0, sy = 0, sxx = 0, sxy = 0, ss_tot = 0, ss_res = 0;
-	double mx, my;
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		sx += x[i];
-		sy += y[i];
-	}
-	mx = sx / n;
-	my = sy / n;
-	for (i = 0; i < n; i++) {
-		sxx += (x[i] - mx) * (x[i] - mx);
-		sxy += (x[i] - mx) * (y[i] - my);
-	}
-	*b = sxx ? sxy / sxx : 0;
-	*a = my - *b * mx;
-	for (i = 0; i < n; i++) {
-		double e = y[i] - (*a + *b * x[i]);
-
-		ss_res += e * e;
-		ss_tot += (y[i] - my) * (y[i] - my);
-	}
-	*r2 = ss_tot ? 1 - ss_res / ss_tot : 0;
-}

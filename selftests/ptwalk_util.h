@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptwalk_fit.h"
+
 /* ---- KTAP ---------------------------------------------------------- */
 
 enum ptw_result { PTW_PASS, PTW_FAIL, PTW_SKIP };
@@ -269,9 +271,5 @@ int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
  * it flushed */
 size_t ptw_cache_flush_init(void);
 bool ptw_cache_flush(void);
-
-/* least squares y = a + b x; r2 = coefficient of determination */
-void ptw_linfit(const double *x, const double *y, unsigned int n,
-		double *a, double *b, double *r2);
 
 #endif /* PTWALK_UTIL_H */

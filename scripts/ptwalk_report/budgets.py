@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,9 +71,17 @@ def _walk_ns(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
             by_kind.setdefault(w["kind"], []).append(w["duration_ns"] / w["ptes"])
     q = QUANTILES[b.get("stat", "p50")]
     backing = runs[0].doc["scenario"].get("backing", "?")
+    size = runs[0].doc["scenario"].get("size_bytes", 0)
     for kind, xs in sorted(by_kind.items()):
         limit = _limit(b["max"], kind, backing)
         if limit is None:
+            continue
+        if size < b.get("min_size_mib", 0) << 20:
+            # the sweep's small sizes: the fixed per-walk cost is most of the walk;
+            # walk-cost-fit judges the cost per entry there (the fit's slope)
+            out.append(Verdict(f"{b['id']}[{kind}]", key, SKIP, f"{len(xs)} walks",
+                               f"<= {limit} ns/entry from {b['min_size_mib']} MiB",
+                               "fixed per-walk cost dominates this size: see walk-cost-fit"))
             continue
         v = stats.quantile(xs, q)
         out.append(Verdict(f"{b['id']}[{kind}]", key, PASS if v <= limit else FAIL,
@@ -193,12 +202,52 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
                     limit_s)]
 
 
+def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    """Across sizes, per walk kind and backing: the least-squares fit of
+    each run's fastest walk against entries (fit.py: the selftests' own fit
+    code, selftests/ptwalk_fit.c; the fastest walk, as the selftests take
+    the minimum, is the walk's own cost with the least of the host's noise)
+    has a log-log slope (same fit on the logarithms: 1 = proportional,
+    2 = quadratic) <= max_loglog_slope, a slope (ns per entry, fixed cost
+    excluded) <= max_ns_per_entry and, when the budget sets r2_min, R² >=
+    r2_min. SKIP when the sizes span less than a decade: such a fit says
+    nothing about scaling."""
+    from .fit import DECADE
+    from .report import cost_groups
+    out = []
+    for g in cost_groups(runs):
+        limit = _limit(b["max_ns_per_entry"], g.kind, g.backing)
+        bid, scen = f"{b['id']}[{g.kind}]", f"{g.kind}/{g.backing} across sizes"
+        lim_s = (f"log-log slope <= {b['max_loglog_slope']}, slope <= {limit} ns/entry"
+                 + (f", R² >= {b['r2_min']}" if "r2_min" in b else ""))
+        if limit is None:
+            continue
+        xs = [p.entries for p in g.runs]
+        if g.fastest_fit is None or not g.fastest_fit.extrapolates:
+            out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, entries span "
+                               f"{max(xs) / max(min(xs), 1):.1f}x", lim_s,
+                               f"needs sizes spanning >= {DECADE:.0f}x"))
+            continue
+        f = g.fastest_fit
+        exp = f.exponent if f.exponent is not None else float("inf")
+        ok = f.r2 >= b.get("r2_min", -math.inf) and f.b <= limit and exp <= b["max_loglog_slope"]
+        out.append(Verdict(bid, scen, PASS if ok else FAIL,
+                           f"fastest walk {fmt_ns(f.a)} + {f.b:.2f} ns x entries, R² {f.r2:.3f}, "
+                           f"log-log slope {exp:.2f} over "
+                           f"{f.n} runs, {min(xs):,.0f}-{max(xs):,.0f} entries "
+                           f"({max(xs) / min(xs):.0f}x)", lim_s))
+    return out
+
+
+ACROSS_SIZES = {"cost_fit"}   # checked once over every scenario's results
+
 CHECKS: dict[str, Callable[[dict, str, list[res.Result]], list[Verdict]]] = {
     "complete": _complete,
     "walk_ns_per_entry": _walk_ns,
     "stall_vs_walk": _stall_vs_walk,
     "victim_during_vs_walk": _victim_vs_walk,
     "victim_during_quantile": _victim_quantile,
+    "cost_fit": _cost_fit,
 }
 
 
@@ -206,9 +255,15 @@ def evaluate(budgets: list[dict[str, Any]], results: list[res.Result]) -> list[V
     out: list[Verdict] = []
     for key, runs in res.group(results).items():
         for b in budgets:
+            if b["check"] in ACROSS_SIZES:
+                continue
             use = runs if b["check"] == "complete" else [r for r in runs if r.usable]
             if use:
                 out += CHECKS[b["check"]](b, str(key), use)
+    usable = [r for r in results if r.usable]
+    for b in budgets:
+        if b["check"] in ACROSS_SIZES and usable:
+            out += CHECKS[b["check"]](b, "across sizes", usable)
     return out
 
 

@@ -5,6 +5,11 @@ run, at which size, and where their results go:
       runs/<profile>-<backing>-<size>-r<N>.json   one ptwalk result per run
       commands.txt                                the exact command lines
       junit.xml, summary.json, report/report.md + PNGs
+
+Cost across sizes: besides the main size (repeats, for ptwalk compare) the
+"sweep" block runs each of its profiles once at further sizes, so that every
+walk kind spans at least two decades of entries; the report fits duration
+and worst stall against entries over all of them.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ class Scenario:
     physical_mib: int = 0    # alias backing only
     calibrate_mib: int = 0   # alias backing only
     incident: bool = False   # the incident-scale block of the matrix
+    sweep: bool = False      # one size of the cost-across-sizes sweep
 
     @property
     def id(self) -> str:
@@ -75,11 +81,58 @@ def mem_available() -> int:
     raise RuntimeError("no MemAvailable in /proc/meminfo")
 
 
+# walk kinds each scanner profile produces (cadvisor: smaps then clear_refs)
+KINDS = {"cadvisor": ("smaps", "clear_refs"), "clear_refs": ("clear_refs",),
+         "smaps": ("smaps",), "smaps_rollup": ("smaps_rollup",), "pagemap": ("pagemap",),
+         "pagemap_scan": ("pagemap_scan",)}
+
+
+def run_estimate_s(m: dict[str, Any], duration_ms: float, size_mib: float) -> float:
+    return (m["overhead_s"] + duration_ms / 1000.0
+            + 2.0 * m["populate_s_per_gib"] * size_mib / 1024.0)
+
+
 def estimate_s(m: dict[str, Any], mode: str, size_mib: int, runs: int) -> float:
-    md = m["modes"][mode]
-    per_run = (m["overhead_s"] + md["duration_ms"] / 1000.0
-               + 2.0 * m["populate_s_per_gib"] * size_mib / 1024.0)
-    return runs * per_run
+    return runs * run_estimate_s(m, m["modes"][mode]["duration_ms"], size_mib)
+
+
+def sweep_sizes(m: dict[str, Any], mode: str, avail_bytes: int) -> list[int]:
+    """The sweep's sizes on this host: those within mem_fraction of MemAvailable."""
+    sw = m.get("sweep", {}).get("modes", {}).get(mode)
+    if not sw:
+        return []
+    cap = int(avail_bytes * m["mem_fraction"]) // MIB
+    return [s for s in sw["sizes_mib"] if s <= cap]
+
+
+def sweep(m: dict[str, Any], mode: str, avail_bytes: int, main_mib: int = 0) -> list[Scenario]:
+    """One run per sweep profile, backing and size (the main size is left to
+    the main matrix, whose repeats cover it)."""
+    sw = m.get("sweep")
+    if not sw or mode not in sw.get("modes", {}):
+        return []
+    md = sw["modes"][mode]
+    return [Scenario(p, b, s, tuple(m["victims"]), md["interval"], md["duration_ms"], 1,
+                     sweep=True)
+            for p in sw["profiles"] for b in sw["backings"]
+            for s in sweep_sizes(m, mode, avail_bytes) if s != main_mib]
+
+
+def sweep_estimate_s(m: dict[str, Any], scs: list[Scenario]) -> float:
+    return sum(run_estimate_s(m, s.duration_ms, s.size_mib) for s in scs if s.sweep)
+
+
+def entries_span(scs: list[Scenario], base_entries: int) -> dict[tuple[str, str], float]:
+    """Largest / smallest expected entries per (walk kind, backing) over the
+    4 KiB backings: size / 4 KiB plus the target process's own base_entries.
+    Aliased runs are a backing of their own (their cost per PTE differs)."""
+    sizes: dict[tuple[str, str], list[int]] = {}
+    for s in scs:
+        if s.backing in ("anon", "shmem", "alias"):
+            for k in KINDS.get(s.profile, (s.profile,)):
+                sizes.setdefault((k, s.backing), []).append(s.size_mib)
+    return {k: (max(v) * 256 + base_entries) / (min(v) * 256 + base_entries)
+            for k, v in sizes.items()}
 
 
 def choose_size(m: dict[str, Any], mode: str, avail_bytes: int, runs: int) -> int:
@@ -115,15 +168,32 @@ def select(m: dict[str, Any], mode: str, avail_bytes: int,
     combos = [(p, b) for p in m["profiles"] for b in m["backings"]]
     runs = len(combos) * md["repeats"]
     inc = incident(m, mode, avail_bytes)
+    sw = sweep(m, mode, avail_bytes)
     mm = m
-    if inc and md.get("time_budget_s"):
-        # the incident runs take their share of the mode's time budget first
+    if (inc or sw) and md.get("time_budget_s"):
+        # the incident runs and the sweep take their share of the mode's time budget first
         mm = json.loads(json.dumps(m))
         mm["modes"][mode]["time_budget_s"] = max(
-            60, md["time_budget_s"] - len(inc) * m["incident"]["estimate_s"])
+            60, md["time_budget_s"] - sweep_estimate_s(m, sw)
+            - (len(inc) * m["incident"]["estimate_s"] if inc else 0))
     size = size_mib or choose_size(mm, mode, avail_bytes, runs)
-    return [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
-            for p, b in combos for r in range(1, md["repeats"] + 1)] + inc
+    main = [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
+            for p, b in combos for r in range(1, md["repeats"] + 1)]
+    return interleave(main, sweep(m, mode, avail_bytes, size)) + inc
+
+
+def interleave(main: list[Scenario], extra: list[Scenario]) -> list[Scenario]:
+    """The sweep's runs spread evenly between the main runs (main first): the
+    sizes of a fit then share the host's changing load instead of meeting
+    it at different times."""
+    out: list[Scenario] = []
+    k = 0
+    for i, sc in enumerate(main):
+        out.append(sc)
+        while k < len(extra) and (k + 1) * len(main) <= (i + 1) * (len(extra) + 1):
+            out.append(extra[k])
+            k += 1
+    return out + extra[k:]
 
 
 def results_dir(root: Path, host: str | None = None, release: str | None = None,
@@ -185,14 +255,23 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["plan"]:
         m, mode = load_matrix(), mode_from_env()
         scs = select(m, mode, mem_available())
-        main_runs = [s for s in scs if not s.incident]
+        main_runs = [s for s in scs if not s.incident and not s.sweep]
+        sw = [s for s in scs if s.sweep]
         inc = [s for s in scs if s.incident]
-        est = estimate_s(m, mode, main_runs[0].size_mib, len(main_runs))
+        est = estimate_s(m, mode, main_runs[0].size_mib, len(main_runs)) + sweep_estimate_s(m, sw)
         if inc:
             est += len(inc) * m["incident"]["estimate_s"]
+        sizes = sorted({s.size_mib for s in sw})
         print(f"mode {mode}: {len(main_runs)} runs at {main_runs[0].size_mib} MiB"
+              + (f" + {len(sw)} sweep runs ({', '.join(f'{x} MiB' for x in sizes)}; "
+                 f"{', '.join(sorted({s.backing for s in sw}))}, distinct pages)" if sw else "")
               + (f" + {len(inc)} incident-scale runs ({inc[0].size_mib // 1024} GiB "
-                 f"{inc[0].backing})" if inc else "") + f", estimate {est:.0f}s")
+                 f"{'aliased' if inc[0].backing == 'alias' else 'distinct'})" if inc else "")
+              + f", estimate {est:.0f}s")
+        dropped = [x for x in m.get("sweep", {}).get("modes", {}).get(mode, {}).get(
+            "sizes_mib", []) if x not in sweep_sizes(m, mode, mem_available())]
+        if dropped:
+            print(f"sweep: {dropped} MiB left out: above {m['mem_fraction']:.0%} of MemAvailable")
         return 0
     print("usage: python3 -m ptwalk_report.matrix outdir ROOT | plan", file=sys.stderr)
     return 2

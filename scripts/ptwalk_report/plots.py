@@ -2,7 +2,9 @@
 returns its path; the Markdown report carries the same figures as tables."""
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -16,34 +18,102 @@ import matplotlib.ticker  # noqa: E402
 from . import hist  # noqa: E402
 from .fit import Fit  # noqa: E402
 
-Series = tuple[str, list[float], list[float], Fit | None]  # label, entries, duration ns, fit
+
+@dataclass
+class CostSeries:
+    label: str
+    walk_xs: list[float]          # every walk: entries
+    walk_ys: list[float]          # every walk: duration ns
+    run_xs: list[float]           # one point per run: median entries
+    run_ys: list[float]           # one point per run: median duration ns
+    run_stalls: list[tuple[float, float]]   # (entries, worst stall ns) per run
+    fit: Fit | None
+    stall_fit: Fit | None
+    aliased: list[tuple[float, float, float | None]] = field(default_factory=list)
+    # aliased runs of the same kind (entries, duration, worst stall): drawn as
+    # crosses beside the distinct-page fit, not part of it
 
 
-def walk_cost(path: Path, title: str, series: Sequence[Series]) -> Path:
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for i, (label, xs, ys, f) in enumerate(series):
+def _fit_curve(ax, f: Fit, color: str, targets: Sequence[float], label: str) -> None:
+    """The fit over the measured range (solid); beyond it, when the fit may
+    extrapolate, dashed up to the largest target with its 95% prediction
+    interval dotted (drawn where the figure is used; within the measured range
+    the points speak for themselves)."""
+    def pts(lo: float, hi: float) -> list[float]:
+        return [lo * (hi / lo) ** (k / 60) for k in range(61)]
+    def ms(y: float) -> float:   # a negative prediction has no place on log axes
+        return y / 1e6 if y > 0 else math.nan
+    gx = pts(f.x_min, f.x_max)
+    ax.plot(gx, [ms(f.predict(x)) for x in gx], color=color, lw=1.6, label=label)
+    if f.extrapolates and targets and f.n >= 3:
+        ex = pts(f.x_max, max(targets))
+        ax.plot(ex, [ms(f.predict(x)) for x in ex], color=color, lw=1.2, ls="--")
+        # the 95% prediction interval as two thin lines (a lower bound <= 0 is not drawn)
+        band = [f.interval(x) for x in ex]
+        ax.plot(ex, [ms(hi) for _, _, hi in band], color=color, lw=0.8, ls=":")
+        ax.plot(ex, [ms(lo) for _, lo, _ in band], color=color, lw=0.8, ls=":")
+
+
+def walk_cost(path: Path, title: str, series: Sequence[CostSeries],
+              targets: Sequence[float] = ()) -> Path:
+    """Duration and worst stall against entries on log-log axes: every walk
+    (faint), every run (median, solid), the least-squares fit with R² and,
+    when it may extrapolate, its 95% prediction interval up to the targets. The
+    PNG carries the x range of the plotted run points (text chunk
+    ptwalk-x-range) so that tests can check the sweep it shows."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 6.6))
+    run_x: list[float] = []
+    low = {ax1: math.inf, ax2: math.inf}   # smallest point drawn: the y axis starts below it
+    for i, sr in enumerate(series):
         color = f"C{i % 10}"
-        ax1.scatter(xs, [y / 1e6 for y in ys], s=10, alpha=0.5, color=color, label=label)
-        ax2.scatter(xs, [y / x for x, y in zip(xs, ys)], s=10, alpha=0.5, color=color, label=label)
-        if f is not None:
-            lo, hi = min(xs), max(xs)
-            gx = [lo + (hi - lo) * k / 50 for k in range(51)] if hi > lo else [lo * 0.8, lo * 1.2]
-            ax1.plot(gx, [f.predict(x) / 1e6 for x in gx], color=color, lw=1.5,
-                     label=f"fit: {f.a / 1e6:.3g} ms + {f.b:.3g} ns x entries ({f.model})")
-            ax2.plot(gx, [f.predict(x) / x for x in gx], color=color, lw=1.5)
-    ax1.set_xlabel("leaf entries walked (4 KiB PTEs + PMD leaves)")
-    ax1.set_ylabel("walk duration (ms)")
-    ax1.set_title("duration vs entries, least-squares fit")
-    ax2.set_xlabel("leaf entries walked")
-    ax2.set_ylabel("ns per entry")
-    ax2.set_title("ns per entry (fit: a/entries + b)")
+        ax1.scatter(sr.walk_xs, [max(y, 1.0) / 1e6 for y in sr.walk_ys], s=5, alpha=0.15,
+                    color=color, lw=0)
+        ax1.scatter(sr.run_xs, [max(y, 1.0) / 1e6 for y in sr.run_ys], s=22, color=color,
+                    edgecolors="k", linewidths=0.4, label=f"{sr.label}: runs")
+        run_x += sr.run_xs
+        low[ax1] = min([low[ax1]] + [y / 1e6 for y in sr.walk_ys + sr.run_ys if y > 0])
+        st = [(x, y) for x, y in sr.run_stalls if y > 0]
+        low[ax2] = min([low[ax2]] + [y / 1e6 for _, y in st])
+        if sr.aliased:
+            ax1.scatter([a[0] for a in sr.aliased], [a[1] / 1e6 for a in sr.aliased], s=40,
+                        marker="x", color=color, label=f"{sr.label}: ALIASED runs")
+            al = [(a[0], a[2]) for a in sr.aliased if a[2]]
+            if al:
+                ax2.scatter([x for x, _ in al], [y / 1e6 for _, y in al], s=40, marker="x",
+                            color=color, label=f"{sr.label}: ALIASED runs")
+        if st:
+            ax2.scatter([x for x, _ in st], [y / 1e6 for _, y in st], s=22, color=color,
+                        edgecolors="k", linewidths=0.4, label=f"{sr.label}: runs")
+        for ax, f in ((ax1, sr.fit), (ax2, sr.stall_fit)):
+            if f is not None:
+                _fit_curve(ax, f, color, targets,
+                           f"{sr.label} fit: {f.a / 1e3:.3g} us + {f.b:.3g} ns/entry, "
+                           f"R² {f.r2:.2f}"
+                           + ("" if f.extrapolates else " (not extrapolated)"))
     for ax in (ax1, ax2):
-        ax.grid(True, alpha=0.3)
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
-    ax1.legend(fontsize=7, loc="upper left")
-    fig.suptitle(title)
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.12, top=0.86, wspace=0.22)
-    fig.savefig(path, dpi=90)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        if low[ax] < math.inf:
+            ax.set_ylim(bottom=low[ax] / 3)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        for t in targets:
+            ax.axvline(t, color="grey", lw=0.8, alpha=0.6)
+        ax.set_xlabel("leaf entries walked (4 KiB PTEs + PMD leaves)")
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.3, loc="upper left", bbox_to_anchor=(-0.02, -0.12), ncol=2,
+                      frameon=False, columnspacing=0.8, handletextpad=0.3)
+    ax1.set_ylabel("walk duration (ms)")
+    ax1.set_title("duration: walks (faint), run medians, fit (dotted: 95% PI)")
+    ax2.set_ylabel("worst attributed mmap_lock wait (ms)")
+    ax2.set_title("worst stall per run, fit (dotted: 95% PI)")
+    fig.suptitle(title + ("  (grey lines: " + ", ".join(f"{t:,.0f}" for t in targets)
+                          + " entries)" if targets else ""))
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.3, top=0.9, wspace=0.2)
+    meta = {"ptwalk-x-range": f"{min(run_x):.0f} {max(run_x):.0f}" if run_x else "",
+            "ptwalk-runs": str(len(run_x))}
+    fig.savefig(path, dpi=90, metadata=meta)
     plt.close(fig)
     return path
 

@@ -15,7 +15,9 @@ from . import results as res
 from .compare import fmt_ns
 
 GIB = 1 << 30
-TARGETS = (("100 GiB", 100 * GIB), ("1 TiB", 1024 * GIB))
+MIB = 1 << 20
+TARGETS = (("100 GiB", 100 * GIB), ("1 TiB", 1024 * GIB))   # interval guidance (sizes)
+ENTRY_TARGETS = (("25M", 25_000_000), ("250M", 250_000_000))  # extrapolation (PTE counts)
 TAIL = 1e-4            # p99.99
 EXTRA_TAIL = 1e-5      # walks may add at most 10% to the mass above p99.99
 
@@ -29,21 +31,50 @@ def slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")
 
 
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+@dataclass
+class RunPoint:
+    """One run's figures for one walk kind: the run is the unit of replication."""
+    name: str
+    size_bytes: int
+    aliased: bool
+    entries: float               # median entries per walk
+    duration: float              # median walk duration, ns
+    worst_stall: float | None    # longest attributed stall of the run (lock-aware backends)
+    walks: int
+    fastest: float = 0.0         # shortest walk duration, ns: the least disturbed walk
+
+
 @dataclass
 class CostGroup:
     release: str
     kind: str
     backing: str
-    xs: list[float]          # entries per walk
+    xs: list[float]          # entries per walk (every walk, for the plots)
     ys: list[float]          # duration ns per walk
-    stall_xs: list[float]
-    stall_ys: list[float]    # attributed max stall per walk (lock-aware backends)
+    runs: list[RunPoint]
     entries_per_byte: float
-    fit: fitmod.Fit | None = None
-    stall_fit: fitmod.Fit | None = None
+    fit: fitmod.Fit | None = None          # run medians: duration = a + b * entries
+    stall_fit: fitmod.Fit | None = None    # run worst stall = a + b * entries
+    fastest_fit: fitmod.Fit | None = None  # run fastest walk = a + b * entries (budgets)
+    entries_base: float = 0.0              # entries = entries_base + entries_per_byte * size
 
     def entries_at(self, size_bytes: float) -> float:
-        return self.entries_per_byte * size_bytes
+        return self.entries_base + self.entries_per_byte * size_bytes
+
+    @property
+    def span(self) -> float:
+        xs = [r.entries for r in self.runs]
+        return max(xs) / min(xs) if xs and min(xs) > 0 else 1.0
+
+    @property
+    def extrapolates(self) -> bool:
+        return self.fit is not None and self.fit.extrapolates
 
 
 def cost_groups(results: list[res.Result]) -> list[CostGroup]:
@@ -53,19 +84,33 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         if not r.usable:
             continue
         sc = r.doc["scenario"]
+        by_kind: dict[str, list[dict]] = {}
         for w in res.good_walks(r):
-            key = (r.release, w["kind"], sc["backing"])
-            g = acc.setdefault(key, CostGroup(*key, [], [], [], [], 0.0))
-            g.xs.append(float(w["ptes"]))
-            g.ys.append(float(w["duration_ns"]))
-            if "max_stall_ns" in w:
-                g.stall_xs.append(float(w["ptes"]))
-                g.stall_ys.append(float(w["max_stall_ns"]))
-            ratios.setdefault(key, []).append(w["ptes"] / max(1, sc["size_bytes"]))
+            by_kind.setdefault(w["kind"], []).append(w)
+        for kind, ws in by_kind.items():
+            key = (r.release, kind, sc["backing"])
+            g = acc.setdefault(key, CostGroup(*key, [], [], [], 0.0))
+            g.xs += [float(w["ptes"]) for w in ws]
+            g.ys += [float(w["duration_ns"]) for w in ws]
+            stalls = [float(w["max_stall_ns"]) for w in ws if "max_stall_ns" in w]
+            g.runs.append(RunPoint(r.path.name, int(sc.get("size_bytes", 0)),
+                                   bool(sc.get("aliased") or sc["backing"] == "alias"),
+                                   _median([float(w["ptes"]) for w in ws]),
+                                   _median([float(w["duration_ns"]) for w in ws]),
+                                   max(stalls) if stalls else None, len(ws),
+                                   min(float(w["duration_ns"]) for w in ws)))
+            ratios.setdefault(key, []).extend(w["ptes"] / max(1, sc["size_bytes"]) for w in ws)
     for key, g in acc.items():
         g.entries_per_byte = sum(ratios[key]) / len(ratios[key])
-        g.fit = fitmod.fit(g.xs, g.ys)
-        g.stall_fit = fitmod.fit(g.stall_xs, g.stall_ys) if g.stall_xs else None
+        # with several sizes: the process's own entries apart from those per byte
+        ef = fitmod.linear([p.size_bytes for p in g.runs], [p.entries for p in g.runs])
+        if ef is not None and ef.b > 0:
+            g.entries_base, g.entries_per_byte = max(ef.a, 0.0), ef.b
+        g.fit = fitmod.fit([p.entries for p in g.runs], [p.duration for p in g.runs])
+        g.fastest_fit = fitmod.fit([p.entries for p in g.runs], [p.fastest for p in g.runs])
+        st = [p for p in g.runs if p.worst_stall is not None]
+        g.stall_fit = fitmod.fit([p.entries for p in st], [p.worst_stall for p in st]) \
+            if st else None
     return [acc[k] for k in sorted(acc)]
 
 
@@ -74,8 +119,21 @@ def _pi(f: fitmod.Fit | None, x: float) -> str:
         return "n/a"
     y, lo, hi = f.interval(x)
     if lo != lo:  # nan
-        return f"{fmt_ns(y)} (no PI: too few walks)"
+        return f"{fmt_ns(y)} (no PI: too few runs)"
     return f"{fmt_ns(y)} [{fmt_ns(max(lo, 0.0))}, {fmt_ns(hi)}]"
+
+
+def _span(g: CostGroup) -> str:
+    return f"{g.span:.0f}x" if g.span >= fitmod.DECADE else f"{g.span:.1f}x"
+
+
+def _not_extrapolated(g: CostGroup) -> str:
+    return (f"not extrapolated: measured sizes span {_span(g)} "
+            f"(< {fitmod.DECADE:.0f}x, a decade)")
+
+
+def _size(b: float) -> str:
+    return f"{b / GIB:.3g} GiB" if b >= GIB else f"{b / MIB:.3g} MiB"
 
 
 def _q(v: Any) -> str:
@@ -92,61 +150,101 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
     md: list[str] = ["# ptwalk report", ""]
     md += _header(results, releases)
 
-    # --- walk cost and fit
+    # --- walk cost across sizes, fit and extrapolation
     cgs = cost_groups(usable)
+    md += _sizes_section(cgs)
     md += ["## Walk cost", "",
-           "One sample per walk. entries = 4 KiB PTEs + PMD-mapped huge leaves the walk "
-           "visits. Fit: least squares, duration = a + b * entries (with a single measured "
-           "size the model is proportional: a = 0, b = mean ns/entry).", "",
-           "| kernel | kind | backing | walks | entries | duration p50 | max | ns/entry p50 "
-           "| fit a | fit b (ns/entry) | model | R² |",
-           "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+           "One point per run and walk kind: the run's median walk duration and its longest "
+           "attributed mmap_lock wait (worst stall) against the entries walked (4 KiB PTEs + "
+           "PMD-mapped huge leaves, including the target process's own few hundred). Fit: "
+           "least squares over the runs, duration = a + b * entries (a: fixed cost per walk, "
+           "b: ns per entry), the code the selftests' linearity check uses "
+           "(selftests/ptwalk_fit.c); R² of that fit; log-log slope: the slope of "
+           "log(duration) on log(entries) (1 = proportional). The same fit of each run's "
+           "fastest walk (the least of the host's noise, as the selftests' minimum) is what "
+           "the walk-cost-fit budget checks. Aliased runs are their own "
+           "backing (`alias`): their cost per PTE differs from distinct pages; the anon plot "
+           "shows them as crosses beside the distinct-page fit, outside it.", "",
+           "| kernel | kind | backing | runs | walks | entries (span) | duration p50 | max "
+           "| ns/entry p50 | fit a | fit b (ns/entry) | R² | log-log slope "
+           "| fastest walk: b, R², log-log slope |",
+           "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+           "| ---: | --- |"]
     for g in cgs:
         s = sorted(g.ys)
         npe = sorted(y / x for x, y in zip(g.xs, g.ys))
-        ent = f"{min(g.xs):,.0f}" + (f"-{max(g.xs):,.0f}" if max(g.xs) != min(g.xs) else "")
+        xs = [p.entries for p in g.runs]
+        ent = f"{min(xs):,.0f}-{max(xs):,.0f} ({_span(g)})"
         f = g.fit
-        md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.ys)} | {ent} "
-                  f"| {fmt_ns(s[len(s) // 2])} | {fmt_ns(s[-1])} | {npe[len(npe) // 2]:.1f} "
-                  f"| {fmt_ns(f.a) if f else '-'} | {f.b:.2f} | {f.model} "
-                  f"| {'-' if f is None or f.r2 is None else f'{f.r2:.2f}'} |" if f else
-                  f"| {g.release} | {g.kind} | {g.backing} | {len(g.ys)} | {ent} | - | - | - "
-                  f"| - | - | - | - |")
+        fit_cols = (f"{fmt_ns(f.a)} | {f.b:.2f} | {f.r2:.3f} | "
+                    + ("-" if f.exponent is None else f"{f.exponent:.2f}")) if f else \
+            "- | - | - | -"
+        ff = g.fastest_fit
+        fast = (f"{ff.b:.2f}, {ff.r2:.3f}, "
+                + ("-" if ff.exponent is None else f"{ff.exponent:.2f}")) if ff else "-"
+        md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {len(g.ys)} "
+                  f"| {ent} | {fmt_ns(s[len(s) // 2])} | {fmt_ns(s[-1])} "
+                  f"| {npe[len(npe) // 2]:.1f} | {fit_cols} | {fast} |")
     md.append("")
-    for backing in sorted({g.backing for g in cgs}):
-        series = [(f"{g.kind}" + (f" ({g.release})" if len(releases) > 1 else ""), g.xs, g.ys,
-                   g.fit) for g in cgs if g.backing == backing]
+    by_backing: dict[str, list[CostGroup]] = {}
+    for g in cgs:
+        by_backing.setdefault(g.backing, []).append(g)
+    alias = {(g.release, g.kind): g for g in by_backing.get("alias", [])}
+    for backing, gs in sorted(by_backing.items()):
+        series = [plots.CostSeries(g.kind + (f" ({g.release})" if len(releases) > 1 else ""),
+                                   g.xs, g.ys, [p.entries for p in g.runs],
+                                   [p.duration for p in g.runs],
+                                   [(p.entries, p.worst_stall) for p in g.runs
+                                    if p.worst_stall is not None],
+                                   g.fit, g.stall_fit,
+                                   [(p.entries, p.duration, p.worst_stall)
+                                    for p in alias[(g.release, g.kind)].runs]
+                                   if backing == "anon" and (g.release, g.kind) in alias
+                                   else []) for g in gs]
         p = plots.walk_cost(out / f"walk_cost_{slug(backing)}.png",
-                            f"walk cost, {backing} backing", series)
+                            f"walk cost across sizes, {backing} backing"
+                            + (" (ALIASED pages)" if backing == "alias" else ""), series,
+                            [x for _, x in ENTRY_TARGETS])
         pngs.append(p)
         md.append(f"![walk cost {backing}]({p.name})")
     md.append("")
 
     # --- extrapolation
     md += ["## Extrapolation", "",
-           "Predicted duration of one walk, and the worst attributed stall, for a process "
-           "mapping 100 GiB and 1 TiB with the same backing (25M / 250M entries with 4 KiB "
-           "pages; with THP the entries are the measured entries per byte times the size). "
-           "Brackets: 95% prediction interval of one new walk from the fit. The fit is "
-           "extrapolated far beyond the measured sizes: treat it as an order of magnitude "
-           "unless the measured sizes span a decade or more. Worst stall: fit of the "
-           "per-walk longest attributed mmap_lock wait (lock-aware backends only); the upper "
-           "bound of its interval is the figure to plan with.", "",
-           "| kernel | kind | backing | measured entries | size | entries | walk duration [95% PI] "
-           "| worst stall [95% PI] |",
-           "| --- | --- | --- | --- | --- | ---: | --- | --- |"]
+           f"Predicted walk duration (a run's median walk) and worst attributed stall of a run at "
+           f"{' and '.join(lbl for lbl, _ in ENTRY_TARGETS)} entries (the incident's 100 GiB "
+           f"of 4 KiB pages is 26.2M PTEs; 1 TiB 268M), from the fit over the runs. Brackets: "
+           f"95% prediction interval of one new run (t quantile with runs - 2 degrees of "
+           f"freedom, scipy.stats). A fit is extrapolated only when its measured sizes span "
+           f"a decade or more (largest / smallest entries >= {fitmod.DECADE:.0f}); otherwise "
+           f"the figure is not extrapolated. Worst stall: lock-aware backends only; the upper "
+           f"bound of its interval is the figure to plan with.", "",
+           "| kernel | kind | backing | runs | measured entries | entries | walk duration "
+           "[95% PI] | worst stall [95% PI] |",
+           "| --- | --- | --- | ---: | --- | ---: | --- | --- |"]
     for g in cgs:
-        for label, size in TARGETS:
-            x = g.entries_at(size)
-            md.append(f"| {g.release} | {g.kind} | {g.backing} | {min(g.xs):,.0f}-{max(g.xs):,.0f} "
-                      f"| {label} | {x:,.0f} | {_pi(g.fit, x)} | "
-                      f"{_pi(g.stall_fit, x) if g.stall_fit else 'n/a (no stall attribution)'} |")
+        xs = [p.entries for p in g.runs]
+        meas = f"{min(xs):,.0f}-{max(xs):,.0f} ({_span(g)})"
+        if not g.extrapolates:
+            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} | - "
+                      f"| {_not_extrapolated(g)} | - |")
+            continue
+        for label, x in ENTRY_TARGETS:
+            st = (_pi(g.stall_fit, x) if g.stall_fit and g.stall_fit.extrapolates else
+                  "n/a (no stall attribution)" if g.stall_fit is None else
+                  "not extrapolated")
+            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} "
+                      f"| {label} | {_pi(g.fit, x)} | {st} |")
     md.append("")
+    md += _incident_check(usable, cgs)
 
     # --- victims
+    plotted = _plotted_keys(groups)
     md += ["## Victim latency outside vs during walks", "",
            "From the merged histograms of every run of a scenario (quantiles are bucket "
-           "upper bounds, <= 0.8% above the sample).", "",
+           "upper bounds, <= 0.8% above the sample). Plots (here and under Timelines): "
+           "for each profile and backing the scenario with the most runs (then the largest "
+           "size); the other sizes of the sweep are in the tables.", "",
            "| scenario | victim | phase | ops | p50 | p99 | p99.9 | p99.99 | max |",
            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, runs in groups.items():
@@ -158,12 +256,13 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
                 qs = [hist.quantile(h, q) for q in (0.5, 0.99, 0.999, 0.9999, 1.0)]
                 md.append(f"| {key} | {v} | {phase} | {hist.total(h):,} | "
                           + " | ".join(_q(x) for x in qs) + " |")
-        if vics:
+        if vics and key in plotted:
             p = plots.victim_cdfs(out / f"victims_{slug(str(key))}.png",
                                   f"{key} ({len(runs)} runs)", vics)
             pngs.append(p)
     md.append("")
-    md += [f"![victims {k}](victims_{slug(str(k))}.png)" for k in groups if k.victims] + [""]
+    md += [f"![victims {k}](victims_{slug(str(k))}.png)" for k in groups
+           if k.victims and k in plotted] + [""]
 
     # --- interval / THP guidance
     md += _interval_section(groups, cgs)
@@ -172,6 +271,8 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
     md += ["## Timelines", "", "First run of each scenario: walks, and the mmap_lock waits "
            "of victims attributed to them (lock-aware backends).", ""]
     for key, runs in groups.items():
+        if key not in plotted:
+            continue
         r = runs[0]
         walks = res.good_walks(r)
         if not walks:
@@ -190,6 +291,66 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
     path = out / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     return path, pngs
+
+
+def _incident_check(results: list[res.Result], cgs: list[CostGroup]) -> list[str]:
+    """Aliased runs at incident scale against what the distinct-page fit of
+    the same kind predicts at their entries: the extrapolation checked."""
+    by = {(g.release, g.kind, g.backing): g for g in cgs}
+    rows = []
+    for g in cgs:
+        if g.backing != "alias":
+            continue
+        ref = by.get((g.release, g.kind, "anon"))
+        x = _median([p.entries for p in g.runs])
+        raw = _median([p.duration for p in g.runs])
+        corr = [w["ns_per_pte_corrected"] * w["ptes"] for r in results
+                if r.release == g.release and r.doc["scenario"].get("backing") == "alias"
+                for w in res.good_walks(r) if w["kind"] == g.kind and "ns_per_pte_corrected" in w]
+        pred = (_pi(ref.fit, x) if ref is not None and ref.extrapolates else
+                "no distinct fit spanning a decade")
+        rows.append(f"| {g.release} | {g.kind} | {x:,.0f} | {fmt_ns(raw)} | "
+                    f"{fmt_ns(_median(corr)) if corr else '-'} | {pred} |")
+    if not rows:
+        return []
+    return ["Check at incident scale: aliased runs (walk duration p50, raw and corrected by "
+            "the run's own distinct/aliased calibration) against the distinct-page (anon) "
+            "fit at the same entries.", "",
+            "| kernel | kind | aliased entries | measured p50 (aliased) | corrected for "
+            "distinct pages | distinct fit [95% PI] |",
+            "| --- | --- | ---: | ---: | ---: | --- |"] + rows + [""]
+
+
+def _plotted_keys(groups: dict[res.ScenarioKey, list[res.Result]]) -> set[res.ScenarioKey]:
+    """One scenario per (profile, backing) gets latency plots and a timeline:
+    the one with the most runs, then the largest size (a sweep adds sizes,
+    not plots)."""
+    best: dict[tuple[str, str], res.ScenarioKey] = {}
+    for key, runs in groups.items():
+        k = (key.profile, key.backing)
+        b = best.get(k)
+        if b is None or (len(runs), key.size_bytes) > (len(groups[b]), b.size_bytes):
+            best[k] = key
+    return set(best.values())
+
+
+def _sizes_section(cgs: list[CostGroup]) -> list[str]:
+    """Which sizes were measured, per backing, and whether distinct or aliased."""
+    md = ["## Sizes measured", "",
+          "Distinct: every page of the mapping is its own memory. Aliased: one memfd "
+          "mapped again and again (incident-scale page tables on a small host; the walk "
+          "is real, the page-cache footprint is not, and the cost per PTE differs).", "",
+          "| backing | size | pages | runs | entries p50 |",
+          "| --- | --- | --- | ---: | ---: |"]
+    rows: dict[tuple[str, int, bool], list[RunPoint]] = {}
+    for g in cgs:
+        for p in g.runs:
+            rows.setdefault((g.backing, p.size_bytes, p.aliased), []).append(p)
+    for (backing, size, aliased), ps in sorted(rows.items()):
+        names = {p.name for p in ps}
+        md.append(f"| {backing} | {_size(size)} | {'aliased' if aliased else 'distinct'} "
+                  f"| {len(names)} | {_median([p.entries for p in ps]):,.0f} |")
+    return md + [""]
 
 
 def _header(results: list[res.Result], releases: list[str]) -> list[str]:
@@ -234,11 +395,13 @@ def _interval_section(groups: dict[res.ScenarioKey, list[res.Result]],
           "| scenario | victim | q | size | W per interval | shortest safe interval |",
           "| --- | --- | ---: | --- | ---: | ---: |"]
     by = {(g.release, g.kind, g.backing): g for g in cgs}
+    skipped: list[str] = []
     for key, runs in groups.items():
         rel = runs[0].release
         kinds = sorted({w["kind"] for r in runs for w in res.good_walks(r)})
         gs = [by.get((rel, k, key.backing)) for k in kinds]
-        if not kinds or any(g is None or g.fit is None for g in gs):
+        if not kinds or any(g is None or not g.extrapolates for g in gs):
+            skipped.append(str(key))
             continue
         # walks per interval of each kind (cadvisor: one smaps + one clear_refs)
         per_iter = {k: max(1.0, sum(1 for r in runs for w in res.good_walks(r) if w["kind"] == k)
@@ -260,6 +423,9 @@ def _interval_section(groups: dict[res.ScenarioKey, list[res.Result]],
                 t_ns = w_ns * q / EXTRA_TAIL
                 md.append(f"| {key} | {v} | {mark}{q:.2g} | {label} | {fmt_ns(w_ns)} "
                           f"| {mark}{fmt_ns(max(t_ns, w_ns))} |")
+    if skipped:
+        md += ["", "Left out (a walk kind's fit does not extrapolate: sizes span less than a "
+               "decade): " + ", ".join(skipped) + "."]
     return md + [""]
 
 

@@ -35,3 +35,25 @@ def test_budget(budget: dict, qualify) -> None:
     print(bud.render(vs))
     failed = [v for v in vs if v.verdict == bud.FAIL]
     assert not failed, bud.render(failed)
+
+
+def test_sweep_spans_two_decades(qualify) -> None:
+    """The runs of this qualify measured every walk kind over >= 2 decades
+    of entries on distinct 4 KiB pages (the fit's sweep), unless the host
+    could not hold the sizes (then the report says 'not extrapolated')."""
+    from ptwalk_report.report import cost_groups
+    m = matrix.load_matrix()
+    runs = qualify.out / "runs"
+    results = res.load([runs], strict=False) if runs.is_dir() else []
+    if not results:
+        pytest.skip("no scenario results to check")
+    planned = matrix.entries_span(matrix.select(m, qualify.mode, matrix.mem_available()),
+                                  m["sweep"]["base_entries"])
+    need = 10 ** m["sweep"]["min_decades"]
+    spans = {(g.kind, g.backing): g.span for g in cost_groups(results)}
+    for (kind, backing), want in sorted(planned.items()):
+        if backing != "anon" or want < need:
+            continue
+        got = spans.get((kind, backing), 0.0)
+        print(f"{kind}/{backing}: entries span {got:.0f}x")
+        assert got >= need, f"{kind}/{backing}: measured entries span {got:.1f}x < {need}x"

@@ -20,6 +20,7 @@ DATA = HERE / "data" / "results"
 REPO = HERE.parents[1]
 PTWALK = REPO / "build" / "ptwalk"
 GIB = 1 << 30
+MIB = 1 << 20
 
 
 def _budgets(tmp: Path, budgets: list[dict]) -> Path:
@@ -98,24 +99,57 @@ def test_bad_budgets_file(tmp_path: Path) -> None:
 def test_matrix_selection_fits_time_budgets() -> None:
     m = matrix.load_matrix()
     for mode in ("quick", "default"):
-        scs = [s for s in matrix.select(m, mode, 20 * GIB) if not s.incident]
+        every = matrix.select(m, mode, 20 * GIB)
+        scs = [s for s in every if not s.incident and not s.sweep]
         assert len(scs) == 6 * 3 * m["modes"][mode]["repeats"]
         assert m["modes"][mode]["repeats"] >= 3
         assert {s.profile for s in scs} == {"cadvisor", "clear_refs", "smaps", "smaps_rollup",
                                             "pagemap", "pagemap_scan"}
         assert {s.backing for s in scs} == {"anon", "thp", "shmem"}
         assert all(s.victims == ("read", "fault", "mmap") for s in scs)
-        est = matrix.estimate_s(m, mode, scs[0].size_mib, len(scs))
-        assert est <= m["modes"][mode]["time_budget_s"], (mode, est)
-    assert matrix.select(m, "default", 20 * GIB)[0].size_mib == 2048
+        inc = [s for s in every if s.incident]
+        est = (matrix.estimate_s(m, mode, scs[0].size_mib, len(scs))
+               + matrix.sweep_estimate_s(m, every)
+               + (len(inc) * m["incident"]["estimate_s"] if inc else 0))
+        assert est <= m["modes"][mode]["time_budget_s"] * 1.02, (mode, est)
+    # the sweep takes its share first: the main size is what is left
+    assert matrix.select(m, "default", 20 * GIB)[0].size_mib == 1024
     assert matrix.select(m, "quick", 20 * GIB)[0].size_mib == 128
+
+
+@pytest.mark.parametrize("mode", ["quick", "default", "full"])
+@pytest.mark.parametrize("avail_gib", [2, 20, 200])
+def test_sweep_spans_two_decades_per_kind(mode: str, avail_gib: int) -> None:
+    """Every walk kind runs over >= 2 decades of entries on distinct 4 KiB
+    pages (entries counted conservatively: size / 4 KiB + the target's own
+    base_entries), on a small host and a big one, in every mode."""
+    m = matrix.load_matrix()
+    scs = matrix.select(m, mode, avail_gib * GIB)
+    span = matrix.entries_span(scs, m["sweep"]["base_entries"])
+    kinds = {k for p in m["profiles"] for k in matrix.KINDS[p]}
+    for k in kinds:
+        assert span[(k, "anon")] >= 10 ** m["sweep"]["min_decades"], (k, span[(k, "anon")])
+    assert m["sweep"]["min_decades"] >= 2
+    sw = [s for s in scs if s.sweep]
+    assert sw and all(s.backing == "anon" and s.repeat == 1 for s in sw)
+    assert len({s.id for s in scs}) == len(scs)            # sweep ids never collide
+    idx = [i for i, s in enumerate(scs) if s.sweep]        # spread between the main runs
+    main = [i for i, s in enumerate(scs) if not s.sweep and not s.incident]
+    assert idx[0] > main[0] and idx[0] < main[len(main) // 3] and idx[-1] > main[len(main) // 2]
+    assert max(s.size_mib for s in sw) * MIB <= avail_gib * GIB * m["mem_fraction"]
+
+
+def test_sweep_leaves_out_sizes_the_host_cannot_hold() -> None:
+    m = matrix.load_matrix()
+    assert matrix.sweep_sizes(m, "default", 20 * GIB) == [1, 16, 256, 4096]
+    assert matrix.sweep_sizes(m, "default", 8 * GIB) == [1, 16, 256]
 
 
 def test_matrix_size_adapts_to_host() -> None:
     m = matrix.load_matrix()
     assert matrix.select(m, "default", 2 * GIB)[0].size_mib == 512   # 25% of 2 GiB
     assert matrix.select(m, "default", 64 << 20)[0].size_mib == 16    # floor
-    full = [s for s in matrix.select(m, "full", 200 * GIB) if not s.incident]
+    full = [s for s in matrix.select(m, "full", 200 * GIB) if not s.incident and not s.sweep]
     assert full[0].size_mib == 16384 and len(full) == 18 * 5
 
 
@@ -163,9 +197,10 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
                        capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
     assert p.returncode == 0, p.stdout + p.stderr
     ids = [x for x in p.stdout.splitlines() if "::" in x]
-    assert sum("test_scenario[" in x for x in ids) == 54
+    assert sum("test_scenario[" in x for x in ids) == 54 + 10    # main + sweep
     assert "test_scenario[pagemap_scan-shmem-128M-r3]" in p.stdout
-    assert sum("test_budget[" in x for x in ids) == 5
+    assert "test_scenario[smaps-anon-512M-r1]" in p.stdout
+    assert sum("test_budget[" in x for x in ids) == 6
     assert not (tmp_path / "q").exists()        # collecting runs nothing
 
 
@@ -189,3 +224,45 @@ def test_quantile_of_too_few_ops_is_skip_and_per_gib_limit() -> None:
     b[0]["quantile"] = "p99"
     v = bud.evaluate(b, rs)[0]
     assert v.limit == "<= 10ms/GiB x 0.125 GiB + 0ns = 1.25ms" and v.verdict == bud.FAIL
+
+
+def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
+    """The walk-cost-fit budget: one verdict per kind and backing over every
+    size; PASS on a recorded sweep, FAIL when walks grow with the square of
+    the entries, SKIP (with the reason) when sizes span less than a decade."""
+    import random
+    from ptwalk_report import synthetic
+    b = [{"id": "fit", "check": "cost_fit", "max_loglog_slope": 1.3,
+          "max_ns_per_entry": {"*": 100_000}}]
+    vs = bud.evaluate(b, res.load(sorted((DATA / "sizes").glob("*.json.gz"))))
+    assert [(v.budget, v.scenario, v.verdict) for v in vs] == [
+        ("fit[clear_refs]", "clear_refs/anon across sizes", bud.PASS)]
+    assert "R² 0." in vs[0].figure and "x)" in vs[0].figure
+    assert bud.evaluate([dict(b[0], r2_min=0.9999)], res.load(sorted(
+        (DATA / "sizes").glob("*.json.gz"))))[0].verdict == bud.FAIL     # r2_min when set
+    rng = random.Random(2)
+    files = []
+    for mib in (1, 8, 64, 512):
+        n = mib * 256 + 700
+        doc = synthetic.make_result(rng=rng, size_bytes=mib * MIB, ptes=n, walks=4,
+                                    ns_per_pte=30.0 * n / 1000, spread=0.01)   # quadratic
+        files.append(synthetic.write(doc, tmp_path / f"q-{mib}.json"))
+    v = bud.evaluate(b, res.load(files))[0]
+    assert v.verdict == bud.FAIL and "log-log slope 2.0" in v.figure, v.figure
+    v = bud.evaluate(b, res.load([DATA / "a"]))
+    assert {x.verdict for x in v} == {bud.SKIP} and "needs sizes spanning >= 10x" in v[0].detail
+
+
+def test_ns_per_entry_budget_skips_the_sweeps_small_sizes(tmp_path: Path) -> None:
+    import random
+    from ptwalk_report import synthetic
+    doc = synthetic.make_result(rng=random.Random(1), size_bytes=1 * MIB, ptes=900, walks=4,
+                                ns_per_pte=4000.0)
+    small = res.load([synthetic.write(doc, tmp_path / "s.json")])
+    b = [{"id": "ns", "check": "walk_ns_per_entry", "stat": "p50", "max": {"*": 1000},
+          "min_size_mib": 64}]
+    v = bud.evaluate(b, small)[0]
+    assert v.verdict == bud.SKIP and "walk-cost-fit" in v.detail
+    assert bud.evaluate([dict(b[0], min_size_mib=0)], small)[0].verdict == bud.FAIL
+    big = res.load([DATA / "a"])                # 128 MiB: still checked
+    assert {x.verdict for x in bud.evaluate(b, big)} == {bud.PASS}

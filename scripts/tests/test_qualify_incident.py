@@ -27,10 +27,10 @@ def test_small_host_runs_incident_scale_aliased() -> None:
     assert argv[argv.index("--physical") + 1] == "1024M"
     assert "--calibrate-size" in argv
     # the main matrix still runs, sized to leave the incident runs their time
-    main = [s for s in scs if not s.incident]
+    main = [s for s in scs if not s.incident and not s.sweep]
     assert len(main) == 54
     est = matrix.estimate_s(m, "default", main[0].size_mib, len(main)) + \
-        len(inc) * m["incident"]["estimate_s"]
+        matrix.sweep_estimate_s(m, scs) + len(inc) * m["incident"]["estimate_s"]
     assert est <= m["modes"]["default"]["time_budget_s"] * 1.1
 
 
