@@ -67,7 +67,11 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 	}
 	if (size && !*stop) {
 		sh->victims_go = 1;
-		usleep(20000); // the victim starts operating before the first walk
+		// the victim is operating before the first walk (bounded: 2 s)
+		for (int i = 0; i < 200 && sh->nvictims && !*stop &&
+				sh->victims[0].outside.count() < 20;
+		     i++)
+			usleep(10000);
 		pid_t sc = fork_child([&] { return scanner_main(c, wl, sh); });
 		sh->scanner_go = 1;
 		bool done = sc < 0;
@@ -280,7 +284,7 @@ Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int
 			c.size = size;
 			c.victims = {Victim::mmap};
 			c.profile = parse_profile(k).value_or(sc.profile);
-			c.interval_ns = 1000000;
+			c.interval_ns = 10000000; // the victim runs between walks too
 			c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
 			c.max_iterations = uint64_t(reps);
 			// Both sides are the same kind of mapping (a memfd, MAP_SHARED,
