@@ -320,10 +320,11 @@ Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int
 			e["aliased_stall_max_ns"] = uint64_t(a.stall_max_ns);
 			e["distinct_stall_ops"] = d.stall_ops;
 			e["aliased_stall_ops"] = a.stall_ops;
-			// the model, fed the aliased run: a one-VMA mapping stalls a
-			// writer for the aliased walk x the cost ratio x the share of
-			// the mapping under the longest hold
-			const double pred_d = a.walk_max_ns * cr * hold_fraction(k, size, 1, vpr);
+			// The stall model: a writer waits for the walk of the share of
+			// the mapping under the longest hold. Checked on the distinct
+			// side against its own walk (so the cost noise cancels); the
+			// estimate then takes the cost from the aliased walk x ratio.
+			const double pred_d = d.walk_max_ns * hold_fraction(k, size, 1, vpr);
 			const double pred_a = a.walk_max_ns * hold_fraction(k, size, nvmas, vpr);
 			e["predicted_distinct_stall_ns"] = uint64_t(pred_d);
 			e["predicted_aliased_stall_ns"] = uint64_t(pred_a);
