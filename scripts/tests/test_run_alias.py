@@ -166,12 +166,12 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     if p.returncode == 1 and "tracepoint" in p.stderr:
         pytest.skip(f"tracepoint backend unavailable: {p.stderr.strip()}")
     assert p.returncode == 0, p.stderr
-    p = run_ptwalk("run", *common, "--backing", "alias", "--physical", "32M",
+    p = run_ptwalk("run", *common, "--backing", "alias", "--physical", "16M",
                    "--calibrate-size", "1G", "--out", str(al_out))
     assert p.returncode == 0, p.stderr
     one, al = load(one_out), load(al_out)
     assert one["workload"]["vma_layout"]["mapping"]["vmas"] == 1
-    assert al["workload"]["vma_layout"]["mapping"]["vmas"] == 32
+    assert al["workload"]["vma_layout"]["mapping"]["vmas"] == 64
 
     one_st, al_st = _per_walk_stalls(one), _per_walk_stalls(al)
     assert len(one_st) >= 8 and len(al_st) >= 8
@@ -179,20 +179,22 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     al_share = _median([s / d for s, d in al_st])
     # one VMA: the writer waits for most of the walk (measured here: 0.9)
     assert one_share >= 0.6, one_st
-    # aliased: a smaller share (measured here: 0.3-0.5 with 16-32 VMAs; the
+    # aliased: a smaller share (measured here: 0.3-0.5 with 16-64 VMAs; the
     # writer does not get the lock at the first VMA boundary on 2 busy CPUs)
     assert al_share <= 0.75 * one_share, (one_share, al_share)
 
     # the one-VMA run's own figures: the model is the whole walk
     e1 = one["stall_estimate"]["kinds"]["smaps_rollup"]
     assert e1["status"] == "distinct" and e1["layout_hold_bytes"] == 1 << 30
-    # the aliased run: the model for its layout is one VMA of 32 ...
+    # the aliased run: the model for its layout is one VMA of 64 ...
     ea = al["stall_estimate"]["kinds"]["smaps_rollup"]
-    assert ea["measured_hold_bytes"] == 32 * MIB
+    assert ea["measured_hold_bytes"] == 16 * MIB
     assert ea["layout_hold_bytes"] == 1 << 30
     # ... and its estimate for one VMA per mapping, corrected where the two
     # calibrated sizes agree and a range where not, is what the one-VMA run
-    # measured, within 3x either way ...
+    # measured, within 4x either way (two runs one after the other on a
+    # shared 2-core host: 3.5x seen once in 10 with 3x; a layout-blind
+    # estimate would be 64x off) ...
     if ea["status"] == "corrected":
         lo = hi = ea["estimate_p50_ns"]
     else:
@@ -200,8 +202,20 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
         assert "differs" in ea["why"] or "no stall" in ea["why"], ea["why"]
         lo, hi = ea["estimate_p50_range_ns"]
     one_stall = _median([float(s) for s, _ in one_st])
-    assert lo / 3 <= one_stall <= hi * 3, (ea, one_stall)
-    # ... and not the aliased run's own model: one VMA of 32 under a hold
+    assert lo / 4 <= one_stall <= hi * 4, (ea, one_stall)
+    # ... and not the aliased run's own model: one VMA of 64 under a hold
     assert ea["model_stall_max_ns"] == pytest.approx(
-        al["walk_summary"]["smaps_rollup"]["duration_max_ns"] / 32, rel=0.01)
+        al["walk_summary"]["smaps_rollup"]["duration_max_ns"] / 64, rel=0.01)
     assert wait_no_children() == []
+
+
+@pytest.mark.parametrize("layout,ok", [("one", True), ("aliased", True), ("1G", True),
+                                       ("two", False), ("1", False), ("", False)])
+def test_vma_layout_option(layout: str, ok: bool) -> None:
+    p = run_ptwalk("run", "--size", "64M", "--vma-layout", layout, "--dry-run")
+    if ok:
+        assert p.returncode == 0, p.stderr
+    else:
+        assert p.returncode == 2
+        assert "--vma-layout" in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
