@@ -274,7 +274,11 @@ Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int
 	Json last_d = Json::object(), last_a = Json::object();
 	for (uint64_t size : sizes) {
 		Json s = Json::object();
-		const uint64_t phys = std::max<uint64_t>(size / 8, 4096);
+		// the run's own physical backing (the struct pages a walk meets,
+		// and so how cache-hot they are, are what aliasing changes), but
+		// at least two VMAs
+		const uint64_t phys = std::max<uint64_t>(
+			std::min<uint64_t>(sc.physical, size / 2) & ~uint64_t(4095), 4096);
 		s["size_bytes"] = size;
 		s["aliased_physical_bytes"] = phys;
 		s["aliased_vmas"] = (size + phys - 1) / phys;
@@ -344,7 +348,8 @@ Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int
 	// the largest size, as before: what the walks' raw figures compare with
 	j["size_bytes"] = sizes.back();
 	j["reps"] = reps;
-	j["aliased_physical_bytes"] = std::max<uint64_t>(sizes.back() / 8, 4096);
+	j["aliased_physical_bytes"] = std::max<uint64_t>(
+		std::min<uint64_t>(sc.physical, sizes.back() / 2) & ~uint64_t(4095), 4096);
 	j["distinct_ns_per_pte"] = std::move(last_d);
 	j["aliased_ns_per_pte"] = std::move(last_a);
 	j["sizes"] = std::move(per_size);

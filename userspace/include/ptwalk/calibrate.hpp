@@ -24,7 +24,9 @@ constexpr double kCalibrationTolerance = 0.15;
 
 // For each size and each walk kind of sc.profile, one workload of `size`
 // bytes of memfd mapped once (distinct pages, one VMA) and one of `size`
-// bytes aliased onto size/8 bytes (eight VMAs), each walked `reps` times with
+// bytes aliased onto the run's sc.physical bytes (at most size/2: two VMAs or
+// more; the aliased cost depends on how many struct pages the walk meets, so
+// the physical size is the run's), each walked `reps` times with
 // an mmap victim: the ns/PTE (cost) and the victim's worst wait (stall).
 // Returns the document results/SCHEMA.md describes under alias_calibration,
 // or {"skipped": reason}. Stops early ({"skipped":"interrupted"}) once *stop
