@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scipy.stats import mannwhitneyu
 
 from ptwalk_cli import is_root, load, run_ptwalk, wait_no_children
 
@@ -177,13 +178,18 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
 
     one_st, al_st = _per_walk_stalls(one), _per_walk_stalls(al)
     assert len(one_st) >= 8 and len(al_st) >= 8
-    one_share = _median([s / d for s, d in one_st])
-    al_share = _median([s / d for s, d in al_st])
+    one_shares = [s / d for s, d in one_st]
+    al_shares = [s / d for s, d in al_st]
+    one_share, al_share = _median(one_shares), _median(al_shares)
     # one VMA: the writer waits for most of the walk (measured here: 0.9)
     assert one_share >= 0.6, one_st
-    # aliased: a smaller share (measured here: 0.3-0.5 with 16-64 VMAs; the
-    # writer does not get the lock at the first VMA boundary on 2 busy CPUs)
-    assert al_share <= 0.75 * one_share, (one_share, al_share)
+    # aliased: a smaller share of each walk (measured here: medians 0.3-0.7
+    # with 16-64 VMAs: the woken writer does not always win the lock at the
+    # first VMA boundary on 2 busy CPUs). Walks are the samples: one-sided
+    # Mann-Whitney U, exact where scipy can.
+    assert al_share < one_share, (one_share, al_share)
+    u = mannwhitneyu(one_shares, al_shares, alternative="greater")
+    assert u.pvalue < 0.01, (u, sorted(one_shares), sorted(al_shares))
 
     # the one-VMA run's own figures: the model is the whole walk
     e1 = one["stall_estimate"]["kinds"]["smaps_rollup"]
