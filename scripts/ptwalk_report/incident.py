@@ -73,7 +73,8 @@ def render(rows: list[dict[str, Any]]) -> str:
                 line += (f" (ALIASED; x{r['calibration_ratio']:.2f} for distinct pages:"
                          f" ~{_ms(r['corrected_duration_p50_ns'])})")
             else:
-                line += " (ALIASED, uncalibrated: distinct pages cost differently)"
+                line += (" (ALIASED, uncorrected: no calibration whose sizes agree;"
+                         " distinct pages cost differently)")
         line += f"; worst victim stall {_ms(r['worst_victim_stall_ns'])}"
         if r["max_attributed_stall_ns"]:
             line += f", longest attributed mmap_lock wait {_ms(r['max_attributed_stall_ns'])}"

@@ -57,10 +57,18 @@ def test_summary_shows_raw_and_corrected(tmp_path: Path) -> None:
         assert r["aliased"] is True
         assert r["ptes"] >= GIB // 4096
         assert r["walks"] >= 2
-        ratio = doc["alias_calibration"]["ratio"][r["kind"]]
-        assert r["corrected_duration_p50_ns"] == pytest.approx(
-            r["duration_p50_ns"] * ratio, rel=0.5)
+        # corrected only where the calibrated sizes agree
+        ratio = doc["alias_calibration"]["ratio"].get(r["kind"])
+        if ratio:
+            assert r["corrected_duration_p50_ns"] == pytest.approx(
+                r["duration_p50_ns"] * ratio, rel=0.5)
+        else:
+            assert "corrected_duration_p50_ns" not in r
     text = incident.render(rows)
-    assert "ALIASED" in text and "for distinct pages" in text
+    assert "ALIASED" in text
+    if doc["alias_calibration"]["ratio"]:
+        assert "for distinct pages" in text
+    else:
+        assert "uncorrected" in text
     assert incident.summarize([doc]) == []  # below incident scale: not reported
     assert "no run at incident scale" in incident.render([])

@@ -13,6 +13,7 @@
 
 #include "ptwalk/fd.hpp"
 #include "ptwalk/units.hpp"
+#include "ptwalk/vma_layout.hpp"
 
 namespace ptwalk {
 
@@ -169,14 +170,28 @@ void print_table(const Json &r, FILE *out)
 			num(*scen, "alias_factor").value_or(0));
 		const Json *cal = r.find("alias_calibration");
 		if (cal && cal->find("ratio")) {
-			fprintf(out, "  calibration at %s, same run: distinct/aliased ns/PTE =",
+			fprintf(out, "  calibration up to %s, same run: distinct/aliased ns/PTE =",
 				format_bytes(uint64_t(num(*cal, "size_bytes").value_or(0))).c_str());
 			const Json *ra = cal->find("ratio");
-			for (const char *k : kWalkKinds)
-				if (auto v = num(*ra, k))
+			const Json *ck = cal->find("kinds");
+			for (const char *k : kWalkKinds) {
+				if (auto v = num(*ra, k)) {
 					fprintf(out, " %s %.2f", k, *v);
+				} else if (const Json *e = ck ? ck->find(k) : nullptr) {
+					const Json *rg = e->find("cost_ratio_range");
+					if (rg && rg->size() == 2)
+						fprintf(out, " %s %.2f-%.2f (not applied)", k,
+							rg->at(0).number().value_or(0),
+							rg->at(1).number().value_or(0));
+				}
+			}
 			fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
-				     "for distinct pages\n");
+				     "for distinct pages, only where the calibrated sizes agree "
+				     "within %.0f%%\n", num(*cal, "tolerance").value_or(0.15) * 100);
+			if (const Json *ck2 = cal->find("kinds"))
+				for (const char *k : kWalkKinds)
+					if (const Json *e = ck2->find(k); e && e->find("why"))
+						fprintf(out, "  %s: %s\n", k, str(*e, "why").c_str());
 		} else if (cal) {
 			fprintf(out, "  no calibration: %s\n",
 				str(*cal, "skipped").c_str());
@@ -239,6 +254,7 @@ void print_table(const Json &r, FILE *out)
 				cell("p999_ns").c_str(), cell("max_ns").c_str(), ratio);
 		}
 	}
+	print_stall_estimates(r, out);
 	if (const Json *kv = r.find("kernel_view"))
 		if (auto lost = num(*kv, "lost_events"); lost && *lost > 0)
 			fprintf(out, "\nwarning: %llu tracepoint events lost: lock figures are partial\n",

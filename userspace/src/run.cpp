@@ -241,11 +241,11 @@ int run_command(RunOptions o)
 				{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
 		} else {
 			if (!o.quiet)
-				fprintf(stderr, "calibrating the aliasing bias at %s "
-					"(distinct vs aliased pages)...\n",
+				fprintf(stderr, "calibrating the aliasing bias up to %s "
+					"(distinct vs aliased pages, cost and stall)...\n",
 					format_bytes(o.calibrate_size).c_str());
-			result["alias_calibration"] =
-				calibrate_alias(sc, o.calibrate_size, 5, &g_signal);
+			result["alias_calibration"] = calibrate_alias(
+				sc, calibration_sizes(o.calibrate_size), 5, &g_signal);
 		}
 	}
 	const uint64_t t_start = now_ns();
@@ -308,6 +308,9 @@ int run_command(RunOptions o)
 	auto size0 = g_signal ? std::nullopt : measure_walk_size(wl, &err);
 	if (size0)
 		workload["size_start"] = size0->to_json();
+	// the layout, before the victims add their small mappings
+	if (auto maps = read_file("/proc/" + std::to_string(wl) + "/maps", nullptr))
+		workload["vma_layout"] = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
 	sh->victims_go = 1;
 
 	// scanner, then the backend, then let the scanner go
@@ -605,6 +608,7 @@ int run_command(RunOptions o)
 	if (second)
 		result["kernel_view_tracepoint"] = std::move(kv2);
 	summarize_walks(result);
+	add_stall_estimates(result, o.layout);
 	result["complete"] = !g_signal && failure.empty();
 
 	if (!o.quiet)

@@ -45,6 +45,10 @@ const char kUsage[] =
 	"  --calibrate-size SIZE  alias: measure the aliasing bias at this size with\n"
 	"                       distinct and aliased pages first (default 8G or what\n"
 	"                       fits; 0 = don't, figures stay uncorrected)\n"
+	"  --vma-layout L       the VMA layout production has, for the worst-stall\n"
+	"                       estimate: one (one VMA per mapping, as a memory-\n"
+	"                       mapped index; default), aliased (as measured), or\n"
+	"                       SIZE (the mapping split into VMAs of SIZE)\n"
 	"  --dir DIR            directory of the sparse file for --backing file\n"
 	"                       (default $TMPDIR or /tmp)\n"
 	"  --victims LIST       comma list of read,write,fault,mmap (default read,mmap)\n"
@@ -170,6 +174,13 @@ int cmd_run(Args &a)
 			o.sc.physical = size_arg(a.cmd, k, v);
 		else if (k == "--calibrate-size")
 			o.calibrate_size = size_arg(a.cmd, k, v);
+		else if (k == "--vma-layout") {
+			std::string err;
+			auto l = parse_layout_spec(v, &err);
+			if (!l)
+				usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
+			o.layout = *l;
+		}
 		else if (k == "--victims") {
 			o.sc.victims.clear();
 			if (v == "none")

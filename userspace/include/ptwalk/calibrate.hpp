@@ -2,29 +2,48 @@
 // Aliasing bias: walks over one physical page mapped many times keep struct
 // pages cache-hot but meet pages mapped many times (mapcounts, shared
 // young bits), so their ns/PTE differs from walks over distinct pages, in
-// either direction depending on the walk and the kernel. This measures the
-// factor on this host, in the same run, so an aliased figure is always
-// shown with it and never passed off as a distinct-page one.
+// either direction depending on the walk and the kernel. And the aliased
+// mapping is many VMAs, so walks that give mmap_lock up between VMAs stall
+// a writer for less than they would over one VMA. This measures both on
+// this host, in the same run, at two or more sizes, so an aliased figure is
+// always shown with its correction and never passed off as a distinct-page
+// one; a correction is applied only where the sizes agree.
 #pragma once
 
 #include <csignal>
 #include <cstdint>
+#include <vector>
 
 #include "ptwalk/json.hpp"
 #include "ptwalk/scenario.hpp"
 
 namespace ptwalk {
 
-// Walks `reps` times each kind of sc.profile over a memfd of `size` bytes
-// mapped once (distinct pages) and over `size` bytes aliased onto size/8
-// bytes of memfd: same mapping type, 4 KiB pages, only aliasing differs. Returns {"size_bytes","reps","aliased_physical_bytes",
-// "distinct_ns_per_pte":{kind:..},"aliased_ns_per_pte":{..},
-// "ratio":{kind: distinct/aliased}} or {"skipped": reason}.
-// Stops early (returning {"skipped":"interrupted"}) once *stop is set.
-Json calibrate_alias(const Scenario &sc, uint64_t size, int reps,
+// Sizes agree when (largest - smallest) / smallest <= this.
+constexpr double kCalibrationTolerance = 0.15;
+
+// For each size and each walk kind of sc.profile, one workload of `size`
+// bytes of memfd mapped once (distinct pages, one VMA) and one of `size`
+// bytes aliased onto the run's sc.physical bytes (at most size/2: two VMAs or
+// more; the aliased cost depends on how many struct pages the walk meets, so
+// the physical size is the run's), each walked `reps` times with
+// an mmap victim: the ns/PTE (cost) and the victim's worst wait (stall).
+// Returns the document results/SCHEMA.md describes under alias_calibration,
+// or {"skipped": reason}. Stops early ({"skipped":"interrupted"}) once *stop
+// is set.
+Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
 		     const volatile sig_atomic_t *stop);
 
-// Default calibration size: 8 GiB, or what fits next to nothing else.
+// The per-kind verdict from the per-size figures ("sizes" of a calibration):
+// "kinds" (ranges, spreads, corrected or not and why), "ratio" (cost, kinds
+// whose sizes agree) and "stall_ratio" (stall model, kinds whose sizes agree).
+// Pure: unit-tested on synthetic figures.
+void judge_calibration(Json &cal, double tolerance = kCalibrationTolerance);
+
+// Default largest calibration size: 8 GiB, or what fits next to nothing else.
 uint64_t default_calibration_size(uint64_t mem_available);
+// The sizes calibrated for a largest size: 2 GiB (half of it when it is 4 GiB
+// or less) and the largest, 2 MiB aligned, ascending.
+std::vector<uint64_t> calibration_sizes(uint64_t largest);
 
 } // namespace ptwalk

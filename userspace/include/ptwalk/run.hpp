@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptwalk/scenario.hpp"
+#include "ptwalk/vma_layout.hpp"
 
 namespace ptwalk {
 
@@ -23,6 +24,8 @@ struct RunOptions {
 	// alias backing: size of the distinct-vs-aliased calibration;
 	// UINT64_MAX = default (8 GiB or what fits), 0 = none
 	uint64_t calibrate_size = UINT64_MAX;
+	// the VMA layout production has, for the stall estimate (--vma-layout)
+	LayoutSpec layout;
 	std::vector<std::string> argv;
 };
 
