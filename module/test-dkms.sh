@@ -29,9 +29,11 @@ fi
 mok_existed=0
 [ -e /var/lib/dkms/mok.key ] && mok_existed=1
 
+fake=
 cleanup() {
 	dkms remove -m $name -v "$ver" --all >/dev/null 2>&1
 	rm -rf "$src"
+	[ -n "$fake" ] && rm -rf "$fake"
 	if [ $mok_existed = 0 ]; then
 		rm -f /var/lib/dkms/mok.key /var/lib/dkms/mok.pub
 	fi
@@ -55,4 +57,25 @@ for k in $kernels; do
 		rc=1
 	fi
 done
+
+# a kernel without kprobes: dkms must skip it (BUILD_EXCLUSIVE_CONFIG),
+# not build a module that cannot work.  The kernel tree is the first one
+# above, linked file by file, with CONFIG_KPROBES removed from .config.
+k=$(echo $kernels | cut -d' ' -f1)
+fake=$(mktemp -d /tmp/ptwalk-nokprobes.XXXXXX)
+cp -as "/usr/src/linux-headers-$k/." "$fake/"
+rm -f "$fake/.config"
+grep -v '^CONFIG_KPROBES=' "/usr/src/linux-headers-$k/.config" > "$fake/.config"
+out=$(dkms build -m $name -v "$ver" -k "$k" --force --kernelsourcedir "$fake" 2>&1)
+brc=$?
+echo "$out" | tail -3
+if [ $brc = 0 ]; then
+	echo "test-dkms: FAILED: built for a kernel without CONFIG_KPROBES" >&2
+	rc=1
+elif ! echo "$out" | grep -q BUILD_EXCLUSIVE; then
+	echo "test-dkms: FAILED: refused without naming BUILD_EXCLUSIVE (exit $brc)" >&2
+	rc=1
+else
+	echo "test-dkms: ok: a kernel without CONFIG_KPROBES is skipped (exit $brc)"
+fi
 exit $rc
