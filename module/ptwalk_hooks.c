@@ -364,8 +364,10 @@ int ptw_hooks_init(void)
 		pr_info("kprobe %s: attached\n", h->sym);
 	}
 
-	ptw_walk_timed = ptw_krp_hooks[ptw_nr_krp_hooks - 1].attached &&
-			 ptw_krp_hooks[ptw_nr_krp_hooks - 2].attached;
+	ptw_walk_timed = true;
+	for (i = 0; i < ptw_nr_krp_hooks; i++)
+		if (!ptw_krp_hooks[i].required && !ptw_krp_hooks[i].attached)
+			ptw_walk_timed = false;	/* a walk-proper timer is missing */
 	if (!ptw_walk_timed)
 		pr_info("walk_page_range/walk_page_vma not hooked: walk_ns is not measured (walk_timed=0)\n");
 	WRITE_ONCE(ptw_kinds_active, ptw_kinds_mask & ~missing);
