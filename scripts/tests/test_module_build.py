@@ -5,6 +5,7 @@ the wrong argument), and `make module` picks the running flavour's headers."""
 from __future__ import annotations
 
 import glob
+import os
 import re
 import shutil
 import subprocess
@@ -21,9 +22,15 @@ def _headers() -> list[str]:
                   if Path(d, "Module.symvers").exists())
 
 
+# under `make test` the parent make's flags would make this one print
+# "Entering directory" lines: run it as a user would, from a clean slate
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
 def _kdir(release: str) -> str:
-    p = subprocess.run(["make", "-s", "-C", str(MODULE), "kdir", f"RUNNING_REL={release}"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(MODULE), "kdir",
+                        f"RUNNING_REL={release}"],
+                       capture_output=True, text=True, timeout=60, env=ENV)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -41,13 +48,13 @@ def test_make_module_picks_the_running_flavour() -> None:
         assert got.endswith(f"-{flavour}") and "linux-headers" in got, (flavour, got)
     # no headers of the flavour: the newest tree, with a warning
     p = subprocess.run(["make", "-C", str(MODULE), "kdir", "RUNNING_REL=6.1.0-999-nosuch"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=ENV)
     assert "no headers for the running flavour" in p.stderr, p.stderr
 
 
 def _build(src: Path, kdir: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["make", "-C", kdir, f"M={src}", "modules"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=ENV)
 
 
 def test_probe_prototypes_are_checked_by_the_compiler(tmp_path: Path) -> None:
