@@ -43,7 +43,10 @@ Json validate_stalls(const ValidationInput &in)
 	for (const auto &o : in.ops) {
 		if (!o.during || o.end_ns - o.start_ns < in.threshold_ns)
 			continue;
-		if (o.slept == 0) {
+		// with a second view, a wait that spun or was preempted rather
+		// than slept (rt_mutex and rwsem owners spin on a running owner)
+		// is a candidate: the second view adjudicates it below
+		if (o.slept == 0 && !(in.second && o.preempted == 1)) {
 			not_slept++;
 			continue;
 		}
@@ -60,8 +63,11 @@ Json validate_stalls(const ValidationInput &in)
 		}
 		// another victim slow without sleeping across this one: it may
 		// have held the lock while preempted, and this wait be its doing
+		// (with a second view, the adjudication below decides instead)
+		static const std::vector<VictimOp> none;
+		const std::vector<VictimOp> &others = in.second ? none : in.ops;
 		bool other_held = false;
-		for (const auto &p : in.ops)
+		for (const auto &p : others)
 			if (p.tid != o.tid && (p.slept == 0 || p.preempted == 1) &&
 			    p.end_ns - p.start_ns >= in.threshold_ns &&
 			    p.start_ns < o.end_ns && p.end_ns > o.start_ns) {

@@ -101,6 +101,17 @@ TEST(Validation, SecondViewAdjudicatesMisses)
 	v = validate_stalls(in);
 	EXPECT_EQ(num(v, "not_behind_walk"), 0);
 	EXPECT_EQ(num(v, "recall"), 0.5);
+
+	// a waiter that spun (preempted, never slept) is a candidate with a
+	// second view, and judged by it
+	in.ops.push_back(op(1, 200, 10, true, 0, 1));
+	second.push_back(stall(1, 201, 8));
+	v = validate_stalls(in);
+	EXPECT_EQ(num(v, "reference_ops"), 3);
+	EXPECT_EQ(num(v, "slow_not_slept"), 0);
+	in.second = nullptr; // without one it is set apart
+	v = validate_stalls(in);
+	EXPECT_EQ(num(v, "slow_not_slept"), 1);
 }
 
 TEST(Validation, TruncatedStallListIsADisagreement)

@@ -80,7 +80,11 @@ Json validate_walks(const Json &result);
 // victims' slow operations and the result's kernel view.
 //
 // second: the tracepoint view's kernel_view beside the module's (--cross-check)
-// or nullptr. With it, a reference operation the module did not attribute
+// or nullptr. With it, operations that were preempted rather than slept
+// (a waiter spinning on a running owner: rt_mutex, rwsem optimistic
+// spinning) are candidates too, and no operation is set apart because
+// another victim was preempted: the second view adjudicates instead. A
+// reference operation the module did not attribute
 // is adjudicated: when the tracepoint view saw no wait of that thread
 // overlapping a walker hold within it either, the operation was not behind
 // the walk (a wake-up late, a holder that is not the walker) and leaves the
