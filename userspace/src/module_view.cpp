@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/module_view.hpp"
+#include "ptwalk/stall_attribution.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -332,7 +333,7 @@ public:
 			waits[who].record(x.wait_ns);
 			attributed[who]++;
 			max_attr[who] = std::max(max_attr[who], x.wait_ns);
-			if (stalls.size() < 200) {
+			if (keep_stall(stalls.size(), x.wait_ns, AttributionStats{})) {
 				Json j = Json::object();
 				j["tid"] = x.waiter_pid;
 				j["victim"] = who;

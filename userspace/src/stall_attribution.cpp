@@ -308,10 +308,10 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 		return a.w->span.start_ns < b.w->span.start_ns;
 	});
 	kv["stalls_total"] = uint64_t(stalls.size());
-	if (stalls.size() > stats.max_stalls)
-		stalls.resize(stats.max_stalls);
 	Json arr = Json::array();
 	for (const auto &s : stalls) {
+		if (!keep_stall(arr.size(), s.w->span.ns(), stats))
+			break;
 		Json o = Json::object();
 		o["tid"] = s.w->span.tid;
 		o["victim"] = threads[s.w->thread].name;

@@ -84,8 +84,20 @@ private:
 struct AttributionStats {
 	uint64_t lost_events = 0;
 	const char *source = "mmap_lock tracepoints via perf_event_open";
+	// The stalls list keeps the max_stalls longest waits and, beyond them,
+	// every wait of keep_above_ns or more (so the validation, whose threshold
+	// is 1 ms, sees all it checks), up to hard_cap entries in all.
 	size_t max_stalls = 200;
+	uint64_t keep_above_ns = 1000000;
+	size_t hard_cap = 20000;
 };
+
+// Whether the n-th stall of a list sorted longest first is kept (see
+// AttributionStats): shared by the tracepoint and module views.
+inline bool keep_stall(size_t n, uint64_t wait_ns, const AttributionStats &st)
+{
+	return n < st.hard_cap && (n < st.max_stalls || wait_ns >= st.keep_above_ns);
+}
 
 // Per-walk views (same order as walks) and kernel_view:
 // {"source","events","lost_events","target_mm_found","target_mm_basis",
