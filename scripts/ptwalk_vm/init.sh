@@ -60,22 +60,26 @@ cat /tmp/.err >/dev/ttyS3 &
 p_err=$!
 
 # Hang watchdog: shortly before the host kills qemu, dump blocked tasks
-# (sysrq w) to the console so a timeout is diagnosable from console.log.
+# (sysrq w) and every CPU's backtrace (sysrq l) to the console so a timeout
+# is diagnosable from console.log. It stays armed until poweroff: a guest
+# that hangs after the command (unloading, sending results) is dumped too.
 if [ -n "$PTWALK_HANG_DUMP_S" ]; then
 	(
 		sleep "$PTWALK_HANG_DUMP_S"
-		echo "ptwalk-vm: command still running after ${PTWALK_HANG_DUMP_S}s; sysrq w" >/dev/kmsg
+		echo "ptwalk-vm: guest still running after ${PTWALK_HANG_DUMP_S}s (phase: $(cat /tmp/.phase 2>/dev/null)); sysrq w, l" >/dev/kmsg
 		echo w >/proc/sysrq-trigger
+		echo l >/proc/sysrq-trigger
 	) &
 	p_dog=$!
 fi
+echo command >/tmp/.phase
 
 echo "@@ptwalk start_uptime $(uptime_s)" >&3
 cd /ptwalk
 /bin/sh /etc/ptwalk-vm/cmd.sh >/tmp/.out 2>/tmp/.err </dev/null
 rc=$?
 cd /
-[ -n "$p_dog" ] && kill "$p_dog" 2>/dev/null
+echo "drain output" >/tmp/.phase
 echo "@@ptwalk end_uptime $(uptime_s)" >&3
 echo "@@ptwalk status $rc" >&3
 # Wait for the copiers to drain the fifos. A background process the command
@@ -94,6 +98,7 @@ while alive $p_out || alive $p_err; do
 done
 wait $p_out $p_err 2>/dev/null
 
+echo "send results" >/tmp/.phase
 dmesg -r | send_b64 dmesg - >&3
 find /results -type f | while read -r f; do
 	name=$(printf '%s' "${f#/results/}" | base64 | tr -d '\n')
@@ -101,5 +106,7 @@ find /results -type f | while read -r f; do
 done
 echo "@@ptwalk done" >&3
 exec 3>&-
+echo poweroff >/tmp/.phase
 sync
+[ -n "$p_dog" ] && kill "$p_dog" 2>/dev/null
 poweroff -f

@@ -228,8 +228,11 @@ class VmResult:
         if self.harness_error:
             return f"HARNESS ERROR: {self.harness_error}"
         if self.timed_out:
+            after = ("" if self.returncode is None else
+                     f" (the command had finished, status {self.returncode}: the guest"
+                     " hung after it, unloading or sending results)")
             msgs.append(f"TIMEOUT: guest did not finish within {self.timeout:g} s; qemu killed"
-                        + _last_line(self.console))
+                        + after + _last_line(self.console))
         for f in self.findings[:MAX_SHOWN]:
             msgs.append(f"KERNEL PROBLEM ({f.kind}) at {f.source} line {f.lineno}: {f.line.strip()}")
         if len(self.findings) > MAX_SHOWN:

@@ -74,7 +74,7 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
                   "/ptwalk/build/ptwalk", files=["scripts/vm/crossvalidate.sh"],
                   default_files=True, timeout=900.0, mem="2G")
     print(r.stdout[-6000:])
-    assert not r.timed_out, "the guest timed out"
+    assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"
     assert r.returncode == 0, r.problem()
     bad: list[str] = []

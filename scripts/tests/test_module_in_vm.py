@@ -27,7 +27,7 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
                   files=["scripts/vm/module-acceptance.sh"], default_files=True,
                   env={"INJECT_NS": str(INJECT_NS)}, timeout=900.0, mem="2G")
     print(r.stdout[-6000:])
-    assert not r.timed_out, "the guest timed out"
+    assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"
     assert r.returncode == 0, f"acceptance script failed:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
     f = r.files

@@ -25,7 +25,7 @@ def test_module_vm_selftest(vm_kernel: Any, run_in_vm: Any) -> None:
                          (WALKER, "/ptwalk/module/walker")],
                   default_files=True, timeout=900.0)
     print(r.stdout[-4000:])
-    assert not r.timed_out, "the guest timed out"
+    assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"
     lines = r.stdout.splitlines()
     assert "TAP version 13" in lines

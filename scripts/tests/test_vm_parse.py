@@ -98,6 +98,22 @@ def test_timeout_run() -> None:
     assert r.stdout == "sleeping\n"
 
 
+def test_timeout_after_the_command_says_so(tmp_path: Path) -> None:
+    """A guest that hangs after its command (unloading, sending results)
+    is told apart from a command that never finished."""
+    run_dir = tmp_path / "hung-after"
+    run_dir.mkdir()
+    for f in (DATA / "truncated").iterdir():
+        (run_dir / f.name).write_bytes(f.read_bytes())
+    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").exists() else {}
+    meta.update(timed_out=True, timeout=900)
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    r = parse.parse_run_dir(run_dir)
+    assert r.timed_out and r.returncode == 0
+    assert r.exit_code() == parse.EXIT_TIMEOUT
+    assert "the command had finished, status 0: the guest hung after it" in (r.problem() or "")
+
+
 @pytest.mark.parametrize("line,kind", [
     ("[   12.3] WARNING: CPU: 0 PID: 1 at mm/pagewalk.c:12 walk_page_range+0x1/0x2", "warning"),
     ("<4>[ 1.0] WARNING: possible circular locking dependency detected", "lockdep"),
