@@ -89,29 +89,31 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     assert not bad, "\n".join(bad)
 
 
-def _root_with_tracepoints() -> str:
-    if os.geteuid() != 0:
-        return "not root"
-    if not Path("/sys/kernel/tracing/events/mmap_lock").exists() and \
-            not Path("/sys/kernel/debug/tracing/events/mmap_lock").exists():
-        return "no mmap_lock tracepoints on this kernel"
-    return ""
+def _skip_or_fail(why: str) -> None:
+    if os.environ.get("PTWALK_REQUIRE_VM"):
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_crossvalidation_on_host(kind: str, tmp_path: Path) -> None:
-    why = _root_with_tracepoints()
-    if why:
-        if os.environ.get("PTWALK_REQUIRE_VM"):
-            pytest.fail(why)
-        pytest.skip(why)
+    if os.geteuid() != 0:
+        _skip_or_fail("not root")
+    # whether this kernel has the mmap_lock tracepoints is ptwalk's to find
+    # out (it mounts tracefs itself when nothing has): exit 4 says it has not
+    # 60 walks: a waiting writer often spins on the running walker instead of
+    # sleeping (rwsem optimistic spinning), and such a wait is not in the
+    # victims' reference; with 30 walks clear_refs had 8-9 reference
+    # operations in 1 of 8 runs (need 10)
     out = tmp_path / f"{kind}.json"
     p = subprocess.run([str(PTWALK), "run", "--backend", "tracepoint", "--size", "256M",
-                        "--backing", "anon", "--scanner", kind, "--interval", "200ms",
+                        "--backing", "anon", "--scanner", kind, "--interval", "100ms",
                         "--duration", "6s", "--victims", "mmap,fault",
                         "--op-interval", "500us", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     print(p.stdout[-3000:], p.stderr[-2000:])
+    if p.returncode == 4:
+        _skip_or_fail(f"tracepoint backend unsupported here: {p.stderr.strip()[-300:]}")
     assert p.returncode == 0, p.stderr
     res = json.loads(out.read_text())
     assert res["backend"] == "tracepoint", res.get("backend_fallback")
