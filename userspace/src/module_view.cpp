@@ -346,6 +346,8 @@ public:
 			}
 		}
 		kv["stalls_total"] = uint64_t(st.size());
+		if (st.size() < AttributionStats{}.hard_cap)
+			kv["stalls_complete_above_ns"] = AttributionStats{}.keep_above_ns;
 		kv["source"] = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
 		kv["walks_matched"] = matched;
 		kv["walks_hookable"] = hookable;

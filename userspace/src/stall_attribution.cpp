@@ -321,6 +321,8 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 		o["walk"] = s.walk;
 		arr.push(std::move(o));
 	}
+	if (stalls.size() < stats.hard_cap)
+		kv["stalls_complete_above_ns"] = stats.keep_above_ns;
 	kv["stalls"] = std::move(arr);
 	kv["unpaired_events"] = acc.unpaired();
 	return views;

@@ -145,7 +145,8 @@ Json validate_stalls(const ValidationInput &in)
 			 std::to_string(in.ops_dropped) + " operations not kept");
 	// a truncated stall list is complete above the threshold only when its
 	// smallest entry is below it (the lists are sorted largest first)
-	if (in.stalls_total > in.stalls.size() && smallest >= in.threshold_ns)
+	if (in.stalls_total > in.stalls.size() && smallest >= in.threshold_ns &&
+	    in.complete_above_ns > in.threshold_ns)
 		dis.push("stall list truncated above the threshold: " +
 			 std::to_string(in.stalls_total) + " attributed, " +
 			 std::to_string(in.stalls.size()) + " listed");
@@ -337,6 +338,14 @@ uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &
 
 } // namespace
 
+// Above which wait a kernel view's stall list is complete (UINT64_MAX:
+// only as far as it shows).
+static uint64_t complete_above(const Json &kv)
+{
+	const auto v = num_at(kv, "stalls_complete_above_ns");
+	return v && *v >= 0 && *v < 1e18 ? uint64_t(*v) : UINT64_MAX;
+}
+
 void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
 		    const Json *second)
 {
@@ -357,6 +366,7 @@ void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops
 					     uint64_t(num_at(s, "wait_ns").value_or(0))});
 		}
 		in.stalls_total = uint64_t(num_at(*kv, "stalls_total").value_or(double(st.size())));
+		in.complete_above_ns = complete_above(*kv);
 		std::vector<ViewStall> second_stalls;
 		if (second) {
 			second_stalls = stalls_of(*second);
@@ -370,6 +380,7 @@ void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops
 			in2.stalls = second_stalls;
 			in2.stalls_total = uint64_t(
 				num_at(*second, "stalls_total").value_or(double(second_stalls.size())));
+			in2.complete_above_ns = complete_above(*second);
 			in2.second = nullptr;
 			val["stalls_tracepoint"] = validate_stalls(in2);
 			uint64_t t1 = 0, t2 = 0;

@@ -434,6 +434,7 @@ TEST(TracepointAttribution, StallListKeepsEveryWaitAboveTheThreshold)
 	const Json *list = kv.find("stalls");
 	ASSERT_NE(list, nullptr);
 	EXPECT_EQ(list->size(), 250u); // every wait >= 1 ms, more than max_stalls
+	EXPECT_EQ(json_int(kv.dump(), "stalls_complete_above_ns"), 1000000);
 	EXPECT_TRUE(keep_stall(199, 1, st));
 	EXPECT_FALSE(keep_stall(200, ms - 1, st));
 	EXPECT_TRUE(keep_stall(200, ms, st));

@@ -125,6 +125,20 @@ TEST(Validation, TruncatedStallListIsADisagreement)
 	EXPECT_FALSE(v.find("agree")->boolean().value());
 }
 
+TEST(Validation, ListCompleteAboveTheThresholdIsNotTruncation)
+{
+	ValidationInput in;
+	in.view = "module";
+	in.stalls.push_back(stall(1, 0, 5));
+	in.stalls_total = 10; // nine more, all below the list's completeness bound
+	in.complete_above_ns = ms;
+	in.ops.push_back(op(1, 0, 6));
+	Json v = validate_stalls(in);
+	EXPECT_TRUE(v.find("agree")->boolean().value()) << v.dump();
+	in.complete_above_ns = 2 * ms; // complete only above 2 ms: may miss one
+	EXPECT_FALSE(validate_stalls(in).find("agree")->boolean().value());
+}
+
 TEST(Validation, LineSaysAgreeOrDisagree)
 {
 	ValidationInput in;

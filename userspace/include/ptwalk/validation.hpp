@@ -51,6 +51,9 @@ struct ValidationInput {
 	uint64_t ops_dropped = 0;           // slow operations not kept
 	std::vector<ViewStall> stalls;      // attributed stalls (all or the largest)
 	uint64_t stalls_total = 0;          // attributed stalls in all
+	// the list holds every attributed stall of this many ns or more
+	// (kernel_view "stalls_complete_above_ns"; absent: only what it shows)
+	uint64_t complete_above_ns = UINT64_MAX;
 	uint64_t threshold_ns = 1000000;
 	uint64_t tol_ns = 200000;
 	// the second view's stalls (adjudication), when there is one
