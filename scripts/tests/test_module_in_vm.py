@@ -77,8 +77,13 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     i = statistics.median(w["kernel_duration_ns"] for w in inj["walks"])
     tables = statistics.median(w["pte_tables"] for w in inj["walks"])
     expect = tables * INJECT_NS
-    # busy-wait delays overrun under TCG emulation (timer interrupts are slow)
-    upper = 2.0 if r.accel == "tcg" else 1.3
+    # The delay is a ktime busy-wait, exact in guest time; what overruns
+    # under TCG is the rest of the walk: medians of two separate runs
+    # whose un-injected part scatters by 2x between runs (base medians
+    # 3.8-7.6 ms in one make test), so the ratio ranged 1.18-2.12 across
+    # the three flavours of one run while the host was busy. KVM keeps
+    # the tight bound; under TCG the bound catches a runaway, not 2x.
+    upper = 3.0 if r.accel == "tcg" else 1.3
     ratio = (i - b) / expect
     print(f"inject: +{(i - b) / 1e6:.2f} ms per walk, expected {expect / 1e6:.2f} ms "
           f"({tables:.0f} tables x {INJECT_NS} ns): x{ratio:.2f} ({r.accel})")
