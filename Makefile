@@ -5,6 +5,7 @@
 #   make test       every suite: C++ unit tests, selftests, pytest (incl. VM)
 #   make qualify    the main job: the standard scenario on this host
 #   make bench      benchmarks (figures, not assertions)
+#   make fuzz       the parsers' libFuzzer targets, ~1 min (also in make test)
 #   make module     ptwalk.ko against KDIR (default: running kernel, else the
 #                   newest installed linux-headers)
 
@@ -14,7 +15,7 @@ CMAKE_BUILD := $(BUILD)/cmake
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py qualify bench clean vm-matrix
+	test-selftests test-py qualify bench clean vm-matrix fuzz
 
 all: build
 
@@ -22,7 +23,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus
+	scripts/deps.sh build python vm module perf prometheus fuzz
 
 build: userspace selftests
 
@@ -48,6 +49,7 @@ test: deps-test
 	$(MAKE) test-unit || rc=1; \
 	$(MAKE) test-selftests || rc=1; \
 	$(MAKE) test-py || rc=1; \
+	$(MAKE) fuzz || rc=1; \
 	if [ $$rc = 0 ]; then echo "make test: every suite passed"; \
 	else echo "make test: a suite FAILED (see above)"; fi; \
 	exit $$rc
@@ -62,6 +64,12 @@ test-selftests:
 test-py:
 	$(PYTHON) -m pytest -q -rs scripts/tests
 
+# the parsers' libFuzzer targets, ~10 s each (scripts/fuzz.sh, userspace/fuzz)
+fuzz:
+	scripts/deps.sh build fuzz
+	scripts/fuzz.sh build
+	scripts/fuzz.sh run brief
+
 qualify:
 	scripts/deps.sh build python
 	$(MAKE) build
@@ -74,6 +82,7 @@ vm-matrix: deps-test
 	$(PYTHON) scripts/ptwalk-vm-matrix
 
 bench: deps
+	scripts/deps.sh fuzz
 	$(MAKE) build
 	scripts/bench.sh
 

@@ -3,6 +3,7 @@
 # make bench: benchmarks, reported as ratios measured in one run, and the
 # error rates of ptwalk compare (A/A on this host, power in the VM).
 # BENCH_AA_PAIRS: A/A pairs of QUICK=1 qualify (default 10, 0 to skip).
+# Last, the parsers' fuzz targets for 10^6 executions each (scripts/fuzz.sh).
 set -eu
 cd "$(dirname "$0")/.."
 out=build/bench
@@ -17,3 +18,5 @@ pairs=${BENCH_AA_PAIRS:-10}
 if [ "$pairs" -gt 0 ]; then
 	/usr/bin/python3 scripts/bench_aa.py --pairs "$pairs"
 fi
+scripts/fuzz.sh build
+scripts/fuzz.sh run long

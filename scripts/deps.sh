@@ -18,8 +18,10 @@ pkgs_perf="linux-perf"
 # package's own service is not used: tests run a private instance), and
 # a YAML parser for the deploy/ files' test
 pkgs_prometheus="prometheus python3-yaml"
+# libFuzzer, ASan and UBSan for the parsers' fuzz targets (scripts/fuzz.sh)
+pkgs_fuzz="clang libclang-rt-14-dev"
 
-groups="${*:-build python vm module perf prometheus}"
+groups="${*:-build python vm module perf prometheus fuzz}"
 want=""
 for g in $groups; do
 	case "$g" in
@@ -29,7 +31,8 @@ for g in $groups; do
 	module) want="$want $pkgs_module" ;;
 	perf) want="$want $pkgs_perf" ;;
 	prometheus) want="$want $pkgs_prometheus" ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus)" >&2; exit 2 ;;
+	fuzz) want="$want $pkgs_fuzz" ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz)" >&2; exit 2 ;;
 	esac
 done
 

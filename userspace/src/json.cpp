@@ -6,11 +6,54 @@
 
 namespace ptwalk {
 
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i] (shortest form, no
+// surrogates, at most U+10FFFF); 0 when s[i] does not start one.
+size_t utf8_len(std::string_view s, size_t i)
+{
+	auto cont = [&](size_t k) { return k < s.size() && (uint8_t(s[k]) & 0xc0) == 0x80; };
+	const uint8_t c = uint8_t(s[i]);
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return cont(i + 1) ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (!cont(i + 1) || !cont(i + 2))
+			return 0;
+		const uint8_t c1 = uint8_t(s[i + 1]);
+		return (c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) ? 0 : 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3))
+			return 0;
+		const uint8_t c1 = uint8_t(s[i + 1]);
+		return (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90) ? 0 : 4;
+	}
+	return 0;
+}
+
+} // namespace
+
+// JSON text is UTF-8 (RFC 8259 8.1) and ptwalk compare/report read it as
+// such: a byte that is not part of valid UTF-8 (a comm or a path from the
+// kernel may hold any) becomes U+FFFD.
 std::string json_escape(std::string_view s)
 {
 	std::string out;
 	out.reserve(s.size() + 2);
-	for (unsigned char c : s) {
+	for (size_t i = 0; i < s.size(); i++) {
+		const unsigned char c = uint8_t(s[i]);
+		if (c >= 0x80) {
+			const size_t n = utf8_len(s, i);
+			if (n == 0) {
+				out += "\xef\xbf\xbd"; // U+FFFD REPLACEMENT CHARACTER
+			} else {
+				out.append(s.substr(i, n));
+				i += n - 1;
+			}
+			continue;
+		}
 		switch (c) {
 		case '"': out += "\\\""; break;
 		case '\\': out += "\\\\"; break;

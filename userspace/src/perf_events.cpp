@@ -44,6 +44,9 @@ struct Ring {
 
 std::vector<int> parse_cpu_list(std::string_view s)
 {
+	// Larger CPU numbers are not a CPU list (NR_CPUS is at most 8192): no
+	// billions of entries, no overflow of the range loop at INT_MAX.
+	constexpr int kMaxCpu = 1 << 16;
 	std::vector<int> out;
 	size_t pos = 0;
 	while (pos < s.size()) {
@@ -66,6 +69,8 @@ std::vector<int> parse_cpu_list(std::string_view s)
 			if (rb.ec != std::errc() || b < a)
 				return {};
 		}
+		if (b >= kMaxCpu)
+			return {};
 		for (int c = a; c <= b; c++)
 			out.push_back(c);
 	}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -683,7 +684,9 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 	if (lost)
 		out["lost_samples"] = *lost;
 	out["entries"] = entries;
-	out["kernel_percent"] = double(int64_t(kernel_pct * 100 + 0.5)) / 100;
+	// rounded to 0.01 without an integer cast: a percent may parse as
+	// anything up to 1e308 ("1e300%")
+	out["kernel_percent"] = std::floor(kernel_pct * 100 + 0.5) / 100;
 	Json syms = Json::array();
 	for (size_t i = 0; i < kernel.size() && i < top; ++i) {
 		Json s = Json::object();
@@ -748,7 +751,9 @@ Json parse_perf_stat_csv(std::string_view text)
 		if (!v) {
 			// software clocks print msec with decimals: keep as-is in ns
 			auto d = parse_double(cnt);
-			if (d && trim(f[1]) == "msec")
+			// (a negative, NaN or huge count is malformed, not UB)
+			if (d && trim(f[1]) == "msec" && *d >= 0 &&
+			    *d * 1e6 + 0.5 < 18446744073709551616.0)
 				v = uint64_t(*d * 1e6 + 0.5);
 		}
 		if (!v) {

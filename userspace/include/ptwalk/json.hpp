@@ -67,7 +67,8 @@ private:
 		v_;
 };
 
-// JSON string escaping (RFC 8259), exposed for tests.
+// JSON string escaping (RFC 8259), exposed for tests. Bytes that are not
+// valid UTF-8 become U+FFFD: the result stays readable as UTF-8.
 std::string json_escape(std::string_view s);
 
 } // namespace ptwalk

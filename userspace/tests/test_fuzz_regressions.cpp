@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+// Inputs the fuzz targets (userspace/fuzz) found to break a parser or the
+// JSON writer, reduced to the point.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ptwalk/json.hpp"
+#include "ptwalk/perf_events.hpp"
+#include "ptwalk/perf_session.hpp"
+
+using namespace ptwalk;
+
+// fuzz_json, fuzz_perf_session: bytes that are not UTF-8 (a comm from
+// ptwalk.ko, %XX-unescaped, a path, a symbol) went into the JSON as is, and
+// compare/report, reading results as UTF-8, failed (UnicodeDecodeError).
+TEST(FuzzRegressions, JsonEscapeKeepsOutputUtf8)
+{
+	const std::string fffd = "\xef\xbf\xbd";
+	EXPECT_EQ(json_escape("a\xff" "b"), "a" + fffd + "b");
+	EXPECT_EQ(json_escape("\xc3"), fffd);                  // cut short
+	EXPECT_EQ(json_escape("\xc0\xaf"), fffd + fffd);       // overlong '/'
+	EXPECT_EQ(json_escape("\xed\xa0\x80"), fffd + fffd + fffd); // a surrogate
+	EXPECT_EQ(json_escape("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd); // > U+10FFFF
+	const std::string valid = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \x7f";
+	EXPECT_EQ(json_escape(valid), valid);
+	Json j = Json::object();
+	j["comm"] = std::string("kworker\xff");
+	EXPECT_EQ(j.dump(), "{\"comm\":\"kworker" + fffd + "\"}");
+}
+
+// fuzz_perf_session: "-.53,msec,cpu-clock,..." cast -530000.0 to uint64_t
+// (UB); NaN and huge counts the same.
+TEST(FuzzRegressions, PerfStatNegativeOrHugeMsecIsMalformed)
+{
+	Json j = parse_perf_stat_csv("-.53,msec,cpu-clock,538182,100.00,0.299,CPUs utilized\n"
+				     "1e300,msec,task-clock,1,100.00,,\n"
+				     "nan,msec,task-clock,1,100.00,,\n"
+				     "0.53,msec,cpu-clock,538182,100.00,0.299,CPUs utilized\n");
+	ASSERT_NE(j.find("malformed"), nullptr);
+	EXPECT_EQ(j.find("malformed")->size(), 3u);
+	const Json *ns = j.find("events")->find("cpu-clock_ns");
+	ASSERT_NE(ns, nullptr);
+	EXPECT_EQ(ns->number(), 530000.0);
+}
+
+// fuzz_perf_session: a percent parses as any double; kernel_percent was
+// rounded through int64_t, UB past 9.2e16 %.
+TEST(FuzzRegressions, PerfReportHugePercent)
+{
+	Json j = parse_perf_report_symbols("     1e300%  [k] foo\n", 15);
+	ASSERT_NE(j.find("kernel_percent"), nullptr);
+	EXPECT_DOUBLE_EQ(*j.find("kernel_percent")->number(), 1e300);
+	j = parse_perf_report_symbols("     32.05%  [k] foo\n", 15);
+	EXPECT_DOUBLE_EQ(*j.find("kernel_percent")->number(), 32.05);
+}
+
+// fuzz_strings: "505900,7-800000401" asked for 8e8 ints (out of memory);
+// a range up to INT_MAX overflowed the loop counter (UB).
+TEST(FuzzRegressions, CpuListOutOfRange)
+{
+	EXPECT_TRUE(parse_cpu_list("505900,7-800000401").empty());
+	EXPECT_TRUE(parse_cpu_list("0-2147483647").empty());
+	EXPECT_TRUE(parse_cpu_list("2147483647").empty());
+	EXPECT_EQ(parse_cpu_list("0-3,8191\n"), (std::vector<int>{0, 1, 2, 3, 8191}));
+}
