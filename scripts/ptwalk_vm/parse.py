@@ -40,6 +40,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("oops", r"^Oops\b|: [0-9a-f]{4} \[#\d+\]|^Unable to handle kernel"),
         ("bug", r"\bBUG: |kernel BUG at "),
         ("warning", r"^WARNING: "),
+        ("bad-irq", r"^irq \d+: nobody cared"),
         ("info", r"^(\S+: )?INFO: "),
         ("call-trace", r"^Call Trace:"),
     ))

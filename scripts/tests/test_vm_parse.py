@@ -128,6 +128,8 @@ def test_timeout_after_the_command_says_so(tmp_path: Path) -> None:
     ("[ 1.0] INFO: task ptwalk:99 blocked for more than 120 seconds.", "info"),
     ("[ 1.0] rcu: INFO: rcu_preempt self-detected stall on CPU", "info"),
     ("[ 1.0] Call Trace:", "call-trace"),
+    # the RT guest's result channel died this way (scripts/kernels.toml)
+    ("[   53.149771] irq 3: nobody cared (try booting with the \"irqpoll\" option)", "bad-irq"),
     ("[ 1.0] Kernel panic - not syncing: Fatal exception", "panic"),
 ])
 def test_detector_flags(line: str, kind: str) -> None:
