@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// `ptwalk run --perf`: perf record / perf stat as child processes, and the
-// parsers of what they write. See perf_session.hpp.
+// `ptwalk run --perf`: perf record / perf stat as child processes. The
+// parsers of what they write are in perf_output.cpp. See perf_session.hpp.
 #include "ptwalk/perf_session.hpp"
 
 #include <algorithm>
@@ -26,59 +26,16 @@
 #include "ptwalk/fd.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/tracefs.hpp"
+#include "text.hpp"
 
 namespace ptwalk {
 
 namespace {
 
+using text::split_lines;
+using text::trim;
+
 std::string errno_str(int e) { return std::strerror(e); }
-
-std::string_view trim(std::string_view s)
-{
-	while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-		s.remove_prefix(1);
-	while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-			      s.back() == '\n'))
-		s.remove_suffix(1);
-	return s;
-}
-
-std::vector<std::string_view> split_lines(std::string_view text)
-{
-	std::vector<std::string_view> out;
-	while (!text.empty()) {
-		size_t nl = text.find('\n');
-		out.push_back(text.substr(0, nl));
-		if (nl == std::string_view::npos)
-			break;
-		text.remove_prefix(nl + 1);
-	}
-	return out;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s)
-{
-	s = trim(s);
-	uint64_t v = 0;
-	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-	if (ec != std::errc() || p != s.data() + s.size() || s.empty())
-		return std::nullopt;
-	return v;
-}
-
-std::optional<double> parse_double(std::string_view s)
-{
-	s = trim(s);
-	if (s.empty())
-		return std::nullopt;
-	std::string tmp(s);
-	char *end = nullptr;
-	errno = 0;
-	double v = std::strtod(tmp.c_str(), &end);
-	if (errno != 0 || end != tmp.c_str() + tmp.size())
-		return std::nullopt;
-	return v;
-}
 
 std::string join(const std::vector<std::string> &v, const char *sep)
 {
@@ -555,229 +512,6 @@ bool enable_and_wait(Control &c, Child &child, const std::string &log, int timeo
 }
 
 } // namespace
-
-// --- parsers ---------------------------------------------------------------
-
-Json parse_perf_report_symbols(std::string_view text, size_t top)
-{
-	struct Entry {
-		std::string symbol;
-		double percent = 0;
-		std::optional<uint64_t> samples;
-		size_t order = 0;
-	};
-	std::vector<Entry> kernel;
-	Json out = Json::object();
-	std::optional<std::string> event;
-	std::optional<uint64_t> lost;
-	std::string samples_header;
-	size_t sym_col = std::string_view::npos, sym_end = std::string_view::npos;
-	bool have_samples_col = false, children = false;
-	std::string_view prev_comment;
-	uint64_t sample_sum = 0;
-	size_t entries = 0;
-	double kernel_pct = 0;
-
-	for (std::string_view line : split_lines(text)) {
-		if (!line.empty() && line.back() == '\r')
-			line.remove_suffix(1);
-		if (!line.empty() && line.front() == '#') {
-			std::string_view c = trim(line.substr(1));
-			if (c.starts_with("Samples:")) {
-				// "Samples: 4K of event 'cpu-clock'"
-				size_t of = c.find(" of event '");
-				size_t n = of == std::string_view::npos ? of : of - 8;
-				samples_header = std::string(trim(c.substr(8, n)));
-				if (of != std::string_view::npos) {
-					std::string_view ev = c.substr(of + 11);
-					size_t q = ev.find('\'');
-					if (!event)
-						event = std::string(ev.substr(0, q));
-				}
-			} else if (c.starts_with("Total Lost Samples:")) {
-				lost = parse_u64(c.substr(19));
-			} else if (!c.empty() && c.find_first_not_of(". ") == std::string_view::npos) {
-				// The dots line under the column names: column spans.
-				std::string_view names = prev_comment;
-				std::vector<std::pair<size_t, size_t>> spans;
-				for (size_t i = 0; i < line.size();) {
-					if (line[i] != '.') {
-						++i;
-						continue;
-					}
-					size_t j = line.find_first_not_of('.', i);
-					if (j == std::string_view::npos)
-						j = line.size();
-					spans.emplace_back(i, j);
-					i = j;
-				}
-				have_samples_col = false;
-				children = false;
-				sym_col = sym_end = std::string_view::npos;
-				for (auto [b, e] : spans) {
-					std::string_view name = b < names.size() ? trim(names.substr(b, e - b)) : "";
-					if (name.starts_with("Symbol")) {
-						sym_col = b;
-						sym_end = e;
-					} else if (name.starts_with("Samples")) {
-						have_samples_col = true;
-					} else if (name.starts_with("Children")) {
-						children = true;
-					}
-				}
-			}
-			prev_comment = line;
-			continue;
-		}
-		// "    32.05%          1359  [k] vm_normal_folio   -   -"
-		std::string_view rest = trim(line);
-		if (rest.empty() || !(rest[0] >= '0' && rest[0] <= '9'))
-			continue; // call-chain line, blank
-		std::vector<double> pcts;
-		while (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
-			size_t pc = rest.find('%');
-			size_t sp = rest.find(' ');
-			if (pc == std::string_view::npos || (sp != std::string_view::npos && sp < pc))
-				break;
-			auto v = parse_double(rest.substr(0, pc));
-			if (!v)
-				break;
-			pcts.push_back(*v);
-			rest = trim(rest.substr(pc + 1));
-		}
-		if (pcts.empty())
-			continue;
-		std::optional<uint64_t> nsamples;
-		if (have_samples_col && !rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
-			size_t sp = rest.find(' ');
-			nsamples = parse_u64(rest.substr(0, sp));
-			rest = trim(rest.substr(sp == std::string_view::npos ? rest.size() : sp));
-		}
-		if (rest.size() < 3 || rest[0] != '[' || rest[2] != ']')
-			continue;
-		char where = rest[1];
-		std::string_view sym;
-		size_t at = size_t(rest.data() - line.data());
-		if (sym_col != std::string_view::npos && at == sym_col && sym_end <= line.size())
-			sym = trim(line.substr(at + 3, sym_end - at - 3));
-		else if (sym_col != std::string_view::npos && at == sym_col)
-			sym = trim(line.substr(at + 3));
-		else
-			sym = trim(rest.substr(3)); // no header: the rest of the line
-		double pct = children && pcts.size() >= 2 ? pcts[1] : pcts[0];
-		++entries;
-		if (nsamples)
-			sample_sum += *nsamples;
-		if (where == 'k') {
-			kernel_pct += pct;
-			kernel.push_back({std::string(sym), pct, nsamples, kernel.size()});
-		}
-	}
-	std::stable_sort(kernel.begin(), kernel.end(),
-			 [](const Entry &a, const Entry &b) { return a.percent > b.percent; });
-	if (event)
-		out["event"] = *event;
-	if (have_samples_col && !children)
-		out["samples"] = sample_sum;
-	if (!samples_header.empty())
-		out["samples_header"] = samples_header;
-	if (lost)
-		out["lost_samples"] = *lost;
-	out["entries"] = entries;
-	// rounded to 0.01 without an integer cast: a percent may parse as
-	// anything up to 1e308 ("1e300%")
-	out["kernel_percent"] = std::floor(kernel_pct * 100 + 0.5) / 100;
-	Json syms = Json::array();
-	for (size_t i = 0; i < kernel.size() && i < top; ++i) {
-		Json s = Json::object();
-		s["symbol"] = kernel[i].symbol;
-		s["percent"] = kernel[i].percent;
-		if (kernel[i].samples)
-			s["samples"] = *kernel[i].samples;
-		syms.push(std::move(s));
-	}
-	out["top_kernel_symbols"] = std::move(syms);
-	return out;
-}
-
-Json parse_perf_stat_csv(std::string_view text)
-{
-	// count,unit,event,run_ns,run_pct[,metric,metric_unit]
-	// count may be "<not supported>" / "<not counted>".
-	Json events = Json::object(), unsupported = Json::array(), run = Json::object(),
-	     malformed = Json::array();
-	std::vector<std::pair<std::string, uint64_t>> counts; // keeps order
-	std::vector<std::pair<std::string, uint64_t>> runs;
-	std::vector<std::string> unsup_seen;
-	auto add = [](std::vector<std::pair<std::string, uint64_t>> &v, const std::string &k,
-		      uint64_t x) {
-		for (auto &[name, val] : v)
-			if (name == k) {
-				val += x;
-				return;
-			}
-		v.emplace_back(k, x);
-	};
-	for (std::string_view line : split_lines(text)) {
-		line = trim(line);
-		if (line.empty() || line.front() == '#')
-			continue;
-		const std::string_view whole = line;
-		std::vector<std::string_view> f;
-		while (true) {
-			size_t c = line.find(',');
-			f.push_back(line.substr(0, c));
-			if (c == std::string_view::npos)
-				break;
-			line.remove_prefix(c + 1);
-		}
-		if (f.size() < 3 || trim(f[2]).empty()) {
-			malformed.push(std::string(whole));
-			continue;
-		}
-		std::string name(trim(f[2]));
-		std::string_view cnt = trim(f[0]);
-		if (cnt.starts_with("<")) {
-			if (std::find(unsup_seen.begin(), unsup_seen.end(), name) == unsup_seen.end()) {
-				unsup_seen.push_back(name);
-				Json u = Json::object();
-				u["event"] = name;
-				u["reason"] = std::string("perf stat: ") + std::string(cnt);
-				unsupported.push(std::move(u));
-			}
-			continue;
-		}
-		auto v = parse_u64(cnt);
-		if (!v) {
-			// software clocks print msec with decimals: keep as-is in ns
-			auto d = parse_double(cnt);
-			// (a negative, NaN or huge count is malformed, not UB)
-			if (d && trim(f[1]) == "msec" && *d >= 0 &&
-			    *d * 1e6 + 0.5 < 18446744073709551616.0)
-				v = uint64_t(*d * 1e6 + 0.5);
-		}
-		if (!v) {
-			malformed.push(std::string(whole));
-			continue;
-		}
-		std::string key = trim(f[1]) == "msec" ? name + "_ns" : name;
-		add(counts, key, *v);
-		if (f.size() > 3)
-			if (auto r = parse_u64(f[3]))
-				add(runs, name, *r);
-	}
-	for (auto &[k, v] : counts)
-		events[k] = v;
-	for (auto &[k, v] : runs)
-		run[k] = v;
-	Json out = Json::object();
-	out["events"] = std::move(events);
-	out["unsupported"] = std::move(unsupported);
-	out["run_ns"] = std::move(run);
-	if (malformed.size())
-		out["malformed"] = std::move(malformed);
-	return out;
-}
 
 // --- the session -----------------------------------------------------------
 
