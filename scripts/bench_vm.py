@@ -34,7 +34,8 @@ POWER_PCT = 10
 
 def med(d: Path) -> float:
     return statistics.median(w["ns_per_pte"] for f in d.glob("*.json")
-                             for w in json.loads(f.read_text())["walks"])
+                             for w in json.loads(f.read_text())["walks"]
+                             if "incomplete" not in w)
 
 
 def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
@@ -86,7 +87,7 @@ def _median_syscall(files: list[Path]) -> float:
     """Median over runs of each run's median syscall_ns per walk."""
     per_run = []
     for f in files:
-        walks = json.loads(f.read_text())["walks"]
+        walks = [w for w in json.loads(f.read_text())["walks"] if "incomplete" not in w]
         per_run.append(statistics.median(w["syscall_ns"] for w in walks))
     return statistics.median(per_run)
 

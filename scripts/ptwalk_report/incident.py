@@ -32,7 +32,7 @@ def summarize(docs: list[dict[str, Any]], min_size: int = 64 * GIB) -> list[dict
         for v in (d.get("victims") or {}).values():
             worst = max(worst, (v.get("during") or {}).get("max_ns", 0))
         for w in d.get("walks", []):
-            if "error" in w:
+            if "error" in w or "incomplete" in w:
                 continue
             key = (sc.get("profile", "?"), w["kind"], sc.get("backing", "?"))
             r = rows.setdefault(key, {

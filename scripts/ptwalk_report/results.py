@@ -114,7 +114,10 @@ def group(results: Iterable[Result]) -> dict[ScenarioKey, list[Result]]:
 
 
 def good_walks(r: Result) -> list[dict[str, Any]]:
-    return [w for w in r.doc.get("walks", []) if "error" not in w and w.get("ptes")]
+    """Walks whose cost is the mapping's: not failed, and not "incomplete"
+    (a 6.1 smaps_rollup that skipped VMAs after yielding mmap_lock)."""
+    return [w for w in r.doc.get("walks", [])
+            if "error" not in w and "incomplete" not in w and w.get("ptes")]
 
 
 @dataclass

@@ -49,6 +49,15 @@ run smaps_rollup --scanner smaps_rollup --interval 300ms --duration 3s --victims
 run pagemap --scanner pagemap --interval 300ms --duration 2s --victims none
 run smaps --scanner smaps --interval 300ms --duration 2s --victims none
 
+# smaps_rollup over 64 VMAs while a writer waits: it yields mmap_lock
+# between VMAs, and 6.1 skips the VMA it finds each time; the walk's own Rss
+# and the module must both see it (6d065f507d82 is not in 6.1.y)
+"$PTWALK" run --backend module --size 256M --backing alias --physical 4M \
+	--calibrate-size 0 --scanner smaps_rollup --interval 100ms --duration 3s \
+	--victims mmap --op-interval 100us --out $R/rollup_alias.json \
+	> $R/rollup_alias.txt 2>&1 || bad "ptwalk run rollup_alias exited $?"
+cat $R/rollup_alias.txt
+
 # the tracepoint backend on this kernel's field layout
 "$PTWALK" run --backend tracepoint --size 64M --scanner clear_refs --interval 200ms \
 	--duration 2s --victims mmap --out $R/tracepoint.json > $R/tracepoint.txt 2>&1 \

@@ -208,9 +208,10 @@ public:
 	std::string detail() const override { return detail_; }
 
 	// Walks are matched by walker and time, so the target is not needed.
-	bool start(pid_t, const std::vector<WatchedThread> &threads, pid_t walker) override
+	bool start(pid_t target, const std::vector<WatchedThread> &threads, pid_t walker) override
 	{
 		walker_ = walker;
+		target_ = target;
 		threads_ = threads;
 		if (!module_loaded()) {
 			detail_ = "ptwalk.ko is not loaded (/sys/module/ptwalk missing)";
@@ -282,9 +283,21 @@ public:
 	{
 		std::vector<WalkKernelView> views(spans.size());
 		std::vector<ModuleWalk> mine;
-		for (auto &[seq, m] : walks_)
+		// ptwalk's own smaps_rollup read of the stopped workload at the
+		// end (measure_walk_size): nothing contends it, so it walks every
+		// VMA, the module's reference for a complete walk
+		const ModuleWalk *ref = nullptr;
+		for (auto &[seq, m] : walks_) {
 			if (seq > seq0_ && m.walker_pid == walker_)
 				mine.push_back(m);
+			if (seq > seq0_ && m.walker_pid == getpid() && m.target_tgid == target_ &&
+			    m.kind == "smaps_rollup")
+				ref = &m;
+		}
+		if (ref) {
+			kv["reference_walk"]["pte_slots"] = ref->pte_slots;
+			kv["reference_walk"]["lock_holds"] = ref->lock_holds;
+		}
 		auto match = match_walks(spans, mine, 1000000);
 		std::map<uint64_t, size_t> seq_to_span;
 		unsigned matched = 0, hookable = 0;
@@ -407,7 +420,7 @@ private:
 	}
 
 	std::string detail_ = "ptwalk.ko";
-	pid_t walker_ = 0;
+	pid_t walker_ = 0, target_ = 0;
 	std::vector<WatchedThread> threads_;
 	std::vector<Record> hooks_;
 	uint64_t seq0_ = 0;

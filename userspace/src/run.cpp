@@ -510,6 +510,9 @@ int run_command(RunOptions o)
 	const Json *ratios = nullptr;
 	if (const Json *cal = result.find("alias_calibration"))
 		ratios = cal->find("ratio");
+	// the workload's Rss from readings nothing contended (a skipping
+	// rollup only ever reads less)
+	const uint64_t rss_ref = std::max(size0 ? size0->rss : 0, size1 ? size1->rss : 0);
 	Json walks = Json::array();
 	for (uint32_t i = 0; i < nw; i++) {
 		const WalkRecord &w = sh->walks[i];
@@ -537,6 +540,12 @@ int run_command(RunOptions o)
 			j["bytes_read"] = w.bytes;
 		if (std::string_view(w.kind) == "smaps" && w.error == 0)
 			j["referenced_bytes"] = w.referenced;
+		if (std::string_view(w.kind) == "smaps_rollup" && w.error == 0) {
+			j["rollup_rss_bytes"] = w.rollup_rss;
+			const std::string gap = rollup_coverage_gap(w.rollup_rss, rss_ref);
+			if (!gap.empty())
+				j["incomplete"] = gap;
+		}
 		if (w.error)
 			j["error"] = strerror(w.error);
 		if (i < views.size() && views[i].seen) {

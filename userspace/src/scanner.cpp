@@ -98,6 +98,18 @@ template <typename F> int Scanner::walk(const char *kind, F &&body)
 	r.end_ns = now_ns();
 	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // even
 	r.error = err;
+	if (!err) {
+		// what the walk's text says, parsed after its clock stopped and
+		// before the record is published
+		const std::string_view text(static_cast<char *>(buf_.get()), kept_);
+		if (std::string_view(kind) == "smaps_rollup")
+			// an independent view of the walk's coverage: 6.1
+			// skips a VMA each time it yields mmap_lock
+			r.rollup_rss = parse_smaps_rollup(text).rss;
+		else if (std::string_view(kind) == "smaps")
+			// cAdvisor/wss sum Referenced: after reading the file
+			r.referenced = sum_smaps_referenced(text);
+	}
 	uint32_t i = sh_->nwalks.load();
 	if (i < kMaxWalks) {
 		sh_->walks[i] = r;
@@ -235,8 +247,8 @@ int Scanner::do_kind(const char *kind, WalkRecord *r)
 		return pagemap(r);
 	if (k == "pagemap_scan")
 		return pagemap_scan(r);
-	// smaps_rollup, maps, numa_maps
-	return read_file_walk(kind, r, false);
+	// smaps_rollup keeps its text: its Rss says what the kernel walked
+	return read_file_walk(kind, r, k == "smaps_rollup");
 }
 
 bool Scanner::sleep_until(uint64_t t)
@@ -286,12 +298,6 @@ int Scanner::run()
 					 "%s walk of %s: %s", kind, proc_.c_str(),
 					 strerror(err));
 				return 1;
-			}
-			if (std::string_view(kind) == "smaps") {
-				// cAdvisor/wss sum Referenced: after reading the file
-				uint32_t last = sh_->nwalks.load() - 1;
-				sh_->walks[last].referenced = sum_smaps_referenced(
-					std::string_view(static_cast<char *>(buf_.get()), kept_));
 			}
 		}
 		iteration_++;

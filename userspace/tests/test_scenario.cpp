@@ -78,6 +78,66 @@ TEST(Result, SummaryPerKind)
 	EXPECT_EQ(sm->find("duration_max_ns")->number(), 4000000.0);
 }
 
+TEST(Result, RollupCoverageGapFromItsOwnRss)
+{
+	const uint64_t MiB = 1 << 20;
+	// covered: equal, or short by what the victims may return
+	EXPECT_EQ(rollup_coverage_gap(256 * MiB, 256 * MiB), "");
+	EXPECT_EQ(rollup_coverage_gap(255 * MiB, 256 * MiB), "");
+	EXPECT_EQ(rollup_coverage_gap(300 * MiB, 256 * MiB), "");
+	// no reference: cannot tell
+	EXPECT_EQ(rollup_coverage_gap(1 * MiB, 0), "");
+	// the 256 MiB VMA skipped (the CI case: 1111 PTE slots walked)
+	const std::string gap = rollup_coverage_gap(4444 * 1024, 260 * MiB);
+	EXPECT_NE(gap.find("skipped VMAs"), std::string::npos) << gap;
+	EXPECT_NE(gap.find("4.3 MiB of the workload's 260.0 MiB"), std::string::npos) << gap;
+	EXPECT_NE(rollup_coverage_gap(250 * MiB, 256 * MiB), "");
+}
+
+TEST(Result, IncompleteWalksAreCountedButLeftOutOfTheFigures)
+{
+	Json r = Json::object();
+	r["scenario"]["size_bytes"] = uint64_t(1) << 30;
+	for (int i = 0; i < 3; i++) {
+		Json w = Json::object();
+		w["kind"] = "smaps_rollup";
+		w["duration_ns"] = uint64_t(10000000 * (i + 1));
+		w["ns_per_pte"] = double(10000000 * (i + 1)) / 262144;
+		w["lock_hold_ns"] = uint64_t(9000000 * (i + 1));
+		w["max_stall_ns"] = uint64_t(1000000);
+		r["walks"].push(std::move(w));
+	}
+	Json skipped = Json::object();
+	skipped["kind"] = "smaps_rollup";
+	skipped["duration_ns"] = uint64_t(100000);
+	skipped["ns_per_pte"] = 0.4;
+	skipped["lock_hold_ns"] = uint64_t(50000);
+	skipped["max_stall_ns"] = uint64_t(7000000);
+	skipped["incomplete"] = "smaps_rollup reported Rss 4.3 MiB of the workload's 260.0 MiB";
+	r["walks"].push(std::move(skipped));
+	summarize_walks(r);
+	const Json *s = r.find("walk_summary")->find("smaps_rollup");
+	ASSERT_NE(s, nullptr);
+	EXPECT_EQ(s->find("count")->number(), 4.0);
+	EXPECT_EQ(s->find("incomplete")->number(), 1.0);
+	EXPECT_EQ(s->find("duration_min_ns")->number(), 10000000.0);
+	EXPECT_EQ(s->find("duration_p50_ns")->number(), 20000000.0);
+	EXPECT_GT(s->find("ns_per_pte_min")->number().value(), 1.0);
+	EXPECT_EQ(s->find("lock_hold_max_ns")->number(), 27000000.0);
+	// the stall it caused is real and stays
+	EXPECT_EQ(s->find("max_stall_ns")->number(), 7000000.0);
+
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	print_table(r, f);
+	fclose(f);
+	const std::string table(buf, len);
+	free(buf);
+	EXPECT_NE(table.find("smaps_rollup: 1 of 4 walks skipped VMAs"), std::string::npos)
+		<< table;
+}
+
 TEST(Result, AtomicWriteLeavesNoTemporary)
 {
 	char dir[] = "/tmp/ptwalk-test-XXXXXX";

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <tuple>
+
 #include "ptwalk/validation.hpp"
 
 using namespace ptwalk;
@@ -150,4 +153,83 @@ TEST(Validation, LineSaysAgreeOrDisagree)
 	const std::string line = validation_line(val);
 	EXPECT_NE(line.find("vs module: 0/1"), std::string::npos) << line;
 	EXPECT_NE(line.find("DISAGREE"), std::string::npos) << line;
+}
+
+namespace {
+
+// a module result of one 256 MiB mapping (260 MiB resident) with one walk
+// per entry: {pte_slots_visited, lock_acquisitions, rollup Rss in MiB};
+// incomplete below 258 MiB, as run.cpp marks it
+Json walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint64_t>> ws,
+		  std::optional<uint64_t> complete_slots = std::nullopt)
+{
+	Json r = Json::object();
+	r["scenario"]["size_bytes"] = uint64_t(256) << 20;
+	r["workload"]["size_start"]["vmas"] = 20;
+	r["workload"]["size_start"]["rss_bytes"] = uint64_t(258) << 20;
+	r["workload"]["size_end"]["rss_bytes"] = uint64_t(260) << 20;
+	if (complete_slots) {
+		r["kernel_view"]["reference_walk"]["pte_slots"] = *complete_slots;
+		r["kernel_view"]["reference_walk"]["lock_holds"] = 1;
+	}
+	for (auto [slots, holds, rss_mib] : ws) {
+		const bool incomplete = rss_mib < 258;
+		Json w = Json::object();
+		w["kind"] = "smaps_rollup";
+		w["syscall_ns"] = 2 * ms;
+		w["kernel_call_ns"] = 1 * ms;
+		w["kernel_walk_ns"] = 1 * ms;
+		w["pte_slots_visited"] = slots;
+		w["lock_acquisitions"] = holds;
+		w["rollup_rss_bytes"] = rss_mib << 20;
+		if (incomplete)
+			w["incomplete"] = "smaps_rollup reported Rss 4.3 MiB of 260.0 MiB";
+		r["walks"].push(std::move(w));
+	}
+	const uint64_t n = r.find("walks")->size();
+	r["kernel_view"]["walks_matched"] = n;
+	r["kernel_view"]["walks_hookable"] = n;
+	r["kernel_view"]["module_walks_unmatched"] = 0;
+	return r;
+}
+
+} // namespace
+
+TEST(Validation, SkippedVmasNeedBothViews)
+{
+	// without a complete walk to compare with: the 256 MiB VMA skipped,
+	// both views short, after yielding
+	Json v = validate_walks(walks_result({{66000, 1, 260}, {1111, 3, 4}}));
+	EXPECT_EQ(num(v, "short_after_yielding_lock"), 1);
+	EXPECT_EQ(num(v, "short_unconfirmed"), 0);
+	EXPECT_EQ(num(v, "pte_slots_checked"), 1);
+	EXPECT_EQ(num(v, "pte_slots_in_bounds"), 1);
+	EXPECT_EQ(v.find("agree")->boolean(), true);
+	// Rss short but the module saw the whole mapping: a disagreement
+	v = validate_walks(walks_result({{66000, 3, 4}}));
+	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
+	EXPECT_EQ(v.find("agree")->boolean(), false);
+	// Rss short, module short, but the lock was never given up
+	v = validate_walks(walks_result({{1111, 1, 4}}));
+	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
+	EXPECT_EQ(v.find("agree")->boolean(), false);
+	// module short, Rss full: the module miscounted
+	v = validate_walks(walks_result({{1111, 3, 260}}));
+	EXPECT_EQ(num(v, "pte_slots_in_bounds"), 0);
+	EXPECT_EQ(v.find("agree")->boolean(), false);
+
+	// with the module's complete walk (68000 slots): one skipped 4 MiB VMA
+	// (1024 pages) must show as >= 1024 - 512 slots fewer, even while
+	// the walk still has more slots than the mapping alone
+	v = validate_walks(walks_result({{68000, 1, 260}, {66976, 2, 256}}, 68000));
+	EXPECT_EQ(num(v, "short_after_yielding_lock"), 1);
+	EXPECT_EQ(num(v, "complete_walk_pte_slots"), 68000);
+	EXPECT_EQ(v.find("agree")->boolean(), true);
+	// a skipped file VMA: more slots missing than resident pages, agrees
+	v = validate_walks(walks_result({{64000, 2, 256}}, 68000));
+	EXPECT_EQ(v.find("agree")->boolean(), true);
+	// Rss misses 4 MiB but the module counted all but 100 slots
+	v = validate_walks(walks_result({{67900, 2, 256}}, 68000));
+	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
+	EXPECT_EQ(v.find("agree")->boolean(), false);
 }

@@ -3,6 +3,7 @@
 // table printed on stdout.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace ptwalk {
 constexpr const char *kResultSchema = "ptwalk.result/1";
 constexpr const char *kVersion = "0.1.0";
 
+// Why a smaps_rollup walk did not cover the workload, from the Rss its own
+// text reported against the workload's Rss read while nothing contended
+// (the larger of the start and end readings); "" when it covered it or the
+// shortfall is within what the victims may return (2 MiB). More than that
+// means VMAs were skipped: 6.1's
+// show_smaps_rollup() skips the VMA it finds after yielding mmap_lock to a
+// writer (fixed upstream by 6d065f507d82, which did not apply to 6.1.y).
+std::string rollup_coverage_gap(uint64_t rollup_rss, uint64_t workload_rss);
 // Adds "walk_summary" (per kind) to a result holding "walks" and "scenario".
 void summarize_walks(Json &result);
 // Prints the human table of a result (walk kinds, victims out vs during).

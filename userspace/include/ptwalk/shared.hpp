@@ -54,6 +54,7 @@ struct WalkRecord {
 	uint64_t start_ns, end_ns;
 	uint64_t bytes;         // bytes read (read walks)
 	uint64_t referenced;    // smaps Referenced: sum in bytes (cadvisor, wss)
+	uint64_t rollup_rss;    // smaps_rollup Rss: in bytes, as the walk read it
 	uint64_t iteration;     // scanner interval number
 	uint64_t syscall_ns;    // time inside the walking syscalls (write/read/
 				// pread/ioctl), without open and close
