@@ -11,16 +11,7 @@
 #include <linux/sched.h>
 #include <linux/kprobes.h>
 
-/*
- * The walk kinds, in one place: enum value, name in debugfs and events.
- * ptwalk_trace.h exports the values to the event format (TRACE_DEFINE_ENUM).
- */
-#define PTW_KINDS(X)					\
-	X(PTW_CLEAR_REFS, "clear_refs")			\
-	X(PTW_SMAPS, "smaps")				\
-	X(PTW_SMAPS_ROLLUP, "smaps_rollup")		\
-	X(PTW_PAGEMAP, "pagemap")			\
-	X(PTW_PAGEMAP_SCAN, "pagemap_scan")
+#include "ptwalk_abi.h"
 
 #define PTW_KIND_ENUM(e, name) e,
 enum ptw_kind {
@@ -35,7 +26,6 @@ enum ptw_kind {
 #define PTW_LOCK_READ		0x1
 #define PTW_LOCK_WRITE		0x2
 
-#define PTW_HIST_SLOTS		64
 #define PTW_MAX_ACTIVE		256	/* concurrently open/in-flight walks */
 #define PTW_MAX_WAITERS		256	/* concurrently waiting tasks */
 #define PTW_MAX_HOLDERS		64	/* concurrent holders of walked mms */

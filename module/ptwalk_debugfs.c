@@ -19,25 +19,34 @@
 
 static struct dentry *ptw_dir;
 
-static const char *const ptw_mode_names[] = {
-	"none", "read", "write", "mixed",
-};
+#define PTW_MODE_NAME(v, name) [v] = name,
+static const char *const ptw_mode_names[] = { PTW_LOCK_MODES(PTW_MODE_NAME) };
+#undef PTW_MODE_NAME
+
+/*
+ * A record's format from its key list in ptwalk_abi.h: " key=conv" each,
+ * the leading space skipped (+ 1; the compiler still checks the format).
+ */
+#define PTW_KV_FMT(key, conv) " " #key "=" conv
 
 /* comm may hold any byte: escape everything but [!-~] minus '=' and '%' */
-static void ptw_seq_comm(struct seq_file *m, const char *comm)
+#define PTW_COMM_ESC_LEN	(TASK_COMM_LEN * 3 + 1)
+static const char *ptw_escape_comm(char *buf, const char *comm)
 {
-	unsigned int i;
+	unsigned int i, n = 0;
 
 	for (i = 0; i < TASK_COMM_LEN && comm[i]; i++) {
 		unsigned char c = comm[i];
 
 		if (c > ' ' && c < 0x7f && c != '=' && c != '%')
-			seq_putc(m, c);
+			buf[n++] = c;
 		else
-			seq_printf(m, "%%%02x", c);
+			n += scnprintf(buf + n, PTW_COMM_ESC_LEN - n, "%%%02x", c);
 	}
 	if (i == 0)
-		seq_puts(m, "%00");
+		n += scnprintf(buf, PTW_COMM_ESC_LEN, "%%00");
+	buf[n] = '\0';
+	return buf;
 }
 
 /* ---- snapshot-backed record files ------------------------------------ */
@@ -68,31 +77,30 @@ static void ptw_snap_stop(struct seq_file *m, void *v)
 static int ptw_walk_show(struct seq_file *m, void *v)
 {
 	const struct ptw_walk_rec *r = v;
+	char comm[PTW_COMM_ESC_LEN];
 
-	seq_printf(m, "seq=%llu kind=%s walker_pid=%d walker_comm=", r->seq,
-		   ptw_kind_names[r->kind], r->walker_pid);
-	ptw_seq_comm(m, r->walker_comm);
-	seq_printf(m, " target_tgid=%d start_ns=%llu end_ns=%llu call_ns=%llu walk_ns=%llu walk_timed=%u pte_tables=%llu pte_slots=%llu pte_revisits=%llu lock_hold_ns=%llu lock_holds=%llu lock_mode=%s tlb_flushes=%llu tlb_ipis=%llu calls=%llu stalls=%llu lock_wait_ns=%llu probe_missed=%llu\n",
-		   r->target_tgid, r->start_ns, r->end_ns, r->call_ns,
-		   r->walk_ns, r->walk_timed, r->pte_tables, r->pte_slots,
-		   r->pte_revisits, r->lock_hold_ns, r->lock_holds,
-		   ptw_mode_names[r->lock_mode & 3], r->tlb_flushes,
-		   r->tlb_ipis, r->calls, r->stalls, r->lock_wait_ns,
-		   r->probe_missed);
+	seq_printf(m, PTW_WALK_KEYS(PTW_KV_FMT) "\n" + 1,
+		   r->seq, ptw_kind_names[r->kind], r->walker_pid,
+		   ptw_escape_comm(comm, r->walker_comm), r->target_tgid,
+		   r->start_ns, r->end_ns, r->call_ns, r->walk_ns,
+		   r->walk_timed, r->pte_tables, r->pte_slots, r->pte_revisits,
+		   r->lock_hold_ns, r->lock_holds, ptw_mode_names[r->lock_mode & 3],
+		   r->tlb_flushes, r->tlb_ipis, r->calls, r->stalls,
+		   r->lock_wait_ns, r->probe_missed);
 	return 0;
 }
 
 static int ptw_stall_show(struct seq_file *m, void *v)
 {
 	const struct ptw_stall_rec *r = v;
+	char comm[PTW_COMM_ESC_LEN];
 
-	seq_printf(m, "walk_seq=%llu kind=%s waiter_pid=%d waiter_comm=",
-		   r->walk_seq, ptw_kind_names[r->kind], r->waiter_pid);
-	ptw_seq_comm(m, r->waiter_comm);
-	seq_printf(m, " target_tgid=%d start_ns=%llu wait_ns=%llu mode=%s walker_pid=%d walker_mode=%s acquired=%u\n",
-		   r->target_tgid, r->start_ns, r->wait_ns,
-		   r->write ? "write" : "read", r->walker_pid,
-		   r->walker_write ? "write" : "read", r->success);
+	seq_printf(m, PTW_STALL_KEYS(PTW_KV_FMT) "\n" + 1,
+		   r->walk_seq, ptw_kind_names[r->kind], r->waiter_pid,
+		   ptw_escape_comm(comm, r->waiter_comm), r->target_tgid,
+		   r->start_ns, r->wait_ns, ptw_mode_names[r->write ? 2 : 1],
+		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
+		   r->success);
 	return 0;
 }
 
@@ -186,7 +194,7 @@ static void ptw_show_hist(struct seq_file *m, const char *name,
 			      (1ULL << i) - 1) : 0;
 
 		if (c)
-			seq_printf(m, "hist=%s kind=%s slot=%u lo=%llu hi=%llu count=%llu\n",
+			seq_printf(m, PTW_HIST_KEYS(PTW_KV_FMT) "\n" + 1,
 				   name, ptw_kind_names[kind], i, lo, hi, c);
 	}
 }
@@ -208,6 +216,38 @@ DEFINE_SHOW_ATTRIBUTE(ptw_hist);
 
 /* ---- counters ----------------------------------------------------------- */
 
+static void ptw_counter(struct seq_file *m, const char *name, const char *kind,
+			long long v)
+{
+	seq_printf(m, PTW_COUNTER_KEYS(PTW_KV_FMT) "\n" + 1, name, kind, v);
+}
+
+/* the value of each counter of PTW_COUNTERS_ALL */
+#define PTW_STAT_ALL(c)							\
+static long long ptw_counter_all_##c(u64 kp_missed, u64 krp_missed)	\
+{									\
+	return atomic64_read(&ptw_stats.c);				\
+}
+PTW_STAT_ALL(walks_dropped)
+PTW_STAT_ALL(waits_dropped)
+PTW_STAT_ALL(walks_open_unread)
+PTW_STAT_ALL(holders_dropped)
+PTW_STAT_ALL(arg_faults)
+PTW_STAT_ALL(walks_missed)
+#undef PTW_STAT_ALL
+static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
+{
+	return kp_missed;
+}
+static long long ptw_counter_all_krp_nmissed(u64 kp_missed, u64 krp_missed)
+{
+	return krp_missed;
+}
+static long long ptw_counter_all_inject_delay_ns(u64 kp_missed, u64 krp_missed)
+{
+	return READ_ONCE(ptw_inject_delay_ns);
+}
+
 static int ptw_counters_show(struct seq_file *m, void *v)
 {
 	u64 kp_missed = 0, krp_missed = 0;
@@ -224,51 +264,32 @@ static int ptw_counters_show(struct seq_file *m, void *v)
 			kp_missed += ptw_kp_hooks[k].kp.nmissed;
 
 	for (k = 0; k < PTW_NR_KINDS; k++) {
-		seq_printf(m, "counter=walks kind=%s value=%lld\n",
-			   ptw_kind_names[k],
-			   atomic64_read(&ptw_stats.walks[k]));
-		seq_printf(m, "counter=pte_slots kind=%s value=%lld\n",
-			   ptw_kind_names[k],
-			   atomic64_read(&ptw_stats.pte_slots[k]));
-		seq_printf(m, "counter=stalls kind=%s value=%lld\n",
-			   ptw_kind_names[k],
-			   atomic64_read(&ptw_stats.stalls[k]));
+#define PTW_COUNT_KIND(c)						\
+		ptw_counter(m, #c, ptw_kind_names[k], atomic64_read(&ptw_stats.c[k]));
+		PTW_COUNTERS_PER_KIND(PTW_COUNT_KIND)
+#undef PTW_COUNT_KIND
 	}
-	seq_printf(m, "counter=walks_dropped kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.walks_dropped));
-	seq_printf(m, "counter=waits_dropped kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.waits_dropped));
-	seq_printf(m, "counter=walks_open_unread kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.walks_open_unread));
-	seq_printf(m, "counter=holders_dropped kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.holders_dropped));
-	seq_printf(m, "counter=arg_faults kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.arg_faults));
-	seq_printf(m, "counter=walks_missed kind=all value=%lld\n",
-		   atomic64_read(&ptw_stats.walks_missed));
-	seq_printf(m, "counter=kp_nmissed kind=all value=%llu\n", kp_missed);
-	seq_printf(m, "counter=krp_nmissed kind=all value=%llu\n", krp_missed);
-	seq_printf(m, "counter=inject_delay_ns kind=all value=%lu\n",
-		   READ_ONCE(ptw_inject_delay_ns));
+#define PTW_COUNT_ALL(c) ptw_counter(m, #c, "all", ptw_counter_all_##c(kp_missed, krp_missed));
+	PTW_COUNTERS_ALL(PTW_COUNT_ALL)
+#undef PTW_COUNT_ALL
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ptw_counters);
 
 /* ---- hooks --------------------------------------------------------------- */
 
-static void ptw_seq_kinds(struct seq_file *m, u32 kinds)
+/* the kinds= value of a hook: a comma list of kind names, or none */
+#define PTW_KINDS_STR_LEN	128
+static const char *ptw_kinds_str(char *buf, u32 kinds)
 {
-	unsigned int k;
-	bool first = true;
+	unsigned int k, n = 0;
 
-	for (k = 0; k < PTW_NR_KINDS; k++) {
-		if (!(kinds & BIT(k)))
-			continue;
-		seq_printf(m, "%s%s", first ? "" : ",", ptw_kind_names[k]);
-		first = false;
-	}
-	if (first)
-		seq_puts(m, "none");
+	buf[0] = '\0';
+	for (k = 0; k < PTW_NR_KINDS; k++)
+		if (kinds & BIT(k))
+			n += scnprintf(buf + n, PTW_KINDS_STR_LEN - n, "%s%s",
+				       n ? "," : "", ptw_kind_names[k]);
+	return n ? buf : "none";
 }
 
 static const char *ptw_status(bool requested, bool attached)
@@ -280,17 +301,16 @@ static const char *ptw_status(bool requested, bool attached)
 
 static int ptw_hooks_show(struct seq_file *m, void *v)
 {
+	char kinds[PTW_KINDS_STR_LEN];
 	unsigned int i, k;
 
 	for (i = 0; i < ptw_nr_krp_hooks; i++) {
 		struct ptw_krp_hook *h = &ptw_krp_hooks[i];
 		bool req = h->kinds & ptw_kinds_mask;
 
-		seq_printf(m, "hook=%s type=kretprobe kinds=", h->sym);
-		ptw_seq_kinds(m, h->kinds);
-		seq_printf(m, " status=%s err=%d nmissed=%d kp_nmissed=%lu maxactive=%d required=%u\n",
-			   ptw_status(req, h->attached), h->err,
-			   h->attached ? h->krp.nmissed : 0,
+		seq_printf(m, PTW_HOOK_KEYS(PTW_KV_FMT) "\n" + 1, h->sym, "kretprobe",
+			   ptw_kinds_str(kinds, h->kinds), ptw_status(req, h->attached),
+			   h->err, h->attached ? h->krp.nmissed : 0,
 			   h->attached ? h->krp.kp.nmissed : 0UL,
 			   h->attached ? h->krp.maxactive : 0, h->required);
 	}
@@ -298,22 +318,19 @@ static int ptw_hooks_show(struct seq_file *m, void *v)
 		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
 		bool req = h->kinds & ptw_kinds_mask;
 
-		seq_printf(m, "hook=%s type=kprobe kinds=", h->sym);
-		ptw_seq_kinds(m, h->kinds);
-		seq_printf(m, " status=%s err=%d nmissed=0 kp_nmissed=%lu maxactive=0 required=%u\n",
-			   ptw_status(req, h->attached), h->err,
-			   h->attached ? h->kp.nmissed : 0UL, h->required);
+		seq_printf(m, PTW_HOOK_KEYS(PTW_KV_FMT) "\n" + 1, h->sym, "kprobe",
+			   ptw_kinds_str(kinds, h->kinds), ptw_status(req, h->attached),
+			   h->err, 0, h->attached ? h->kp.nmissed : 0UL, 0, h->required);
 	}
 	for (i = 0; i < ptw_nr_tp_hooks; i++) {
 		struct ptw_tp_hook *h = &ptw_tp_hooks[i];
 
-		seq_printf(m, "hook=%s type=tracepoint kinds=", h->name);
-		ptw_seq_kinds(m, PTW_ALL_KINDS);
-		seq_printf(m, " status=%s err=%d nmissed=0 kp_nmissed=0 maxactive=0 required=0\n",
-			   ptw_status(true, h->attached), h->err);
+		seq_printf(m, PTW_HOOK_KEYS(PTW_KV_FMT) "\n" + 1, h->name, "tracepoint",
+			   ptw_kinds_str(kinds, PTW_ALL_KINDS), ptw_status(true, h->attached),
+			   h->err, 0, 0UL, 0, 0U);
 	}
 	for (k = 0; k < PTW_NR_KINDS; k++)
-		seq_printf(m, "kind=%s requested=%u active=%u\n",
+		seq_printf(m, PTW_KIND_STATE_KEYS(PTW_KV_FMT) "\n" + 1,
 			   ptw_kind_names[k], !!(ptw_kinds_mask & BIT(k)),
 			   !!(READ_ONCE(ptw_kinds_active) & BIT(k)));
 	return 0;

@@ -14,7 +14,7 @@
 
 #include "ptwalk.h"
 
-/* kinds in the event format by name, from the one list in ptwalk.h */
+/* kinds in the event format by name, from the one list in ptwalk_abi.h */
 #define PTW_KIND_DEFINE_ENUM(e, name) TRACE_DEFINE_ENUM(e);
 PTW_KINDS(PTW_KIND_DEFINE_ENUM)
 #undef PTW_KIND_DEFINE_ENUM
@@ -23,9 +23,9 @@ PTW_KINDS(PTW_KIND_DEFINE_ENUM)
 #define ptw_show_kind(k)					\
 	__print_symbolic(k, PTW_KINDS(PTW_KIND_SYMBOL) { -1, NULL })
 
+#define PTW_MODE_SYMBOL(v, name) { v, name },
 #define ptw_show_mode(m)					\
-	__print_symbolic(m, { 0, "none" }, { 1, "read" },	\
-		{ 2, "write" }, { 3, "mixed" })
+	__print_symbolic(m, PTW_LOCK_MODES(PTW_MODE_SYMBOL) { -1, NULL })
 
 TRACE_EVENT(walk_start,
 

@@ -17,9 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ptwalk_abi.h"
 #include "ptwalk_util.h"
 
-#define PTWALK_DEBUGFS "/sys/kernel/debug/ptwalk"
+#define PTWALK_DEBUGFS "/sys/kernel/debug/" PTW_DEBUGFS_DIR
 
 static struct ptw_opts opts;
 
@@ -63,20 +64,20 @@ static int read_walks(unsigned long long after, struct walk_rec *out, int max,
 	while (fgets(line, sizeof(line), f)) {
 		struct walk_rec r = { 0 };
 
-		if (!ptw_kv_get(line, "seq", v, sizeof(v)))
+		if (!ptw_kv_get(line, PTW_WALK_KEY(seq), v, sizeof(v)))
 			continue;
 		r.seq = strtoull(v, NULL, 10);
 		if (max_seq && r.seq > *max_seq)
 			*max_seq = r.seq;
 		if (r.seq <= after || n >= max)
 			continue;
-		if (ptw_kv_get(line, "pte_slots", v, sizeof(v)))
+		if (ptw_kv_get(line, PTW_WALK_KEY(pte_slots), v, sizeof(v)))
 			r.pte_slots = strtoull(v, NULL, 10);
-		if (ptw_kv_get(line, "walker_pid", v, sizeof(v)))
+		if (ptw_kv_get(line, PTW_WALK_KEY(walker_pid), v, sizeof(v)))
 			r.walker = strtol(v, NULL, 10);
-		if (ptw_kv_get(line, "target_tgid", v, sizeof(v)))
+		if (ptw_kv_get(line, PTW_WALK_KEY(target_tgid), v, sizeof(v)))
 			r.target = strtol(v, NULL, 10);
-		ptw_kv_get(line, "kind", r.kind, sizeof(r.kind));
+		ptw_kv_get(line, PTW_WALK_KEY(kind), r.kind, sizeof(r.kind));
 		out[n++] = r;
 	}
 	fclose(f);

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+import ptwalk_abi
+
 INJECT_NS = 100_000
 SIZE = 256 << 20
 
@@ -32,9 +34,17 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     assert r.returncode == 0, f"acceptance script failed:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
     f = r.files
 
-    hooks = f["hooks.txt"].decode()
+    # what the module printed follows module/ptwalk_abi.h, line by line
+    for name, records in (("walks", ("walk",)), ("stalls", ("stall",)), ("hist", ("hist",)),
+                          ("counters", ("counter",)), ("hooks", ("hook", "kind_state"))):
+        text = f[f"debugfs-{name}.txt"].decode()
+        assert text.strip(), f"debugfs {name} is empty"
+        bad = ptwalk_abi.check_file(records, text)
+        assert not bad, "\n".join(bad[:10])
+    hooks = {dict(ptwalk_abi.parse_record(line)).get("hook"): dict(ptwalk_abi.parse_record(line))
+             for line in f["hooks.txt"].decode().splitlines()}
     for sym in ("clear_refs_write", "show_smaps_rollup", "pagemap_read"):
-        assert f"hook={sym} " in hooks and "status=attached" in hooks, hooks
+        assert hooks.get(sym, {}).get("status") == "attached", hooks.get(sym)
 
     for name in ("clear_refs", "smaps_rollup", "pagemap", "smaps"):
         res = _load(f, f"{name}.json")

@@ -79,6 +79,10 @@ dmesg | grep -q "inject_delay_ns" || bad "inject_delay_ns set without a loud dme
 run inject --scanner clear_refs --interval 300ms --duration 3s --victims none
 echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
 cat /sys/kernel/debug/ptwalk/counters > $R/counters.txt
+# every debugfs file as printed, for the check against module/ptwalk_abi.h
+for f in walks stalls hist counters hooks; do
+	cat /sys/kernel/debug/ptwalk/$f > $R/debugfs-$f.txt
+done
 
 rmmod ptwalk || bad "rmmod"
 exit $fail

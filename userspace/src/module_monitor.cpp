@@ -40,7 +40,7 @@ std::string comm_of(int32_t pid)
 
 int run_module_monitor(const MonitorOptions &o)
 {
-	const char *dir = "/sys/kernel/debug/ptwalk";
+	const char *dir = kModuleDir;
 	if (!module_loaded()) {
 		fprintf(stderr, "ptwalk monitor: --backend module: ptwalk.ko is not loaded\n");
 		return 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ptwalk/histogram.hpp"
+#include "ptwalk/module_abi.hpp"
 #include "ptwalk/procfs.hpp"
 
 namespace ptwalk {
@@ -20,7 +21,7 @@ namespace ptwalk {
 namespace {
 
 constexpr const char *kDebugfs = "/sys/kernel/debug";
-constexpr const char *kDir = "/sys/kernel/debug/ptwalk";
+constexpr const char *kDir = kModuleDir;
 
 uint64_t u64(const Record &r, const char *k)
 {
@@ -96,37 +97,41 @@ std::vector<Record> parse_records(std::string_view text)
 	return out;
 }
 
+// keys by the contract's names: a key the module does not print fails to compile
+#define W(key) PTW_WALK_KEY(key)
+#define S(key) PTW_STALL_KEY(key)
+
 std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 {
 	std::vector<ModuleWalk> out;
 	for (const Record &r : parse_records(text)) {
-		if (!r.count("seq") || !r.count("kind"))
+		if (!r.count(W(seq)) || !r.count(W(kind)))
 			continue;
 		ModuleWalk w;
-		w.seq = u64(r, "seq");
-		w.kind = s(r, "kind");
-		w.walker_pid = i32(r, "walker_pid");
-		w.walker_comm = s(r, "walker_comm");
-		w.target_tgid = i32(r, "target_tgid");
-		w.start_ns = u64(r, "start_ns");
-		w.end_ns = u64(r, "end_ns");
+		w.seq = u64(r, W(seq));
+		w.kind = s(r, W(kind));
+		w.walker_pid = i32(r, W(walker_pid));
+		w.walker_comm = s(r, W(walker_comm));
+		w.target_tgid = i32(r, W(target_tgid));
+		w.start_ns = u64(r, W(start_ns));
+		w.end_ns = u64(r, W(end_ns));
 		// call_ns since the walk-proper split; duration_ns before it
-		w.call_ns = r.count("call_ns") ? u64(r, "call_ns") : u64(r, "duration_ns");
+		w.call_ns = r.count(W(call_ns)) ? u64(r, W(call_ns)) : u64(r, "duration_ns");
 		w.duration_ns = w.call_ns;
-		w.walk_timed = u64(r, "walk_timed") != 0;
-		w.walk_ns = u64(r, "walk_ns");
-		w.pte_revisits = u64(r, "pte_revisits");
-		w.tlb_ipis = u64(r, "tlb_ipis");
-		w.probe_missed = u64(r, "probe_missed");
-		w.lock_wait_ns = u64(r, "lock_wait_ns");
-		w.lock_holds = u64(r, "lock_holds");
-		w.pte_tables = u64(r, "pte_tables");
-		w.pte_slots = u64(r, "pte_slots");
-		w.lock_hold_ns = u64(r, "lock_hold_ns");
-		w.lock_mode = s(r, "lock_mode");
-		w.tlb_flushes = u64(r, "tlb_flushes");
-		w.calls = u64(r, "calls");
-		w.stalls = u64(r, "stalls");
+		w.walk_timed = u64(r, W(walk_timed)) != 0;
+		w.walk_ns = u64(r, W(walk_ns));
+		w.pte_revisits = u64(r, W(pte_revisits));
+		w.tlb_ipis = u64(r, W(tlb_ipis));
+		w.probe_missed = u64(r, W(probe_missed));
+		w.lock_wait_ns = u64(r, W(lock_wait_ns));
+		w.lock_holds = u64(r, W(lock_holds));
+		w.pte_tables = u64(r, W(pte_tables));
+		w.pte_slots = u64(r, W(pte_slots));
+		w.lock_hold_ns = u64(r, W(lock_hold_ns));
+		w.lock_mode = s(r, W(lock_mode));
+		w.tlb_flushes = u64(r, W(tlb_flushes));
+		w.calls = u64(r, W(calls));
+		w.stalls = u64(r, W(stalls));
 		out.push_back(std::move(w));
 	}
 	return out;
@@ -136,23 +141,27 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 {
 	std::vector<ModuleStall> out;
 	for (const Record &r : parse_records(text)) {
-		if (!r.count("walk_seq"))
+		if (!r.count(S(walk_seq)))
 			continue;
 		ModuleStall st;
-		st.walk_seq = u64(r, "walk_seq");
-		st.kind = s(r, "kind");
-		st.waiter_pid = i32(r, "waiter_pid");
-		st.waiter_comm = s(r, "waiter_comm");
-		st.target_tgid = i32(r, "target_tgid");
-		st.start_ns = u64(r, "start_ns");
-		st.wait_ns = u64(r, "wait_ns");
-		st.mode = s(r, "mode");
-		st.walker_pid = i32(r, "walker_pid");
-		st.acquired = s(r, "acquired") != "0";
+		st.walk_seq = u64(r, S(walk_seq));
+		st.kind = s(r, S(kind));
+		st.waiter_pid = i32(r, S(waiter_pid));
+		st.waiter_comm = s(r, S(waiter_comm));
+		st.target_tgid = i32(r, S(target_tgid));
+		st.start_ns = u64(r, S(start_ns));
+		st.wait_ns = u64(r, S(wait_ns));
+		st.mode = s(r, S(mode));
+		st.walker_pid = i32(r, S(walker_pid));
+		st.walker_mode = s(r, S(walker_mode));
+		st.acquired = s(r, S(acquired)) != "0";
 		out.push_back(std::move(st));
 	}
 	return out;
 }
+
+#undef W
+#undef S
 
 std::string module_kind(std::string_view k)
 {

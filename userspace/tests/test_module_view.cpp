@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/procfs.hpp"
 
@@ -102,4 +106,88 @@ TEST(ModuleView, ParsesRecordedModuleOutput)
 		EXPECT_GT(x.wait_ns, 0u);
 		EXPECT_TRUE(x.mode == "read" || x.mode == "write") << x.mode;
 	}
+}
+
+namespace {
+
+// one record with every key of a contract list: value "0" (a name for the
+// string keys), key `odd` set to something else
+template <size_t N>
+std::string contract_record(const std::array<std::string_view, N> &keys, std::string_view odd)
+{
+	std::string line;
+	for (auto k : keys) {
+		const bool name = k == "kind" || k.ends_with("mode") || k.ends_with("_comm") ||
+				  k == "hist";
+		std::string v = name ? (k == odd ? "write" : "read") : (k == odd ? "7" : "0");
+		if (k == "kind")
+			v = k == odd ? "smaps" : "clear_refs";
+		line += (line.empty() ? "" : " ") + std::string(k) + "=" + v;
+	}
+	return line + "\n";
+}
+
+std::string fields(const ModuleWalk &w)
+{
+	char b[512];
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
+		 "%llu %llu %llu %llu %llu %llu",
+		 (unsigned long long)w.seq, w.kind.c_str(), w.walker_pid, w.walker_comm.c_str(),
+		 w.target_tgid, (unsigned long long)w.start_ns, (unsigned long long)w.end_ns,
+		 (unsigned long long)w.call_ns, (unsigned long long)w.walk_ns, int(w.walk_timed),
+		 (unsigned long long)w.pte_tables, (unsigned long long)w.pte_slots,
+		 (unsigned long long)w.pte_revisits, (unsigned long long)w.lock_hold_ns,
+		 (unsigned long long)w.lock_holds, w.lock_mode.c_str(),
+		 (unsigned long long)w.tlb_flushes, (unsigned long long)w.tlb_ipis,
+		 (unsigned long long)w.calls, (unsigned long long)w.stalls,
+		 (unsigned long long)w.lock_wait_ns, (unsigned long long)w.probe_missed);
+	return b;
+}
+
+std::string fields(const ModuleStall &s)
+{
+	char b[256];
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d",
+		 (unsigned long long)s.walk_seq, s.kind.c_str(), s.waiter_pid,
+		 s.waiter_comm.c_str(), s.target_tgid, (unsigned long long)s.start_ns,
+		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid,
+		 s.walker_mode.c_str(), int(s.acquired));
+	return b;
+}
+
+} // namespace
+
+// module/ptwalk_abi.h against this reader: every key the module prints is
+// read into a field (changing its value changes what is parsed)
+TEST(ModuleAbi, EveryWalkKeyIsRead)
+{
+	auto base = parse_module_walks(contract_record(contract::kWalkKeys, ""));
+	ASSERT_EQ(base.size(), 1u);
+	for (auto k : contract::kWalkKeys) {
+		auto w = parse_module_walks(contract_record(contract::kWalkKeys, k));
+		ASSERT_EQ(w.size(), 1u) << k;
+		EXPECT_NE(fields(w[0]), fields(base[0])) << "walk key " << k << " is not read";
+	}
+}
+
+TEST(ModuleAbi, EveryStallKeyIsRead)
+{
+	auto base = parse_module_stalls(contract_record(contract::kStallKeys, ""));
+	ASSERT_EQ(base.size(), 1u);
+	for (auto k : contract::kStallKeys) {
+		auto s = parse_module_stalls(contract_record(contract::kStallKeys, k));
+		ASSERT_EQ(s.size(), 1u) << k;
+		EXPECT_NE(fields(s[0]), fields(base[0])) << "stall key " << k << " is not read";
+	}
+}
+
+TEST(ModuleAbi, KindsAndModesAreKnown)
+{
+	// every kind the module records is one a scanner walk maps to
+	for (auto k : contract::kKinds)
+		EXPECT_EQ(module_kind(k), k);
+	// the reader's "mixed" (read+write) is a mode the module prints
+	EXPECT_NE(std::find(contract::kLockModes.begin(), contract::kLockModes.end(), "mixed"),
+		  contract::kLockModes.end());
+	EXPECT_STREQ(kModuleDir, "/sys/kernel/debug/ptwalk");
 }

@@ -10,9 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "ptwalk/module_abi.hpp"
 #include "ptwalk/backend.hpp"
 
 namespace ptwalk {
+
+// where ptwalk.ko keeps its records (module/ptwalk_abi.h)
+inline constexpr const char *kModuleDir = "/sys/kernel/debug/" PTW_DEBUGFS_DIR;
 
 // One debugfs line: key=value tokens; *_comm values %XX-unescaped.
 using Record = std::map<std::string, std::string>;
@@ -36,7 +40,7 @@ struct ModuleWalk {
 };
 struct ModuleStall {
 	uint64_t walk_seq = 0;
-	std::string kind, waiter_comm, mode;
+	std::string kind, waiter_comm, mode, walker_mode;
 	int32_t waiter_pid = 0, target_tgid = 0, walker_pid = 0;
 	uint64_t start_ns = 0, wait_ns = 0;
 	bool acquired = true;
