@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ptwalk selftests: shared helpers (KTAP output, mappings per backing,
- * /proc parsing, pagemap and PAGEMAP_SCAN, budgets, walk timing).
+ * ptwalk selftests: shared helpers, one file each: KTAP output
+ * (ptwalk_ktap.c), the system and options (ptwalk_sys.c), mappings per
+ * backing (ptwalk_map.c), /proc parsing, pagemap and PAGEMAP_SCAN
+ * (ptwalk_proc.c), budgets (ptwalk_budget.c), walk targets and their timing
+ * (ptwalk_target.c), fits (ptwalk_fit.h).
  * Modelled on tools/testing/selftests/mm/vm_util.[ch].
  */
 #ifndef PTWALK_UTIL_H

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ptwalk selftests helpers: budget files.
+ * Declared in ptwalk_util.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptwalk_util.h"
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
+#ifndef MADV_NOHUGEPAGE
+#define MADV_NOHUGEPAGE 15
+#endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U
+#endif
+
+/* ---- budgets ------------------------------------------------------- */
+
+const char *const ptw_budget_keys[PB_NR_KEYS] = {
+	[PB_CLEAR_REFS] = "clear_refs_ns_per_pte",
+	[PB_SMAPS] = "smaps_ns_per_pte",
+	[PB_SMAPS_ROLLUP] = "smaps_rollup_ns_per_pte",
+	[PB_PAGEMAP] = "pagemap_ns_per_pte",
+	[PB_PAGEMAP_SCAN] = "pagemap_scan_ns_per_pte",
+	[PB_STALL_FACTOR] = "stall_factor",
+	[PB_STALL_SLACK_NS] = "stall_slack_ns",
+	[PB_THP_MIN_RATIO] = "thp_min_ratio",
+	[PB_LINEAR_R2_MIN] = "linear_r2_min",
+	[PB_LINEAR_RATIO_MIN] = "linear_ratio_min",
+	[PB_LINEAR_RATIO_MAX] = "linear_ratio_max",
+};
+
+/* keep in sync with budgets/default.budget */
+const double ptw_budget_defaults[PB_NR_KEYS] = {
+	[PB_CLEAR_REFS] = 4000,
+	[PB_SMAPS] = 4000,
+	[PB_SMAPS_ROLLUP] = 4000,
+	[PB_PAGEMAP] = 2000,
+	[PB_PAGEMAP_SCAN] = 2000,
+	[PB_STALL_FACTOR] = 1.2,
+	[PB_STALL_SLACK_NS] = 50e6,
+	[PB_THP_MIN_RATIO] = 20,
+	[PB_LINEAR_R2_MIN] = 0.9,
+	[PB_LINEAR_RATIO_MIN] = 8,
+	[PB_LINEAR_RATIO_MAX] = 32,
+};
+
+static int budget_parse(struct ptw_budget *b, const char *path)
+{
+	char line[512];
+	int lineno = 0, bad = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		ptw_diag("budget: cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *k = line, *eq, *v, *end;
+		size_t kl;
+		double d;
+		int i;
+
+		lineno++;
+		k += strspn(k, " \t");
+		if (*k == '#' || *k == '\n' || !*k)
+			continue;
+		eq = strchr(k, '=');
+		if (!eq) {
+			ptw_diag("budget %s:%d: no '=': %s", path, lineno, k);
+			bad++;
+			continue;
+		}
+		kl = eq - k;
+		while (kl && isspace((unsigned char)k[kl - 1]))
+			kl--;
+		v = eq + 1;
+		d = strtod(v, &end);
+		end += strspn(end, " \t\r\n");
+		if (end == v || (*end && *end != '#')) {
+			ptw_diag("budget %s:%d: bad number: %s", path, lineno, v);
+			bad++;
+			continue;
+		}
+		for (i = 0; i < PB_NR_KEYS; i++)
+			if (strlen(ptw_budget_keys[i]) == kl &&
+			    !strncmp(k, ptw_budget_keys[i], kl))
+				break;
+		if (i == PB_NR_KEYS) {
+			ptw_diag("budget %s:%d: unknown key %.*s (ignored)",
+				 path, lineno, (int)kl, k);
+			continue;
+		}
+		b->v[i] = d;
+	}
+	fclose(f);
+	snprintf(b->source, sizeof(b->source), "%s", path);
+	return bad ? -1 : 0;
+}
+
+static bool exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return false;
+	*slash = 0;
+	return true;
+}
+
+static char ptw_bad_budget[256];
+
+static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
+				     size_t len)
+{
+	(void)c;
+	snprintf(why, len, "budget file %s unreadable or malformed",
+		 ptw_bad_budget);
+	return PTW_FAIL;
+}
+
+void ptw_budget_load_case(struct ptw_budget *b, const char *path,
+			  struct ptw_case *cases, unsigned int *n)
+{
+	if (!ptw_budget_load(b, path))
+		return;
+	snprintf(ptw_bad_budget, sizeof(ptw_bad_budget), "%s",
+		 path ? path : "(default)");
+	cases[*n] = (struct ptw_case){ .fn = t_budget_file };
+	snprintf(cases[(*n)++].name, sizeof(cases[0].name), "budget_file");
+}
+
+int ptw_budget_load(struct ptw_budget *b, const char *path)
+{
+	char dir[PATH_MAX], cls[200], p[PATH_MAX + 256];
+	const char *bdir = getenv("PTWALK_BUDGET_DIR");
+	int i, r;
+
+	for (i = 0; i < PB_NR_KEYS; i++)
+		b->v[i] = ptw_budget_defaults[i];
+	snprintf(b->source, sizeof(b->source), "built-in defaults");
+	if (path) {
+		r = budget_parse(b, path);
+		ptw_diag("budget: %s%s", path, r ? " (ERROR)" : "");
+		return r;
+	}
+	if (bdir && *bdir) {
+		snprintf(dir, sizeof(dir), "%s", bdir);
+	} else if (exe_dir(dir, sizeof(dir) - 16)) {
+		strcat(dir, "/budgets");
+	} else {
+		dir[0] = 0;
+	}
+	ptw_host_class(cls, sizeof(cls));
+	if (dir[0]) {
+		snprintf(p, sizeof(p), "%s/%s.budget", dir, cls);
+		if (access(p, R_OK) == 0) {
+			r = budget_parse(b, p);
+			ptw_diag("budget: %s (host class %s)%s", p, cls,
+				 r ? " (ERROR)" : "");
+			return r;
+		}
+		snprintf(p, sizeof(p), "%s/default.budget", dir);
+		if (access(p, R_OK) == 0) {
+			r = budget_parse(b, p);
+			ptw_diag("budget: %s (no %s.budget for this host class)%s",
+				 p, cls, r ? " (ERROR)" : "");
+			return r;
+		}
+	}
+	ptw_diag("budget: built-in defaults (host class %s)", cls);
+	return 0;
+}
