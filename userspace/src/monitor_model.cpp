@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+// ptwalk monitor's model of what the trace shows, without I/O: mmap_lock
+// holds and their waiters (HoldCollector, analyze_holds), which process owns
+// which mm (MmOwners), and each walk from its lock events, the walker's open
+// /proc file and the probes (WalkTracker). The command is in monitor.cpp.
+#include "ptwalk/monitor.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace ptwalk {
+
+HoldCollector::HoldCollector(uint64_t min_hold_ns, uint64_t min_wait_ns)
+	: min_hold_(min_hold_ns), min_wait_(min_wait_ns), pairer_(*this)
+{
+}
+
+void HoldCollector::feed(const LockEvent &e)
+{
+	events_++;
+	mm_events_[e.mm][e.tgid]++;
+	pairer_.feed(e);
+}
+
+void HoldCollector::wait(const LockSpan &w)
+{
+	if (w.ns() >= min_wait_)
+		waits_.push_back(w);
+}
+
+void HoldCollector::hold(const LockSpan &h)
+{
+	if (h.ns() >= min_hold_)
+		holds_.push_back(h);
+}
+
+std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_waiters)
+{
+	// waits per mm, by start
+	std::unordered_map<uint64_t, std::vector<LockSpan>> waits;
+	std::unordered_map<uint64_t, uint64_t> longest;
+	for (const auto &w : c.waits()) {
+		waits[w.mm].push_back(w);
+		longest[w.mm] = std::max(longest[w.mm], w.ns());
+	}
+	for (auto &[mm, v] : waits)
+		std::sort(v.begin(), v.end(), [](const LockSpan &a, const LockSpan &b) {
+			return a.start_ns < b.start_ns;
+		});
+
+	// each tgid's home mm: where its threads lock most
+	std::unordered_map<pid_t, std::pair<uint64_t, uint64_t>> top; // tgid -> (count, mm)
+	for (const auto &[mm, per] : c.mm_events())
+		for (const auto &[tgid, n] : per) {
+			auto &t = top[tgid];
+			if (n > t.first || (n == t.first && mm < t.second))
+				t = {n, mm};
+		}
+	std::unordered_map<pid_t, uint64_t> home;
+	for (const auto &[tgid, t] : top)
+		home[tgid] = t.second;
+
+	std::vector<MonitoredHold> out;
+	for (const auto &h : c.holds()) {
+		MonitoredHold m;
+		m.hold = h;
+		uint64_t best = 0, self = 0;
+		if (auto it = c.mm_events().find(h.mm); it != c.mm_events().end())
+			for (const auto &[tgid, n] : it->second) {
+				if (tgid == h.tgid)
+					self = n;
+				else if (tgid > 0 &&
+					 (n > best || (n == best && tgid < m.owner_tgid))) {
+					best = n;
+					m.owner_tgid = tgid;
+				}
+			}
+		if (self > best && home.count(h.tgid) && home[h.tgid] == h.mm) {
+			m.owner_tgid = h.tgid;
+			m.owner_basis = "self";
+		} else if (best) {
+			m.owner_basis = "other_tasks";
+		}
+		if (auto it = waits.find(h.mm); it != waits.end()) {
+			const auto &v = it->second;
+			auto hi = std::lower_bound(v.begin(), v.end(), h.end_ns,
+						   [](const LockSpan &a, uint64_t t) {
+							   return a.start_ns < t;
+						   });
+			const uint64_t lw = longest[h.mm];
+			for (auto w = hi; w != v.begin();) {
+				--w;
+				if (w->start_ns + lw < h.start_ns)
+					break;
+				if (w->tid != h.tid && w->overlaps(h.start_ns, h.end_ns))
+					m.waiters.push_back(*w);
+			}
+		}
+		std::sort(m.waiters.begin(), m.waiters.end(),
+			  [](const LockSpan &a, const LockSpan &b) {
+				  return a.ns() != b.ns() ? a.ns() > b.ns()
+							  : a.start_ns < b.start_ns;
+			  });
+		m.waiters_total = m.waiters.size();
+		if (m.waiters.size() > max_waiters)
+			m.waiters.resize(max_waiters);
+		out.push_back(std::move(m));
+	}
+	std::sort(out.begin(), out.end(), [](const MonitoredHold &a, const MonitoredHold &b) {
+		return a.hold.start_ns < b.hold.start_ns;
+	});
+	return out;
+}
+
+// --- MmOwners ---------------------------------------------------------
+
+void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t)
+{
+	auto &v = lives_[mm];
+	if (!v.empty() && v.back().end_ns == UINT64_MAX) {
+		if (v.back().tgid == tgid)
+			return;
+		// the previous owner's end was not seen (a lost event): the
+		// address is someone else's now
+		pid_t old = v.back().tgid;
+		v.back().end_ns = t;
+		v.back().end_reason = "reused";
+		auto &o = by_tgid_[old];
+		o.erase(std::remove(o.begin(), o.end(), mm), o.end());
+	}
+	// the same process with another open mm: an exec we did not see
+	auto &mine = by_tgid_[tgid];
+	for (uint64_t other : mine) {
+		auto &ov = lives_[other];
+		if (!ov.empty() && ov.back().end_ns == UINT64_MAX && ov.back().tgid == tgid) {
+			ov.back().end_ns = t;
+			ov.back().end_reason = "exec";
+		}
+	}
+	mine.assign(1, mm);
+	v.push_back(MmLife{tgid, t, UINT64_MAX, ""});
+}
+
+void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
+{
+	auto it = by_tgid_.find(tgid);
+	if (it == by_tgid_.end())
+		return;
+	for (uint64_t mm : it->second) {
+		auto &v = lives_[mm];
+		if (!v.empty() && v.back().end_ns == UINT64_MAX && v.back().tgid == tgid) {
+			v.back().end_ns = t;
+			v.back().end_reason = why;
+		}
+	}
+	by_tgid_.erase(it);
+}
+
+MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
+{
+	Owner o;
+	auto it = lives_.find(mm);
+	if (it == lives_.end() || it->second.empty()) {
+		o.pending = true;
+		o.why = "no probe has seen this mm (its owner exited, or it was never probed)";
+		return o;
+	}
+	const auto &v = it->second;
+	auto born_after = [&](pid_t tgid) {
+		auto b = born_.find(tgid);
+		return b != born_.end() && b->second > t;
+	};
+	for (size_t i = 0; i < v.size(); i++) {
+		const MmLife &l = v[i];
+		const uint64_t prev_end = i ? v[i - 1].end_ns : 0;
+		// the owner's own task tearing its mm down after exit/exec
+		if (t > l.end_ns && holder == l.tgid &&
+		    (i + 1 == v.size() || t < v[i + 1].first_fact_ns)) {
+			o.tgid = l.tgid;
+			o.teardown = true;
+			return o;
+		}
+		if (t > prev_end && t <= l.end_ns) {
+			if (holder != l.tgid && born_after(l.tgid)) {
+				o.why = "mm address reused: the hold predates tgid " +
+					std::to_string(l.tgid) + ", which owns it now";
+				return o;
+			}
+			o.tgid = l.tgid;
+			return o;
+		}
+	}
+	const MmLife &last = v.back();
+	o.pending = true;
+	o.why = "the previous owner (tgid " + std::to_string(last.tgid) + ") ended (" +
+		last.end_reason + ") before the hold; no probe has seen the address since";
+	return o;
+}
+
+void MmOwners::prune(uint64_t t)
+{
+	for (auto it = lives_.begin(); it != lives_.end();) {
+		auto &v = it->second;
+		while (v.size() > 1 && v.front().end_ns < t)
+			v.erase(v.begin());
+		if (v.size() == 1 && v.front().end_ns < t)
+			it = lives_.erase(it);
+		else
+			++it;
+	}
+	for (auto it = born_.begin(); it != born_.end();)
+		it = it->second < t ? born_.erase(it) : std::next(it);
+}
+
+// --- fd table ---------------------------------------------------------
+
+std::optional<WalkFile> parse_walk_file(std::string_view link)
+{
+	static const char *kFiles[] = {"clear_refs", "smaps", "smaps_rollup", "pagemap",
+				       "numa_maps", "maps", "mem", "cmdline",
+				       "environ", "auxv", "status"};
+	if (link.substr(0, 6) != "/proc/")
+		return std::nullopt;
+	link.remove_prefix(6);
+	auto num = [](std::string_view &s) -> long {
+		long n = 0;
+		size_t i = 0;
+		for (; i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 9; i++)
+			n = n * 10 + (s[i] - '0');
+		if (i == 0 || i >= s.size() || s[i] != '/')
+			return -1;
+		s.remove_prefix(i + 1);
+		return n;
+	};
+	long pid = num(link);
+	if (pid <= 0)
+		return std::nullopt;
+	if (link.substr(0, 5) == "task/") {
+		link.remove_prefix(5);
+		if (num(link) <= 0)
+			return std::nullopt;
+	}
+	for (const char *f : kFiles)
+		if (link == f)
+			return WalkFile{pid_t(pid), std::string(f)};
+	return std::nullopt;
+}
+
+// --- WalkTracker ------------------------------------------------------
+
+WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
+	: cfg_(c), emit_(std::move(emit)), probe_at_(std::move(probe_at))
+{
+}
+
+void WalkTracker::pair(const LockEvent &e)
+{
+	State &st = states_[std::make_pair(e.tid, e.mm)];
+	switch (e.type) {
+	case LockEventType::StartLocking:
+		if (st.phase != Phase::Idle)
+			unpaired_++; // lost acquire_returned or released
+		st = State{Phase::Waiting, e.write, e.time_ns};
+		break;
+	case LockEventType::AcquireReturned:
+		if (st.phase == Phase::Waiting) {
+			wait(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
+		} else if (st.phase == Phase::Holding && st.write && !e.write) {
+			// mmap_write_downgrade(): the write hold ends, a read hold starts
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, true, true});
+		} else {
+			unpaired_++; // lost start_locking (or released)
+		}
+		st = e.success ? State{Phase::Holding, e.write, e.time_ns} : State{};
+		break;
+	case LockEventType::Released:
+		if (st.phase == Phase::Holding)
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true});
+		else
+			unpaired_++;
+		st = State{};
+		break;
+	}
+}
+
+void WalkTracker::lock(const LockEvent &e)
+{
+	events_++;
+	if (cfg_.prober_tid && e.tid == cfg_.prober_tid &&
+	    e.type == LockEventType::AcquireReturned && e.success && probe_at_) {
+		if (pid_t p = probe_at_(e.time_ns)) {
+			owners_.probe(e.mm, p, e.time_ns);
+			probe_facts_++;
+		}
+	}
+	pair(e);
+}
+
+void WalkTracker::fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f)
+{
+	fd_ev_[{tid, hold_start_ns}] = std::move(f);
+}
+
+void WalkTracker::wait(const LockSpan &w)
+{
+	// Only waits that end after a walk's hold began can be behind it: a
+	// wait that ended while the hold went on was granted alongside it (both
+	// read), so a wait is matched against the walks pending when it ends.
+	if (w.ns() < cfg_.min_wait_ns || (cfg_.prober_tid && w.tid == cfg_.prober_tid))
+		return; // our own probe queued behind a walk is not a victim
+	if (pending_.empty() || !pending_mms_.count(w.mm))
+		return;
+	for (auto &p : pending_) {
+		const LockSpan &h = p.walk.hold;
+		if (h.mm == w.mm && w.tid != h.tid && w.overlaps(h.start_ns, h.end_ns)) {
+			p.walk.waiters.push_back(w);
+			if (on_task_)
+				on_task_(w.tid, w.tgid);
+		}
+	}
+}
+
+void WalkTracker::hold(const LockSpan &h)
+{
+	if (h.ns() < cfg_.min_hold_ns)
+		return;
+	Pending p;
+	p.walk.hold = h;
+	pending_.push_back(std::move(p));
+	pending_mms_[h.mm]++;
+	if (on_task_)
+		on_task_(h.tid, h.tgid);
+	if (on_foreign_ && !fd_ev_.count({h.tid, h.start_ns}) &&
+	    owners_.owner_at(h.mm, h.start_ns, h.tgid).tgid != h.tgid)
+		on_foreign_(h);
+}
+
+bool WalkTracker::resolve(Walk &w, bool final)
+{
+	const LockSpan &h = w.hold;
+	auto o = owners_.owner_at(h.mm, h.start_ns, h.tgid);
+	std::optional<WalkFile> fd;
+	if (auto it = fd_ev_.find({h.tid, h.start_ns}); it != fd_ev_.end())
+		fd = it->second;
+	if (!o.tgid && o.pending && !final && !fd) {
+		wants_probe_ = true;
+		return false;
+	}
+	if (o.tgid) {
+		w.target_tgid = o.tgid;
+		w.basis = o.teardown ? "exit" : "probe";
+	} else if (fd) {
+		// the walker had /proc/PID/<file> open while it held the lock
+		w.target_tgid = fd->pid;
+		w.basis = "fd_table";
+	} else {
+		w.basis = "unknown";
+		w.why = o.why;
+	}
+	w.self = w.target_tgid && w.target_tgid == h.tgid;
+	if (fd) {
+		w.kind = fd->file;
+		w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
+	} else if (o.teardown) {
+		w.kind = "exit";
+	} else if (w.self) {
+		w.kind = "own"; // the process's own mmap/munmap/fault/exit
+	} else {
+		w.kind = "unknown";
+	}
+	return true;
+}
+
+void WalkTracker::advance(uint64_t now, bool final)
+{
+	for (auto it = pending_.begin(); it != pending_.end();) {
+		Walk &w = it->walk;
+		const uint64_t end = w.hold.end_ns;
+		if (!final && now < end + cfg_.grace_ns) {
+			++it;
+			continue;
+		}
+		const bool timed_out = final || now >= end + cfg_.resolve_timeout_ns;
+		if (!resolve(w, timed_out)) {
+			++it;
+			continue;
+		}
+		std::sort(w.waiters.begin(), w.waiters.end(), [](const LockSpan &a, const LockSpan &b) {
+			return a.ns() != b.ns() ? a.ns() > b.ns() : a.start_ns < b.start_ns;
+		});
+		w.waiters.erase(std::unique(w.waiters.begin(), w.waiters.end(),
+					    [](const LockSpan &a, const LockSpan &b) {
+						    return a.tid == b.tid && a.start_ns == b.start_ns;
+					    }),
+				w.waiters.end());
+		w.waiters_total = w.waiters.size();
+		if (w.waiters.size() > 32)
+			w.waiters.resize(32);
+		if (emit_)
+			emit_(w);
+		if (auto pm = pending_mms_.find(w.hold.mm); pm != pending_mms_.end() && --pm->second == 0)
+			pending_mms_.erase(pm);
+		it = pending_.erase(it);
+	}
+	if (final || now > last_prune_ + 10'000'000'000ull) {
+		last_prune_ = now;
+		const uint64_t old = now > 10'000'000'000ull ? now - 10'000'000'000ull : 0;
+		for (auto it = fd_ev_.begin(); it != fd_ev_.end();)
+			it = it->first.second < old ? fd_ev_.erase(it) : std::next(it);
+		for (auto it = states_.begin(); it != states_.end();)
+			it = it->second.phase == Phase::Idle ? states_.erase(it) : std::next(it);
+		if (now > 600'000'000'000ull)
+			owners_.prune(now - 600'000'000'000ull);
+	}
+}
+
+} // namespace ptwalk
