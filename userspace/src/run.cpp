@@ -28,6 +28,7 @@
 #include "ptwalk/units.hpp"
 #include "ptwalk/validation.hpp"
 #include "ptwalk/workload.hpp"
+#include "run_result.hpp"
 
 namespace ptwalk {
 
@@ -45,16 +46,6 @@ void install_handlers()
 	sigaction(SIGINT, &sa, nullptr);
 	sigaction(SIGTERM, &sa, nullptr);
 	sigaction(SIGHUP, &sa, nullptr);
-}
-
-std::string iso_now()
-{
-	char buf[32];
-	time_t t = time(nullptr);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return buf;
 }
 
 void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
@@ -172,13 +163,13 @@ std::string validate_run(RunOptions &o)
 	return "";
 }
 
-int run_command(RunOptions o)
+namespace {
+
+// Before anything runs: the --dry-run plan, and what this machine cannot do
+// (exit 4, skipped). Returns an exit code, or -1 to go on.
+int preflight(const RunOptions &o)
 {
-	Scenario &sc = o.sc;
-	if (std::string e = validate_run(o); !e.empty()) {
-		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
-		return 2;
-	}
+	const Scenario &sc = o.sc;
 	if (o.dry_run) {
 		const uint64_t ptes = sc.backing == Backing::thp || sc.backing == Backing::hugetlb
 					      ? sc.size / (2u << 20)
@@ -211,6 +202,21 @@ int run_command(RunOptions o)
 		return 4;
 	}
 
+	return -1;
+}
+
+} // namespace
+
+int run_command(RunOptions o)
+{
+	Scenario &sc = o.sc;
+	if (std::string e = validate_run(o); !e.empty()) {
+		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
+		return 2;
+	}
+	if (int rc = preflight(o); rc >= 0)
+		return rc;
+
 	Shared *sh = create_shared();
 	if (!sh) {
 		fprintf(stderr, "ptwalk run: shared memory: %s\n", strerror(errno));
@@ -222,17 +228,7 @@ int run_command(RunOptions o)
 		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
 			 name(sc.victims[i]));
 
-	Json result = Json::object();
-	result["schema"] = kResultSchema;
-	result["tool"] = Json(Json::Object{{"name", "ptwalk"}, {"version", kVersion}});
-	result["complete"] = false;
-	result["started_at"] = iso_now();
-	Json argv = Json::array();
-	for (auto &a : o.argv)
-		argv.push(a);
-	result["argv"] = std::move(argv);
-	result["kernel"] = kernel_info();
-	result["host"] = host_info();
+	Json result = run_result::header(o);
 
 	install_handlers();
 	if (sc.backing == Backing::alias) {
@@ -448,30 +444,7 @@ int run_command(RunOptions o)
 		exit_code = 1;
 	}
 
-	// scenario
-	Json scen = Json::object();
-	scen["size_bytes"] = sc.size;
-	scen["backing"] = name(sc.backing);
-	if (sc.backing == Backing::file)
-		scen["dir"] = sc.dir;
-	if (sc.backing == Backing::alias) {
-		scen["physical_bytes"] = physical_bytes(sc);
-		scen["aliased"] = true;
-		scen["alias_factor"] = double(sc.size) / double(physical_bytes(sc));
-	}
-	if (sc.backing == Backing::zeropage)
-		scen["lower_bound"] = "every PTE maps the zero page: walks skip "
-				      "non-normal pages, so this bounds walk cost from below";
-	scen["profile"] = name(sc.profile);
-	Json vs = Json::array();
-	for (auto v : sc.victims)
-		vs.push(name(v));
-	scen["victims"] = std::move(vs);
-	scen["interval_ns"] = sc.interval_ns;
-	scen["duration_ns"] = sc.duration_ns;
-	scen["op_interval_ns"] = sc.op_interval_ns;
-	scen["populate_threads"] = sc.populate_threads;
-	result["scenario"] = std::move(scen);
+	result["scenario"] = run_result::scenario(sc);
 	result["backend"] = backend->name();
 	result["backend_detail"] = backend->detail();
 	if (!fallback.empty())
@@ -513,104 +486,16 @@ int run_command(RunOptions o)
 	// the workload's Rss from readings nothing contended (a skipping
 	// rollup only ever reads less)
 	const uint64_t rss_ref = std::max(size0 ? size0->rss : 0, size1 ? size1->rss : 0);
-	Json walks = Json::array();
-	for (uint32_t i = 0; i < nw; i++) {
-		const WalkRecord &w = sh->walks[i];
-		Json j = Json::object();
-		j["kind"] = w.kind;
-		j["iteration"] = w.iteration;
-		j["walker_pid"] = w.walker_pid;
-		j["start_ns"] = w.start_ns;
-		j["duration_ns"] = w.end_ns - w.start_ns;
-		j["syscall_ns"] = w.syscall_ns;
-		if (ws) {
-			j["ptes"] = ws->entries;
-			j["ptes_4k"] = ws->ptes;
-			j["pmd_leaves"] = ws->pmd_entries;
-			j["pte_slots"] = ws->pte_slots;
-			if (ws->entries) {
-				const double nspte = double(w.end_ns - w.start_ns) / double(ws->entries);
-				j["ns_per_pte"] = nspte;
-				const Json *r = ratios ? ratios->find(w.kind) : nullptr;
-				if (r && r->number())
-					j["ns_per_pte_corrected"] = nspte * *r->number();
-			}
-		}
-		if (w.bytes)
-			j["bytes_read"] = w.bytes;
-		if (std::string_view(w.kind) == "smaps" && w.error == 0)
-			j["referenced_bytes"] = w.referenced;
-		if (std::string_view(w.kind) == "smaps_rollup" && w.error == 0) {
-			j["rollup_rss_bytes"] = w.rollup_rss;
-			const std::string gap = rollup_coverage_gap(w.rollup_rss, rss_ref);
-			if (!gap.empty())
-				j["incomplete"] = gap;
-		}
-		if (w.error)
-			j["error"] = strerror(w.error);
-		if (i < views.size() && views[i].seen) {
-			const auto &v = views[i];
-			if (v.has_lock) {
-				j["lock_hold_ns"] = v.lock_hold_ns;
-				j["lock_wait_ns"] = v.lock_wait_ns;
-				j["lock_acquisitions"] = v.lock_acquisitions;
-				j["lock_mode"] = v.lock_mode;
-			}
-			j["stalls"] = v.stalls;
-			j["max_stall_ns"] = v.max_stall_ns;
-			if (v.has_module) {
-				j["kernel_duration_ns"] = v.kernel_duration_ns;
-				j["kernel_call_ns"] = v.kernel_duration_ns;
-				if (v.walk_timed) {
-					j["kernel_walk_ns"] = v.kernel_walk_ns;
-					if (v.pte_slots)
-						j["kernel_ns_per_pte"] = double(v.kernel_walk_ns) /
-									 double(v.pte_slots);
-				}
-				j["pte_tables"] = v.pte_tables;
-				j["pte_slots_visited"] = v.pte_slots;
-				j["pte_revisits"] = v.pte_revisits;
-				j["tlb_flushes"] = v.tlb_flushes;
-				j["tlb_ipis"] = v.tlb_ipis;
-				j["probe_missed"] = v.probe_missed;
-			}
-		}
-		walks.push(std::move(j));
-	}
-	result["walks"] = std::move(walks);
+	result["walks"] = run_result::walks(*sh, nw, views, ws, ratios, rss_ref);
 	result["walks_dropped"] = sh->walks_dropped.load();
 	result["kernel_view"] = std::move(kv);
 	if (o.perf)
 		result["perf"] = std::move(perf_json);
 
-	// victims
-	Json victims = Json::object();
-	for (unsigned i = 0; i < sh->nvictims; i++) {
-		const VictimSlot &v = sh->victims[i];
-		Json j = Json::object();
-		j["tid"] = v.tid.load();
-		j["ops"] = v.outside.count() + v.during.count();
-		j["outside"] = v.outside.to_json();
-		j["during"] = v.during.to_json();
-		victims[v.name] = std::move(j);
-	}
-	result["victims"] = std::move(victims);
+	result["victims"] = run_result::victims(*sh);
 	// the victims' own clocks against the kernel view (validation.hpp)
-	std::vector<VictimOp> slow_ops;
 	uint64_t slow_dropped = 0;
-	for (unsigned i = 0; i < sh->nvictims; i++) {
-		const VictimSlot &v = sh->victims[i];
-		const uint32_t n = v.nslow.load();
-		slow_dropped += n > kMaxSlowOps ? n - kMaxSlowOps : 0;
-		for (uint32_t k = 0; k < std::min(n, kMaxSlowOps); k++)
-			slow_ops.push_back({pid_t(v.tid.load()), v.name, v.slow[k].start_ns,
-					    v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
-					    (v.slow[k].during & kOpBeganDuring) != 0,
-					    v.slow[k].slept == kSleepUnknown
-						    ? -1 : int((v.slow[k].slept & kOpSlept) != 0),
-					    v.slow[k].slept == kSleepUnknown
-						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0)});
-	}
+	const std::vector<VictimOp> slow_ops = run_result::slow_ops(*sh, &slow_dropped);
 	add_validation(result, slow_ops, slow_dropped, second ? &kv2 : nullptr);
 	if (o.cross_check && !second)
 		result["validation"]["second_view"] = second_why;
