@@ -66,6 +66,10 @@ static char kconfig_scan(FILE *f, const char *opt)
 	return res;
 }
 
+/*
+ * The running kernel's own config first (/proc/config.gz), then
+ * /boot/config-<release>: the order of kernel_info() in userspace/src/procfs.cpp.
+ */
 char ptw_kconfig(const char *opt)
 {
 	struct utsname u;
@@ -73,15 +77,6 @@ char ptw_kconfig(const char *opt)
 	FILE *f;
 	char r;
 
-	if (uname(&u) == 0) {
-		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-		f = fopen(path, "r");
-		if (f) {
-			r = kconfig_scan(f, opt);
-			fclose(f);
-			return r;
-		}
-	}
 	if (access("/proc/config.gz", R_OK) == 0) {
 		f = popen("gzip -dc /proc/config.gz 2>/dev/null", "r");
 		if (f) {
@@ -89,7 +84,17 @@ char ptw_kconfig(const char *opt)
 			/* drain so gzip exits cleanly */
 			while (fgetc(f) != EOF)
 				;
-			return pclose(f) == 0 ? r : '?';
+			if (pclose(f) == 0)
+				return r;
+		}
+	}
+	if (uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = fopen(path, "r");
+		if (f) {
+			r = kconfig_scan(f, opt);
+			fclose(f);
+			return r;
 		}
 	}
 	return '?';
