@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+// ptwalk monitor's trace, for monitor.cpp only: mmap_lock events and the
+// process lifecycle read through perf_event_open, in time order, handed to
+// the model (monitor_model.cpp) through its hooks.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+#include <functional>
+#include <string_view>
+
+#include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
+#include "ptwalk/monitor.hpp"
+#include "ptwalk/perf_events.hpp"
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/tracefs.hpp"
+
+namespace ptwalk::monitor_detail {
+
+// The trace: mmap_lock events plus the process lifecycle (exit, exec,
+// fork), time-ordered, fed to a WalkTracker on the reader thread. In-flight
+// holds are checked against the holder's fd table as the samples arrive.
+class MonitorTrace final : private PerfSink {
+public:
+	struct Hooks {
+		std::function<void(const LockEvent &)> lock;
+		std::function<void(pid_t tgid, uint64_t t, bool exec)> ended;
+		std::function<void(pid_t child, uint64_t t)> born;
+		std::function<void(pid_t tid, uint64_t start, WalkFile f)> fd_evidence;
+		std::function<void(uint64_t drained_at, bool final)> round;
+		std::function<void(pid_t tid, std::string_view comm)> comm;
+		std::function<void(pid_t pid, pid_t tid, pid_t ptid)> fork;
+	};
+	~MonitorTrace() override { stop(); }
+
+	// false with *err: tracefs, the formats or perf_event_open failed
+	bool start(Hooks h, std::string *err)
+	{
+		hooks_ = std::move(h);
+		Tracefs tfs;
+		if (!tfs.open(err))
+			return false;
+		static const char *names[3] = {"mmap_lock_start_locking",
+					       "mmap_lock_acquire_returned",
+					       "mmap_lock_released"};
+		std::optional<TraceEventFormat> f[3];
+		for (int i = 0; i < 3; i++) {
+			f[i] = tfs.event_format("mmap_lock", names[i], err);
+			if (!f[i]) {
+				if (err)
+					*err += " (tracepoint mmap_lock:" + std::string(names[i]) +
+						" missing? needs Linux >= 5.11)";
+				return false;
+			}
+		}
+		if (!decoder_.init(*f[0], *f[1], *f[2], err))
+			return false;
+		std::vector<uint32_t> ids = decoder_.ids();
+		// lifecycle: optional (their absence is reported, not fatal)
+		std::string e2;
+		if (auto x = tfs.event_format("sched", "sched_process_exit", &e2)) {
+			exit_ = *x;
+			has_exit_ = x->find("pid") != nullptr;
+			group_dead_ = x->find("group_dead") != nullptr;
+			if (has_exit_)
+				ids.push_back(x->id);
+		}
+		if (auto x = tfs.event_format("sched", "sched_process_exec", &e2)) {
+			exec_ = *x;
+			has_exec_ = true;
+			ids.push_back(x->id);
+		}
+		if (auto x = tfs.event_format("sched", "sched_process_fork", &e2)) {
+			fork_ = *x;
+			has_fork_ = x->find("child_pid") != nullptr;
+			if (has_fork_)
+				ids.push_back(x->id);
+		}
+		tfs.release();
+		PerfTracepointConfig cfg;
+		cfg.tracepoint_ids = ids;
+		cfg.ring_bytes_per_cpu = 16u << 20;
+		cfg.track_tasks = true;
+		cfg.poll_ms = 10;
+		if (!perf_.open(cfg, err))
+			return false;
+		if (!perf_.start(*this, err))
+			return false;
+		running_ = true;
+		return true;
+	}
+	void stop()
+	{
+		if (running_) {
+			perf_.stop();
+			running_ = false;
+		}
+	}
+	uint64_t lost() const { return perf_.lost(); }
+	uint64_t events() const { return events_.load(); }
+	uint64_t fd_scans() const { return fd_scans_.load(); }
+	size_t ring_bytes_per_cpu() const { return perf_.ring_bytes_per_cpu(); }
+	const std::string &memcg_field() const { return decoder_.memcg_field(); }
+	std::string lifecycle() const
+	{
+		std::string s;
+		s += has_exit_ ? (group_dead_ ? "exit" : "exit(no group_dead)") : "no-exit";
+		s += has_exec_ ? ",exec" : ",no-exec";
+		s += has_fork_ ? ",fork" : ",no-fork";
+		return s;
+	}
+
+private:
+	struct Ev {
+		uint64_t t;
+		int kind; // 0 lock, 1 exit, 2 exec, 3 fork
+		LockEvent lock;
+		pid_t pid;
+	};
+	void sample(const PerfSample &s) override
+	{
+		LockEvent e;
+		if (decoder_.decode(s, e)) {
+			events_.fetch_add(1, std::memory_order_relaxed);
+			pending_.push_back(Ev{e.time_ns, 0, e, 0});
+			if (e.type == LockEventType::AcquireReturned && e.success)
+				inflight_[e.tid] = {e.tgid, e.time_ns, false};
+			else if (e.type == LockEventType::Released)
+				inflight_.erase(e.tid);
+
+			return;
+		}
+		uint64_t type = 0;
+		if (s.raw.size() < 2)
+			return;
+		type = uint64_t(s.raw[0]) | uint64_t(s.raw[1]) << 8;
+		uint64_t v = 0;
+		if (has_exit_ && type == exit_.id) {
+			uint64_t gd = 0;
+			if (group_dead_)
+				read_field_u64(*exit_.find("group_dead"), s.raw, gd);
+			else
+				gd = s.pid == s.tid; // older kernels: the leader's exit
+			if (gd)
+				pending_.push_back(Ev{s.time_ns, 1, {}, s.pid});
+		} else if (has_exec_ && type == exec_.id) {
+			pending_.push_back(Ev{s.time_ns, 2, {}, s.pid});
+		} else if (has_fork_ && type == fork_.id &&
+			   read_field_u64(*fork_.find("child_pid"), s.raw, v)) {
+			pending_.push_back(Ev{s.time_ns, 3, {}, pid_t(v)});
+		}
+	}
+	void round_end(uint64_t drained_at, bool final) override
+	{
+		// walks in flight for >= 1 ms: what does the walker have open?
+		for (auto &[tid, f] : inflight_) {
+			if (f.scanned || drained_at < f.since + 1'000'000)
+				continue;
+			f.scanned = true;
+			scan_fds(tid, f.tgid, f.since);
+		}
+		if (inflight_.size() > 65536)
+			inflight_.clear(); // tasks come and go: bounded
+		std::stable_sort(pending_.begin(), pending_.end(),
+				 [](const Ev &a, const Ev &b) { return a.t < b.t; });
+		const uint64_t limit = final ? UINT64_MAX
+				       : drained_at > kMargin ? drained_at - kMargin : 0;
+		size_t n = 0;
+		for (; n < pending_.size() && pending_[n].t <= limit; n++) {
+			const Ev &e = pending_[n];
+			switch (e.kind) {
+			case 0: hooks_.lock(e.lock); break;
+			case 1: hooks_.ended(e.pid, e.t, false); break;
+			case 2: hooks_.ended(e.pid, e.t, true); hooks_.born(e.pid, e.t); break;
+			case 3: hooks_.born(e.pid, e.t); break;
+			}
+		}
+		pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
+		hooks_.round(limit == UINT64_MAX ? drained_at : limit, final);
+	}
+public:
+	// What the holder has open now (the hold that began at `since`).
+	void scan_fds(pid_t tid, pid_t tgid, uint64_t since)
+	{
+		fd_scans_.fetch_add(1, std::memory_order_relaxed);
+		const std::string dir = "/proc/" + std::to_string(tgid) + "/task/" +
+					std::to_string(tid) + "/fd";
+		DIR *d = opendir(dir.c_str());
+		if (!d)
+			return;
+		std::optional<WalkFile> best;
+		while (dirent *e = readdir(d)) {
+			if (e->d_name[0] == '.')
+				continue;
+			char buf[256];
+			ssize_t n = readlinkat(dirfd(d), e->d_name, buf, sizeof(buf) - 1);
+			if (n <= 0)
+				continue;
+			auto f = parse_walk_file(std::string_view(buf, size_t(n)));
+			// prefer a file of another process; the latest fd wins ties
+			if (f && (!best || (best->pid == tgid && f->pid != tgid) ||
+				  (f->pid != tgid) == (best->pid != tgid)))
+				best = f;
+		}
+		closedir(d);
+		if (best)
+			hooks_.fd_evidence(tid, since, *best);
+	}
+
+private:
+	void task_comm(pid_t, pid_t tid, std::string_view comm) override
+	{
+		if (hooks_.comm)
+			hooks_.comm(tid, comm);
+	}
+	void task_fork(pid_t pid, pid_t, pid_t tid, pid_t ptid) override
+	{
+		if (hooks_.fork)
+			hooks_.fork(pid, tid, ptid);
+	}
+	static constexpr uint64_t kMargin = 10'000'000;
+	struct Inflight {
+		pid_t tgid;
+		uint64_t since;
+		bool scanned;
+	};
+	Hooks hooks_;
+	MmapLockDecoder decoder_;
+	PerfTracepoints perf_;
+	TraceEventFormat exit_, exec_, fork_;
+	bool has_exit_ = false, group_dead_ = false, has_exec_ = false, has_fork_ = false;
+	bool running_ = false;
+	std::vector<Ev> pending_;
+	std::unordered_map<pid_t, Inflight> inflight_;
+	std::atomic<uint64_t> events_{0}, fd_scans_{0};
+};
+
+} // namespace ptwalk::monitor_detail
