@@ -73,10 +73,7 @@ std::string grouped(uint64_t v)
 
 std::string rollup_coverage_gap(uint64_t rollup_rss, uint64_t workload_rss)
 {
-	// what the run itself may take away: the fault victim returns its
-	// 1 MiB, the mmap victim unmaps 64 KiB
-	constexpr uint64_t kSlack = 2u << 20;
-	if (rollup_rss + kSlack >= workload_rss)
+	if (rollup_rss + kRollupRssSlack >= workload_rss)
 		return "";
 	char b[160];
 	snprintf(b, sizeof(b),
@@ -84,6 +81,16 @@ std::string rollup_coverage_gap(uint64_t rollup_rss, uint64_t workload_rss)
 		 "the kernel skipped VMAs",
 		 double(rollup_rss) / 1048576.0, double(workload_rss) / 1048576.0);
 	return b;
+}
+
+uint64_t workload_rss_reference(const Json &result)
+{
+	double ref = 0;
+	if (const Json *w = result.find("workload"))
+		for (const char *k : {"size_start", "size_end"})
+			if (const Json *s = w->find(k))
+				ref = std::max(ref, num(*s, "rss_bytes").value_or(0));
+	return uint64_t(ref);
 }
 
 void summarize_walks(Json &result)

@@ -483,10 +483,8 @@ int run_command(RunOptions o)
 	const Json *ratios = nullptr;
 	if (const Json *cal = result.find("alias_calibration"))
 		ratios = cal->find("ratio");
-	// the workload's Rss from readings nothing contended (a skipping
-	// rollup only ever reads less)
-	const uint64_t rss_ref = std::max(size0 ? size0->rss : 0, size1 ? size1->rss : 0);
-	result["walks"] = run_result::walks(*sh, nw, views, ws, ratios, rss_ref);
+	result["walks"] = run_result::walks(*sh, nw, views, ws, ratios,
+					    workload_rss_reference(result));
 	result["walks_dropped"] = sh->walks_dropped.load();
 	result["kernel_view"] = std::move(kv);
 	if (o.perf)

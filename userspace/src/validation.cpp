@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/validation.hpp"
 
+#include "ptwalk/result.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -246,11 +248,7 @@ Json validate_walks(const Json &result)
 	const double lo = size / 4096, hi = lo + 512 * vmas;
 	// the workload's Rss (uncontended readings) and the module's PTE slots
 	// of a complete walk (ptwalk's own rollup of the stopped workload)
-	double rss_ref = 0;
-	if (const Json *w = result.find("workload"))
-		for (const char *k : {"size_start", "size_end"})
-			if (const Json *s = w->find(k))
-				rss_ref = std::max(rss_ref, num_at(*s, "rss_bytes").value_or(0));
+	const double rss_ref = double(workload_rss_reference(result));
 	std::optional<double> slots_ref;
 	if (const Json *r = kv->find("reference_walk"))
 		if (num_at(*r, "lock_holds").value_or(0) == 1)
@@ -274,14 +272,15 @@ Json validate_walks(const Json &result)
 			// the module: the Rss its own text reported ("incomplete").
 			// The module must agree: the lock taken more than once, and
 			// short of a complete walk by at least the pages the Rss
-			// misses (less 2 MiB the victims may return; more is fine:
+			// misses (less what the victims may return; more is fine:
 			// a skipped file VMA has slots that are not resident).
 			// Without a complete walk to compare with: fewer slots than
 			// the mapping.  Either view alone is a disagreement.
 			if (w.find("incomplete")) {
 				const double missed =
 					(rss_ref - num_at(w, "rollup_rss_bytes").value_or(rss_ref)) / 4096;
-				const bool fewer = slots_ref ? *slots_ref - *s >= missed - 512 : *s < lo;
+				const double slack = double(kRollupRssSlack / 4096);
+				const bool fewer = slots_ref ? *slots_ref - *s >= missed - slack : *s < lo;
 				if (fewer && num_at(w, "lock_acquisitions").value_or(0) > 1)
 					short_yield++;
 				else

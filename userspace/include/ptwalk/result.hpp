@@ -22,6 +22,13 @@ constexpr const char *kVersion = "0.1.0";
 // show_smaps_rollup() skips the VMA it finds after yielding mmap_lock to a
 // writer (fixed upstream by 6d065f507d82, which did not apply to 6.1.y).
 std::string rollup_coverage_gap(uint64_t rollup_rss, uint64_t workload_rss);
+// What the run itself may take from the workload's Rss: the fault victim
+// returns its 1 MiB, the mmap victim unmaps 64 KiB.
+constexpr uint64_t kRollupRssSlack = 2u << 20;
+// The workload's Rss read while nothing contended: the larger of
+// workload.size_start and size_end (a skipping rollup only reads less); 0
+// when neither was read.
+uint64_t workload_rss_reference(const Json &result);
 // Adds "walk_summary" (per kind) to a result holding "walks" and "scenario".
 void summarize_walks(Json &result);
 // Prints the human table of a result (walk kinds, victims out vs during).
