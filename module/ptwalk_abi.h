@@ -90,19 +90,28 @@
 
 /*
  * For C readers: PTW_WALK_KEY(pte_slots) is "pte_slots", and a key missing
- * from the list does not compile (likewise PTW_STALL_KEY, PTW_HIST_KEY).
+ * from the list does not compile (likewise PTW_STALL_KEY, PTW_HIST_KEY,
+ * PTW_COUNTER_KEY, PTW_HOOK_KEY).
  */
 #define PTW_KEY_ENUM_WALK(key, conv) PTW_WALK_KEY_##key,
 #define PTW_KEY_ENUM_STALL(key, conv) PTW_STALL_KEY_##key,
 #define PTW_KEY_ENUM_HIST(key, conv) PTW_HIST_KEY_##key,
+#define PTW_KEY_ENUM_COUNTER(key, conv) PTW_COUNTER_KEY_##key,
+#define PTW_KEY_ENUM_HOOK(key, conv) PTW_HOOK_KEY_##key,
 enum ptw_walk_key { PTW_WALK_KEYS(PTW_KEY_ENUM_WALK) PTW_NR_WALK_KEYS };
 enum ptw_stall_key { PTW_STALL_KEYS(PTW_KEY_ENUM_STALL) PTW_NR_STALL_KEYS };
 enum ptw_hist_key { PTW_HIST_KEYS(PTW_KEY_ENUM_HIST) PTW_NR_HIST_KEYS };
+enum ptw_counter_key { PTW_COUNTER_KEYS(PTW_KEY_ENUM_COUNTER) PTW_NR_COUNTER_KEYS };
+enum ptw_hook_key { PTW_HOOK_KEYS(PTW_KEY_ENUM_HOOK) PTW_NR_HOOK_KEYS };
 #undef PTW_KEY_ENUM_WALK
 #undef PTW_KEY_ENUM_STALL
 #undef PTW_KEY_ENUM_HIST
+#undef PTW_KEY_ENUM_COUNTER
+#undef PTW_KEY_ENUM_HOOK
 #define PTW_WALK_KEY(key) ((void)PTW_WALK_KEY_##key, #key)
 #define PTW_STALL_KEY(key) ((void)PTW_STALL_KEY_##key, #key)
 #define PTW_HIST_KEY(key) ((void)PTW_HIST_KEY_##key, #key)
+#define PTW_COUNTER_KEY(key) ((void)PTW_COUNTER_KEY_##key, #key)
+#define PTW_HOOK_KEY(key) ((void)PTW_HOOK_KEY_##key, #key)
 
 #endif /* PTWALK_ABI_H */

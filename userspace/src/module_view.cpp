@@ -249,9 +249,9 @@ public:
 		hooks_ = parse_records(*hooks);
 		unsigned attached = 0, total = 0;
 		for (auto &h : hooks_)
-			if (h.count("hook")) {
+			if (h.count(PTW_HOOK_KEY(hook))) {
 				total++;
-				attached += s(h, "status") == "attached";
+				attached += s(h, PTW_HOOK_KEY(status)) == "attached";
 			}
 		// walks before this run are not ours: remember where the ring is
 		if (auto w = read_file(std::string(kDir) + "/walks", nullptr))
@@ -387,20 +387,21 @@ public:
 		Json hooks = Json::array();
 		uint64_t nmissed = 0;
 		for (auto &h : hooks_) {
-			if (!h.count("hook"))
+			if (!h.count(PTW_HOOK_KEY(hook)))
 				continue;
 			Json j = Json::object();
 			for (auto &[k, v] : h)
 				j[k] = v;
-			nmissed += u64(h, "nmissed") + u64(h, "kp_nmissed");
+			nmissed += u64(h, PTW_HOOK_KEY(nmissed)) + u64(h, PTW_HOOK_KEY(kp_nmissed));
 			hooks.push(std::move(j));
 		}
 		kv["hooks"] = std::move(hooks);
 		kv["nmissed"] = nmissed;
 		Json counters = Json::object();
 		for (auto &c : parse_records(counters_text_))
-			if (c.count("counter"))
-				counters[s(c, "counter") + "." + s(c, "kind")] = u64(c, "value");
+			if (c.count(PTW_COUNTER_KEY(counter)))
+				counters[s(c, PTW_COUNTER_KEY(counter)) + "." +
+					 s(c, PTW_COUNTER_KEY(kind))] = u64(c, PTW_COUNTER_KEY(value));
 		kv["counters"] = std::move(counters);
 		return views;
 	}
