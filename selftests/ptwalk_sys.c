@@ -68,7 +68,7 @@ static char kconfig_scan(FILE *f, const char *opt)
 
 /*
  * The running kernel's own config first (/proc/config.gz), then
- * /boot/config-<release>: the order of kernel_info() in userspace/src/procfs.cpp.
+ * /boot/config-<release>: the order of kernel_info() in userspace/os/src/procfs.cpp.
  */
 char ptw_kconfig(const char *opt)
 {

@@ -2,7 +2,7 @@
 """module/ptwalk_abi.h is the one definition of what ptwalk.ko prints in
 debugfs; every reader takes it from there. These checks fail when a reader
 or the module goes back to a copy of its own (the C++ reader is checked key
-by key in userspace/tests/test_module_view.cpp, the module's live output in
+by key in userspace/tests/backends/test_module_view.cpp, the module's live output in
 test_module_in_vm.py)."""
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_the_selftests_read_keys_by_the_contract() -> None:
 
 
 def test_the_cpp_reader_reads_keys_by_the_contract() -> None:
-    src = (REPO / "userspace" / "src" / "module_view.cpp").read_text()
+    src = (REPO / "userspace" / "backends" / "src" / "module_view.cpp").read_text()
     lit = re.findall(r'(?:(?:u64|i32|s)\(\w+, |\.count\()"(\w+)"\)', src)
     # duration_ns: the key's name before the walk-proper split (old modules)
     assert set(lit) <= {"duration_ns"}, lit

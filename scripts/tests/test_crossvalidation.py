@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Three views, one truth: the victims' own clocks, the kernel's mmap_lock
 tracepoints (the tracepoint backend) and ptwalk.ko observe the same walks and
-waits, and must agree (userspace/include/ptwalk/validation.hpp states the
+waits, and must agree (userspace/model/include/ptwalk/validation.hpp states the
 rule). Inside each Debian 6.1 flavour with ptwalk.ko loaded, and on the host
 with the tracepoint backend: per kind, stall attribution recall and precision
 >= 95% against the victims' operations of >= 1 ms during walks, every

@@ -26,8 +26,8 @@
 #include "ptwalk/process.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/tracefs.hpp"
-#include "perf_control.hpp"
-#include "text.hpp"
+#include "ptwalk/perf_control.hpp"
+#include "ptwalk/text.hpp"
 
 namespace ptwalk {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // Small text helpers shared by the perf session and the parsers of perf's
-// output (private to userspace/src).
+// output (perf_control.cpp, perf_session.cpp, perf_output.cpp).
 #pragma once
 
 #include <cerrno>

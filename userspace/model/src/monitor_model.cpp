@@ -3,7 +3,7 @@
 // holds and their waiters (HoldCollector, analyze_holds), which process owns
 // which mm (MmOwners), and each walk from its lock events, the walker's open
 // /proc file and the probes (WalkTracker). The command is in monitor.cpp.
-#include "ptwalk/monitor.hpp"
+#include "ptwalk/monitor_model.hpp"
 
 #include <algorithm>
 #include <cstdio>

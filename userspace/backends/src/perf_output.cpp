@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "text.hpp"
+#include "ptwalk/text.hpp"
 
 namespace ptwalk {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // How ptwalk drives perf: finding it, running it to completion, its
 // --control protocol, and the tracefs facts it needs. See perf_control.hpp.
-#include "perf_control.hpp"
+#include "ptwalk/perf_control.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@
 
 #include "ptwalk/clock.hpp"
 #include "ptwalk/procfs.hpp"
-#include "text.hpp"
+#include "ptwalk/text.hpp"
 
 namespace ptwalk::perf_detail {
 

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The shape of the source tree: userspace's layers include only downwards
+(the build enforces it for what it compiles; this also covers headers no
+lower layer compiles), every layer's header is where its layer says, the
+tests mirror the layers, and no source file outgrows about 600 lines."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+US = REPO / "userspace"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"ptwalk/([A-Za-z0-9_]+\.hpp)"', re.M)
+MAX_LINES = 600
+
+
+def layers() -> list[str]:
+    m = re.search(r"set\(PTWALK_LAYERS ([a-z ]+)\)", (US / "CMakeLists.txt").read_text())
+    assert m, "userspace/CMakeLists.txt: no PTWALK_LAYERS"
+    return m.group(1).split()
+
+
+def header_layer() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for layer in layers():
+        for h in (US / layer / "include" / "ptwalk").glob("*.hpp"):
+            assert h.name not in out, f"{h.name} in both {out[h.name]} and {layer}"
+            out[h.name] = layer
+    return out
+
+
+def sources(layer: str) -> list[Path]:
+    d = US / layer
+    return sorted(p for p in d.rglob("*") if p.suffix in (".cpp", ".hpp"))
+
+
+def test_layers_match_the_build_and_hold_every_source():
+    ls = layers()
+    assert ls == ["base", "os", "model", "procs", "backends", "commands"]
+    stray = [p.relative_to(US) for p in US.glob("*/*.[ch]pp")
+             if p.parent.name not in ("cli", "bench", "fuzz", "tests")]
+    assert not stray, f"sources outside a layer's include/ or src/: {stray}"
+    assert not (US / "src").exists() and not (US / "include").exists()
+
+
+def test_includes_run_downwards_only():
+    rank = {layer: i for i, layer in enumerate(layers())}
+    where = header_layer()
+    bad = []
+    for layer in layers():
+        for p in sources(layer):
+            for h in INCLUDE.findall(p.read_text()):
+                assert h in where, f"{p.relative_to(US)}: ptwalk/{h} is no layer's header"
+                if rank[where[h]] > rank[layer]:
+                    bad.append(f"{p.relative_to(US)} ({layer}) includes ptwalk/{h} "
+                               f"({where[h]})")
+    assert not bad, "includes running upwards:\n" + "\n".join(bad)
+
+
+def test_a_wrong_include_would_be_caught():
+    """The check itself: a model file including a commands header is found."""
+    rank = {layer: i for i, layer in enumerate(layers())}
+    where = header_layer()
+    fake = '#include "ptwalk/run.hpp"\n#include "ptwalk/json.hpp"\n'
+    up = [h for h in INCLUDE.findall(fake) if rank[where[h]] > rank["model"]]
+    assert up == ["run.hpp"]
+
+
+def test_tests_mirror_the_layers():
+    ls = set(layers())
+    for d in (US / "tests").iterdir():
+        if d.is_dir():
+            assert d.name in ls, f"tests/{d.name} is no layer"
+    for t in (US / "tests").rglob("test_*.cpp"):
+        if t.parent == US / "tests":
+            continue  # cross-layer: the fuzzers' regression inputs
+        assert t.parent.name in ls
+
+
+def test_no_source_file_over_600_lines():
+    roots = [US, REPO / "module", REPO / "selftests", REPO / "scripts"]
+    big = []
+    for r in roots:
+        for p in r.rglob("*"):
+            if (p.suffix not in (".c", ".h", ".cpp", ".hpp", ".py", ".sh")
+                    or "tests" in p.relative_to(REPO).parts or "build" in p.parts):
+                continue
+            n = p.read_text(errors="replace").count("\n")
+            if n > MAX_LINES:
+                big.append(f"{p.relative_to(REPO)}: {n} lines")
+    assert not big, "split these (ARCHITECTURE.md):\n" + "\n".join(big)

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0
+// `ptwalk monitor`: watch every mmap_lock hold on the system for a while and
+// report the long ones as walks - who held whose mm, for how long, in which
+// mode, and who waited behind it. Tracepoint backend, or ptwalk.ko's
+// records (module_monitor.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+// the model the command feeds (HoldCollector, WalkTracker, ...)
+#include "ptwalk/monitor_model.hpp"
+
+namespace ptwalk {
+
+struct MonitorOptions {
+	uint64_t duration_ns = 10'000'000'000ull; // 0: until SIGINT/SIGTERM
+	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
+	std::string out_path;             // JSON (tmp file + rename); "" = none
+	bool quiet = false;               // no table on stdout
+	std::string backend = "auto";     // auto (module if loaded) | module | tracepoint
+	// continuous mode
+	std::string serve_host;           // --serve HOST:PORT ("" = no server)
+	int serve_port = 0;
+	std::string textfile_dir;         // --textfile DIR ("" = none)
+	uint64_t textfile_interval_ns = 15'000'000'000ull;
+	size_t max_comms = 64;            // distinct comm label values, then "other"
+};
+
+// Exit statuses of `ptwalk monitor`.
+inline constexpr int kMonitorFailed = 1;
+inline constexpr int kMonitorUnsupported = 4;
+
+// The module flavour: every walk ptwalk.ko records on the host, with the
+// stalls it attributed. Same schema, "backend": "module".
+int run_module_monitor(const MonitorOptions &o);
+
+// 0 ok; 1 when the tracepoint backend is unavailable (one line on stderr)
+// or the JSON could not be written. SIGINT ends the watch early; what was
+// seen is still printed and written.
+int run_monitor(const MonitorOptions &o);
+
+} // namespace ptwalk
