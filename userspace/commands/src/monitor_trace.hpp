@@ -30,6 +30,7 @@
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/sorted_runs.hpp"
 #include "ptwalk/tracefs.hpp"
 
 namespace ptwalk::monitor_detail {
@@ -138,13 +139,17 @@ private:
 	{
 		LockEvent e;
 		if (decoder_.decode(s, e)) {
-			events_.fetch_add(1, std::memory_order_relaxed);
-			pending_.push_back(Ev{e.time_ns, 0, e, 0});
-			if (e.type == LockEventType::AcquireReturned && e.success)
-				inflight_[e.tid] = {e.tgid, e.time_ns, false};
-			else if (e.type == LockEventType::Released)
-				inflight_.erase(e.tid);
-
+			n_events_++;
+			runs_.push(pending_, head_, Ev{e.time_ns, 0, e, 0});
+			// entries stay (marked idle) rather than churn the allocator
+			// at every acquisition; bounded in round_end
+			if (e.type == LockEventType::AcquireReturned && e.success) {
+				inflight_[e.tid] = {e.tgid, e.time_ns, false, true};
+			} else if (e.type == LockEventType::Released) {
+				auto it = inflight_.find(e.tid);
+				if (it != inflight_.end())
+					it->second.active = false;
+			}
 			return;
 		}
 		uint64_t type = 0;
@@ -159,30 +164,32 @@ private:
 			else
 				gd = s.pid == s.tid; // older kernels: the leader's exit
 			if (gd)
-				pending_.push_back(Ev{s.time_ns, 1, {}, s.pid});
+				runs_.push(pending_, head_, Ev{s.time_ns, 1, {}, s.pid});
 		} else if (has_exec_ && type == exec_.id) {
-			pending_.push_back(Ev{s.time_ns, 2, {}, s.pid});
+			runs_.push(pending_, head_, Ev{s.time_ns, 2, {}, s.pid});
 		} else if (has_fork_ && type == fork_.id &&
 			   read_field_u64(*fork_.find("child_pid"), s.raw, v)) {
-			pending_.push_back(Ev{s.time_ns, 3, {}, pid_t(v)});
+			runs_.push(pending_, head_, Ev{s.time_ns, 3, {}, pid_t(v)});
 		}
 	}
 	void round_end(uint64_t drained_at, bool final) override
 	{
+		events_.store(n_events_, std::memory_order_relaxed);
 		// walks in flight for >= 1 ms: what does the walker have open?
 		for (auto &[tid, f] : inflight_) {
-			if (f.scanned || drained_at < f.since + 1'000'000)
+			if (!f.active || f.scanned || drained_at < f.since + 1'000'000)
 				continue;
 			f.scanned = true;
 			scan_fds(tid, f.tgid, f.since);
 		}
 		if (inflight_.size() > 65536)
+			std::erase_if(inflight_, [](const auto &kv) { return !kv.second.active; });
+		if (inflight_.size() > 65536)
 			inflight_.clear(); // tasks come and go: bounded
-		std::stable_sort(pending_.begin(), pending_.end(),
-				 [](const Ev &a, const Ev &b) { return a.t < b.t; });
+		runs_.merge(pending_, head_);
 		const uint64_t limit = final ? UINT64_MAX
 				       : drained_at > kMargin ? drained_at - kMargin : 0;
-		size_t n = 0;
+		size_t n = head_;
 		for (; n < pending_.size() && pending_[n].t <= limit; n++) {
 			const Ev &e = pending_[n];
 			switch (e.kind) {
@@ -192,7 +199,16 @@ private:
 			case 3: hooks_.born(e.pid, e.t); break;
 			}
 		}
-		pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
+		head_ = n;
+		// drop what was handed on once it is at least half: each event is
+		// moved O(1) times, not once per round it waits
+		if (head_ == pending_.size()) {
+			pending_.clear();
+			head_ = 0;
+		} else if (head_ * 2 >= pending_.size()) {
+			pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(head_));
+			head_ = 0;
+		}
 		hooks_.round(limit == UINT64_MAX ? drained_at : limit, final);
 	}
 public:
@@ -240,6 +256,7 @@ private:
 		pid_t tgid;
 		uint64_t since;
 		bool scanned;
+		bool active; // false: released (kept to spare the allocator)
 	};
 	Hooks hooks_;
 	MmapLockDecoder decoder_;
@@ -247,7 +264,14 @@ private:
 	TraceEventFormat exit_, exec_, fork_;
 	bool has_exit_ = false, group_dead_ = false, has_exec_ = false, has_fork_ = false;
 	bool running_ = false;
-	std::vector<Ev> pending_;
+	std::vector<Ev> pending_; // [head_, size): not yet handed to the model
+	size_t head_ = 0;
+	struct ByTime {
+		bool operator()(const Ev &a, const Ev &b) const { return a.t < b.t; }
+	};
+	// each ring is read in time order: pending_ past head_ is a few runs
+	SortedRuns<Ev, ByTime> runs_;
+	uint64_t n_events_ = 0;    // reader thread's count, published per round
 	std::unordered_map<pid_t, Inflight> inflight_;
 	std::atomic<uint64_t> events_{0}, fd_scans_{0};
 };
