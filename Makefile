@@ -8,14 +8,18 @@
 #   make fuzz       the parsers' libFuzzer targets, ~1 min (also in make test)
 #   make module     ptwalk.ko against KDIR (default: running kernel, else the
 #                   newest installed linux-headers)
+#   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
+#                   share/ptwalk/ under DESTDIR/PREFIX (default /usr/local)
 
 PYTHON  ?= /usr/bin/python3
 BUILD   := build
 CMAKE_BUILD := $(BUILD)/cmake
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX  ?= /usr/local
+DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py qualify bench clean vm-matrix fuzz
+	test-selftests test-py qualify bench clean vm-matrix fuzz install
 
 all: build
 
@@ -85,6 +89,12 @@ bench: deps
 	scripts/deps.sh fuzz
 	$(MAKE) build
 	scripts/bench.sh
+
+# The helpers ptwalk execs (compare, report, calibrate) go to libexec/ptwalk/
+# with layout.json, which tells the report tools where the budgets and the
+# built fit library are, relative to itself (scripts/ptwalk_report/layout.py).
+install: build
+	scripts/install.sh "$(DESTDIR)" "$(PREFIX)"
 
 clean:
 	rm -rf $(BUILD)

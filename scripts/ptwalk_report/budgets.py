@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import hist, stats
+from . import hist, layout, stats
 from . import results as res
 from .compare import fmt_ns
 
@@ -294,8 +294,7 @@ def summary(vs: list[Verdict], results: list[res.Result], budgets_path: str) -> 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ptwalk-budgets")
     p.add_argument("inputs", nargs="+")
-    p.add_argument("--budgets", default=str(Path(__file__).resolve().parents[2]
-                                            / "results" / "budgets" / "default.json"))
+    p.add_argument("--budgets", default=str(layout.budgets_dir() / "default.json"))
     p.add_argument("--summary", metavar="OUT.json")
     p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
                    help="extra member of the summary (repeatable)")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import hist
+from . import layout
 from . import results as res
 from . import stats
 
@@ -45,8 +46,8 @@ NO_VERDICT = "NO VERDICT"
 MIN_RUNS = 3            # fewer runs a side: nothing is tested
 WELCH_MIN_WALKS = 5     # a run's median of this many walks counts as ~normal
 TAIL_OPS = 10           # quantile q testable with >= TAIL_OPS / (1 - q) ops per run
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_NOISE = REPO / "results" / "budgets" / "aa-noise.json"
+REPO = layout.REPO
+DEFAULT_NOISE = layout.budgets_dir() / "aa-noise.json"
 NOISE_SCHEMA = "ptwalk.aa-noise/1"
 
 # victim latency quantiles of the phase during walks: label, key, q

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-REPO = Path(__file__).resolve().parents[2]
+from . import layout
+
+REPO = layout.REPO
 SRC = REPO / "selftests" / "ptwalk_fit.c"
 HDR = REPO / "selftests" / "ptwalk_fit.h"
 ABI = 1
@@ -70,7 +72,8 @@ def library() -> ctypes.CDLL:
     global _LIB
     if _LIB is not None:
         return _LIB
-    path = os.environ.get("PTWALK_FIT_LIB")
+    installed = layout.fit_library()
+    path = os.environ.get("PTWALK_FIT_LIB") or (str(installed) if installed else None)
     if not path:
         h = hashlib.sha256(SRC.read_bytes() + HDR.read_bytes()).hexdigest()[:16]
         so = REPO / "build" / "fit" / f"libptwalk_fit-{h}.so"

@@ -308,21 +308,34 @@ int cmd_monitor(Args &a)
 	return run_monitor(o);
 }
 
-// The Python tools live in scripts/ beside build/, the calibration program
-// in build/selftests/: exec them with the rest of argv. `rel` is relative to
-// the directory of this binary.
-int exec_script(const char *rel, char **argv, int first)
+// The helpers (the Python tools and the calibration program): installed
+// by `make install` in <prefix>/libexec/ptwalk/ beside <prefix>/bin/; in the
+// source tree, scripts/ beside build/ and build/selftests/. PTWALK_LIBEXECDIR
+// names the directory instead. Exec'd with the rest of argv.
+std::string helper_path(const std::string &name, const std::string &in_tree)
 {
+	if (const char *d = getenv("PTWALK_LIBEXECDIR"); d && *d)
+		return std::string(d) + "/" + name;
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0) {
+	if (n <= 0)
+		return "";
+	self[n] = '\0';
+	std::string dir(self);
+	dir = dir.substr(0, dir.rfind('/')); // <prefix>/bin or build/
+	std::string installed = dir + "/../libexec/ptwalk/" + name;
+	if (access(installed.c_str(), F_OK) == 0)
+		return installed;
+	return dir + "/" + in_tree;
+}
+
+int exec_helper(const std::string &name, const std::string &in_tree, char **argv, int first)
+{
+	std::string path = helper_path(name, in_tree);
+	if (path.empty()) {
 		fprintf(stderr, "ptwalk: /proc/self/exe: %s\n", strerror(errno));
 		return 1;
 	}
-	self[n] = '\0';
-	std::string dir(self);
-	dir = dir.substr(0, dir.rfind('/')); // build/
-	std::string path = dir + "/" + rel;
 	if (access(path.c_str(), X_OK) != 0) {
 		fprintf(stderr, "ptwalk: %s: %s\n", path.c_str(), strerror(errno));
 		return 1;
@@ -353,11 +366,11 @@ int main(int argc, char **argv)
 	if (a.cmd == "monitor")
 		return cmd_monitor(a);
 	if (a.cmd == "compare")
-		return exec_script("../scripts/ptwalk-compare", argv, 2);
+		return exec_helper("ptwalk-compare", "../scripts/ptwalk-compare", argv, 2);
 	if (a.cmd == "report")
-		return exec_script("../scripts/ptwalk-report", argv, 2);
+		return exec_helper("ptwalk-report", "../scripts/ptwalk-report", argv, 2);
 	if (a.cmd == "calibrate")
-		return exec_script("selftests/ptwalk_calibrate", argv, 2);
+		return exec_helper("ptwalk_calibrate", "selftests/ptwalk_calibrate", argv, 2);
 	if (a.cmd == "version" || a.cmd == "--version") {
 		printf("ptwalk %s\n", kVersion);
 		return 0;

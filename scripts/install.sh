@@ -1,0 +1,33 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# make install: the built ptwalk and what it execs, in an installed layout.
+#   DESTDIR/PREFIX/bin/ptwalk
+#   DESTDIR/PREFIX/libexec/ptwalk/  ptwalk-compare, ptwalk-report,
+#       ptwalk_calibrate, ptwalk_report/, libptwalk_fit.so, layout.json
+#   DESTDIR/PREFIX/share/ptwalk/budgets/
+#   DESTDIR/PREFIX/share/doc/ptwalk/  README.md, SCHEMA.md, ARCHITECTURE.md
+# usage: install.sh DESTDIR PREFIX     (run from the top of the tree)
+set -eu
+[ $# -eq 2 ] || { echo "usage: $0 DESTDIR PREFIX" >&2; exit 2; }
+case "$2" in /*) ;; *) echo "install.sh: PREFIX must be absolute: $2" >&2; exit 2 ;; esac
+for f in build/ptwalk build/selftests/ptwalk_calibrate; do
+	[ -x "$f" ] || { echo "install.sh: $f missing: run 'make build' first" >&2; exit 1; }
+done
+root=$1$2
+bin=$root/bin
+lx=$root/libexec/ptwalk
+share=$root/share/ptwalk
+doc=$root/share/doc/ptwalk
+install -d "$bin" "$lx/ptwalk_report" "$share/budgets" "$doc"
+install -m 755 build/ptwalk "$bin/ptwalk"
+install -m 755 scripts/ptwalk-compare scripts/ptwalk-report build/selftests/ptwalk_calibrate "$lx/"
+install -m 644 scripts/ptwalk_report/*.py "$lx/ptwalk_report/"
+# the fit the selftests use (selftests/ptwalk_fit.c), built once here
+${CC:-cc} -O2 -shared -fPIC -o "$lx/libptwalk_fit.so" selftests/ptwalk_fit.c -lm
+install -m 644 results/budgets/*.json "$share/budgets/"
+install -m 644 README.md results/SCHEMA.md ARCHITECTURE.md "$doc/"
+# written last: its presence makes the tools use this layout
+printf '{"budgets": "../../share/ptwalk/budgets", "fit_library": "libptwalk_fit.so"}\n' \
+	> "$lx/layout.json.tmp"
+mv "$lx/layout.json.tmp" "$lx/layout.json"
+echo "installed ptwalk in $root"
