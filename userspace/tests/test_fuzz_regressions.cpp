@@ -3,12 +3,15 @@
 // JSON writer, reduced to the point.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "ptwalk/json.hpp"
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/perf_session.hpp"
+#include "ptwalk/tracefs.hpp"
 
 using namespace ptwalk;
 
@@ -64,4 +67,27 @@ TEST(FuzzRegressions, CpuListOutOfRange)
 	EXPECT_TRUE(parse_cpu_list("0-2147483647").empty());
 	EXPECT_TRUE(parse_cpu_list("2147483647").empty());
 	EXPECT_EQ(parse_cpu_list("0-3,8191\n"), (std::vector<int>{0, 1, 2, 3, 8191}));
+}
+
+// fuzz_tracefs, with libtraceevent 1.7.1 as the format parser: this format
+// (a __data_loc field line cut inside its declaration) made it strcmp a
+// NULL. The parser ptwalk keeps reads the intact field and takes the cut
+// one as dynamic, which no decoder reads as a number.
+TEST(FuzzRegressions, FormatThatCrashedLibtraceevent)
+{
+	std::ifstream in(std::string(PTWALK_TESTDATA) + "/tracefs/malformed/libtraceevent-null",
+			 std::ios::binary);
+	ASSERT_TRUE(in.good());
+	std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	ASSERT_EQ(text.size(), 181u);
+	std::string err;
+	auto f = parse_event_format(text, &err);
+	ASSERT_TRUE(f) << err;
+	const TraceField *mm = f->find("mm");
+	ASSERT_NE(mm, nullptr);
+	EXPECT_EQ(mm->offset, 4u);
+	EXPECT_EQ(mm->size, 8u);
+	ASSERT_EQ(f->fields.size(), 2u);
+	EXPECT_TRUE(f->fields[1].data_loc);
+	EXPECT_FALSE(f->fields[1].rel_loc);
 }

@@ -90,7 +90,8 @@ bool parse_field_line(std::string_view line, TraceField &f, std::string *why)
 	}
 	f.name = std::string(name);
 	f.type = std::string(type);
-	f.data_loc = type.substr(0, 10) == "__data_loc" || type.substr(0, 10) == "__rel_loc";
+	f.rel_loc = type.substr(0, 9) == "__rel_loc";
+	f.data_loc = f.rel_loc || type.substr(0, 10) == "__data_loc";
 	f.common = name.substr(0, 7) == "common_";
 	bool have_off = false, have_size = false;
 	for (size_t i = 1; i < parts.size(); i++) {

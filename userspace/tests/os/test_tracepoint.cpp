@@ -166,6 +166,32 @@ TEST(TracepointFormat, ArraysAndErrors)
 	EXPECT_FALSE(parse_event_format("", &err));
 }
 
+TEST(TracepointFormat, DynamicFieldsDataLocAndRelLoc)
+{
+	std::string err;
+	auto f = parse_event_format(
+		"name: e\nID: 7\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+		"\tfield:__data_loc char[] a;\toffset:8;\tsize:4;\tsigned:0;\n"
+		"\tfield:__rel_loc char[] b;\toffset:12;\tsize:4;\tsigned:0;\n"
+		"\tfield:u64 c;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+		"print fmt: \"%s %s %llu\", __get_str(a), __get_rel_str(b), REC->c\n",
+		&err);
+	ASSERT_TRUE(f) << err;
+	ASSERT_EQ(f->fields.size(), 4u);
+	EXPECT_TRUE(f->fields[0].common);
+	const TraceField *a = f->find("a"), *b = f->find("b"), *c = f->find("c");
+	ASSERT_TRUE(a && b && c);
+	EXPECT_TRUE(a->data_loc);
+	EXPECT_FALSE(a->rel_loc);
+	EXPECT_TRUE(b->data_loc); // not a number either
+	EXPECT_TRUE(b->rel_loc);  // but located from the end of the field
+	EXPECT_FALSE(c->data_loc || c->rel_loc);
+	EXPECT_EQ(c->offset, 16u);
+	EXPECT_EQ(c->size, 8u);
+	EXPECT_EQ(f->id, 7u);
+}
+
 TEST(TracepointFormat, DecodesBothLayouts)
 {
 	for (const char *k : {"6.1", "6.18"}) {
