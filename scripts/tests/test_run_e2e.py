@@ -206,6 +206,11 @@ def test_perf_summary_in_result(tmp_path: Path) -> None:
     assert "error" not in perf, perf
     rec = perf["record"]
     assert rec["samples"] > 0
+    # a second view: perf record's own count, "Captured and wrote ... (N samples)"
+    import re
+    log = (tmp_path / "r.json.perf" / "perf-record.log").read_text()
+    m = re.search(r"Captured and wrote .* \((\d+) samples\)", log)
+    assert m and int(m.group(1)) == rec["samples"], (log, rec["samples"])
     syms = [s["symbol"] for s in rec["top_kernel_symbols"]]
     assert any("clear_refs" in s or "vm_normal" in s or "pte" in s for s in syms), syms
     assert perf["stat"]["events"]["mmap_lock:mmap_lock_start_locking"] > 0

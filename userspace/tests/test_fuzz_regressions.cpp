@@ -52,10 +52,10 @@ TEST(FuzzRegressions, PerfStatNegativeOrHugeMsecIsMalformed)
 // rounded through int64_t, UB past 9.2e16 %.
 TEST(FuzzRegressions, PerfReportHugePercent)
 {
-	Json j = parse_perf_report_symbols("     1e300%  [k] foo\n", 15);
+	Json j = parse_perf_report_symbols("# Overhead\tSymbol\n 1e300%\t[k] foo\n", 15);
 	ASSERT_NE(j.find("kernel_percent"), nullptr);
 	EXPECT_DOUBLE_EQ(*j.find("kernel_percent")->number(), 1e300);
-	j = parse_perf_report_symbols("     32.05%  [k] foo\n", 15);
+	j = parse_perf_report_symbols("# Overhead\tSymbol\n 32.05%\t[k] foo\n", 15);
 	EXPECT_DOUBLE_EQ(*j.find("kernel_percent")->number(), 32.05);
 }
 

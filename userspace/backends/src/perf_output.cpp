@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// The parsers of what perf writes: `perf report --stdio` symbols and
-// `perf stat -x,` counts. Pure, so tested and fuzzed on recorded output.
-// See perf_session.hpp.
+// The parsers of what perf writes in its field-separated forms: `perf
+// report --stdio -t '\\t'` symbols and `perf stat -x,` counts. Pure, so
+// tested and fuzzed on recorded output. See perf_session.hpp.
 #include "ptwalk/perf_session.hpp"
 
 #include <algorithm>
@@ -21,22 +21,45 @@ using text::trim;
 
 // --- parsers ---------------------------------------------------------------
 
+namespace {
+
+std::vector<std::string_view> split_fields(std::string_view line)
+{
+	std::vector<std::string_view> out;
+	for (size_t pos = 0;;) {
+		size_t tab = line.find('\t', pos);
+		out.push_back(trim(line.substr(pos, tab == std::string_view::npos
+							    ? std::string_view::npos : tab - pos)));
+		if (tab == std::string_view::npos)
+			return out;
+		pos = tab + 1;
+	}
+}
+
+std::optional<double> percent(std::string_view f)
+{
+	if (f.empty() || f.back() != '%')
+		return std::nullopt;
+	return parse_double(f.substr(0, f.size() - 1));
+}
+
+} // namespace
+
 Json parse_perf_report_symbols(std::string_view text, size_t top)
 {
 	struct Entry {
 		std::string symbol;
 		double percent = 0;
 		std::optional<uint64_t> samples;
-		size_t order = 0;
 	};
 	std::vector<Entry> kernel;
 	Json out = Json::object();
 	std::optional<std::string> event;
 	std::optional<uint64_t> lost;
 	std::string samples_header;
-	size_t sym_col = std::string_view::npos, sym_end = std::string_view::npos;
-	bool have_samples_col = false, children = false;
-	std::string_view prev_comment;
+	// columns, by the names of the header line: "# Overhead\tSamples\tSymbol"
+	// (children mode: "# Children\tSelf\tSymbol")
+	size_t pct_col = SIZE_MAX, samples_col = SIZE_MAX, sym_col = SIZE_MAX;
 	uint64_t sample_sum = 0;
 	size_t entries = 0;
 	double kernel_pct = 0;
@@ -47,100 +70,56 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 		if (!line.empty() && line.front() == '#') {
 			std::string_view c = trim(line.substr(1));
 			if (c.starts_with("Samples:")) {
-				// "Samples: 4K of event 'cpu-clock'"
+				// "Samples: 15K of event 'cpu-clock'"
 				size_t of = c.find(" of event '");
 				size_t n = of == std::string_view::npos ? of : of - 8;
 				samples_header = std::string(trim(c.substr(8, n)));
-				if (of != std::string_view::npos) {
+				if (of != std::string_view::npos && !event) {
 					std::string_view ev = c.substr(of + 11);
-					size_t q = ev.find('\'');
-					if (!event)
-						event = std::string(ev.substr(0, q));
+					event = std::string(ev.substr(0, ev.find('\'')));
 				}
 			} else if (c.starts_with("Total Lost Samples:")) {
 				lost = parse_u64(c.substr(19));
-			} else if (!c.empty() && c.find_first_not_of(". ") == std::string_view::npos) {
-				// The dots line under the column names: column spans.
-				std::string_view names = prev_comment;
-				std::vector<std::pair<size_t, size_t>> spans;
-				for (size_t i = 0; i < line.size();) {
-					if (line[i] != '.') {
-						++i;
-						continue;
-					}
-					size_t j = line.find_first_not_of('.', i);
-					if (j == std::string_view::npos)
-						j = line.size();
-					spans.emplace_back(i, j);
-					i = j;
-				}
-				have_samples_col = false;
-				children = false;
-				sym_col = sym_end = std::string_view::npos;
-				for (auto [b, e] : spans) {
-					std::string_view name = b < names.size() ? trim(names.substr(b, e - b)) : "";
-					if (name.starts_with("Symbol")) {
-						sym_col = b;
-						sym_end = e;
-					} else if (name.starts_with("Samples")) {
-						have_samples_col = true;
-					} else if (name.starts_with("Children")) {
-						children = true;
-					}
+			} else if (c.find('\t') != std::string_view::npos) {
+				auto names = split_fields(c);
+				pct_col = samples_col = sym_col = SIZE_MAX;
+				for (size_t i = 0; i < names.size(); i++) {
+					if (names[i] == "Symbol")
+						sym_col = i;
+					else if (names[i] == "Samples")
+						samples_col = i;
+					else if (names[i] == "Overhead" || names[i] == "Self")
+						pct_col = i;
 				}
 			}
-			prev_comment = line;
 			continue;
 		}
-		// "    32.05%          1359  [k] vm_normal_folio   -   -"
-		std::string_view rest = trim(line);
-		if (rest.empty() || !(rest[0] >= '0' && rest[0] <= '9'))
+		// " 54.58% \t 8732       \t[k] vm_normal_folio   \t-      -"
+		if (pct_col == SIZE_MAX || sym_col == SIZE_MAX)
+			continue; // no header yet: not a table
+		auto f = split_fields(line);
+		if (f.size() <= std::max(pct_col, sym_col))
 			continue; // call-chain line, blank
-		std::vector<double> pcts;
-		while (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
-			size_t pc = rest.find('%');
-			size_t sp = rest.find(' ');
-			if (pc == std::string_view::npos || (sp != std::string_view::npos && sp < pc))
-				break;
-			auto v = parse_double(rest.substr(0, pc));
-			if (!v)
-				break;
-			pcts.push_back(*v);
-			rest = trim(rest.substr(pc + 1));
-		}
-		if (pcts.empty())
+		auto pct = percent(f[pct_col]);
+		std::string_view sym = f[sym_col];
+		if (!pct || sym.size() < 3 || sym[0] != '[' || sym[2] != ']')
 			continue;
 		std::optional<uint64_t> nsamples;
-		if (have_samples_col && !rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
-			size_t sp = rest.find(' ');
-			nsamples = parse_u64(rest.substr(0, sp));
-			rest = trim(rest.substr(sp == std::string_view::npos ? rest.size() : sp));
-		}
-		if (rest.size() < 3 || rest[0] != '[' || rest[2] != ']')
-			continue;
-		char where = rest[1];
-		std::string_view sym;
-		size_t at = size_t(rest.data() - line.data());
-		if (sym_col != std::string_view::npos && at == sym_col && sym_end <= line.size())
-			sym = trim(line.substr(at + 3, sym_end - at - 3));
-		else if (sym_col != std::string_view::npos && at == sym_col)
-			sym = trim(line.substr(at + 3));
-		else
-			sym = trim(rest.substr(3)); // no header: the rest of the line
-		double pct = children && pcts.size() >= 2 ? pcts[1] : pcts[0];
+		if (samples_col < f.size())
+			nsamples = parse_u64(f[samples_col]);
 		++entries;
 		if (nsamples)
 			sample_sum += *nsamples;
-		if (where == 'k') {
-			kernel_pct += pct;
-			kernel.push_back({std::string(sym), pct, nsamples, kernel.size()});
+		if (sym[1] == 'k') {
+			kernel_pct += *pct;
+			kernel.push_back({std::string(trim(sym.substr(3))), *pct, nsamples});
 		}
 	}
 	std::stable_sort(kernel.begin(), kernel.end(),
 			 [](const Entry &a, const Entry &b) { return a.percent > b.percent; });
 	if (event)
 		out["event"] = *event;
-	if (have_samples_col && !children)
+	if (samples_col != SIZE_MAX)
 		out["samples"] = sample_sum;
 	if (!samples_header.empty())
 		out["samples_header"] = samples_header;

@@ -315,7 +315,7 @@ Json PerfSession::Impl::summarize_record()
 	std::string rep = path("perf-report.txt"), replog = path("perf-report.log"), err;
 	std::vector<std::string> argv = {perf, "report", "-i", data_path, "--stdio",
 					 "--sort", "symbol", "--no-children", "-g", "none",
-					 "--show-nr-samples"};
+					 "--show-nr-samples", "--field-separator", "\t"};
 	if (!run_to_completion(argv, rep, replog, opt.report_timeout_ms, &err)) {
 		r["error"] = err;
 		return r;

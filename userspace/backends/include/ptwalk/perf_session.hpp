@@ -70,8 +70,9 @@ private:
 	std::unique_ptr<Impl> impl_;
 };
 
-// Parses `perf report --stdio --sort symbol` text (best with --no-children
-// -g none --show-nr-samples). Returns {"event", "samples" (sum of the
+// Parses `perf report --stdio --sort symbol -t '\t'` output, perf's
+// field-separated form (best with --no-children -g none --show-nr-samples):
+// columns are found by the names in its header line. Returns {"event", "samples" (sum of the
 // Samples column, only when present), "samples_header" (the "# Samples:"
 // figure, abbreviated by perf: "4K"), "lost_samples", "kernel_percent",
 // "entries", "top_kernel_symbols": [{"symbol", "percent", "samples"}]}:
