@@ -207,318 +207,384 @@ int preflight(const RunOptions &o)
 
 } // namespace
 
-int run_command(RunOptions o)
-{
-	Scenario &sc = o.sc;
-	if (std::string e = validate_run(o); !e.empty()) {
-		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
-		return 2;
-	}
-	if (int rc = preflight(o); rc >= 0)
-		return rc;
+namespace {
 
-	Shared *sh = create_shared();
-	if (!sh) {
-		fprintf(stderr, "ptwalk run: shared memory: %s\n", strerror(errno));
-		return 1;
-	}
-	std::unique_ptr<Shared, void (*)(Shared *)> sh_guard(sh, destroy_shared);
-	sh->nvictims = unsigned(sc.victims.size());
-	for (unsigned i = 0; i < sh->nvictims; i++)
-		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
-			 name(sc.victims[i]));
-
-	Json result = run_result::header(o);
-
-	install_handlers();
-	if (sc.backing == Backing::alias) {
-		if (o.calibrate_size == 0) {
-			result["alias_calibration"] = Json(Json::Object{
-				{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
-		} else {
-			if (!o.quiet)
-				fprintf(stderr, "calibrating the aliasing bias up to %s "
-					"(distinct vs aliased pages, cost and stall)...\n",
-					format_bytes(o.calibrate_size).c_str());
-			result["alias_calibration"] = calibrate_alias(
-				sc, calibration_sizes(o.calibrate_size), 5, &g_signal);
-		}
-	}
-	const uint64_t t_start = now_ns();
-	pid_t wl = fork_child([&] { return workload_main(sc, sh); });
-	if (wl < 0) {
-		fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
-		return 1;
-	}
-
-	int exit_code = 0;
-	int wl_status = 0;
+// One run, its phases in order: what each phase learns, the next reads.
+struct Run {
+	RunOptions &o;
+	Shared *sh = nullptr;
+	Json result;
+	Json workload = Json::object();
+	Json self_mem = Json::object();
+	pid_t wl = -1, sc_pid = -1;
+	int wl_status = 0, sc_status = 0;
 	bool wl_gone = false;
-	const bool tty = isatty(2) && !o.quiet;
+	uint64_t t_start = 0, t_scan = 0, t_scan_end = 0;
+	std::optional<WalkSize> size0, size1;
+	std::unique_ptr<Backend> backend, second;
+	std::string fallback, second_why;
+	PerfSession perf;
+	Json perf_json;
+	std::string failure;
+	int exit_code = 0;
+
+	// Stop what was started and say why; the exit status to return.
+	int abort(const std::string &msg)
+	{
+		fprintf(stderr, "ptwalk run: %s\n", msg.c_str());
+		sh->stop = sh->exit_now = 1;
+		if (sc_pid > 0)
+			reap(sc_pid, 5000, SIGTERM);
+		reap(wl, 5000, 0);
+		return 1;
+	}
+};
+
+void calibrate_alias_if_needed(Run &r)
+{
+	const Scenario &sc = r.o.sc;
+	if (sc.backing != Backing::alias)
+		return;
+	if (r.o.calibrate_size == 0) {
+		r.result["alias_calibration"] = Json(Json::Object{
+			{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
+		return;
+	}
+	if (!r.o.quiet)
+		fprintf(stderr, "calibrating the aliasing bias up to %s "
+			"(distinct vs aliased pages, cost and stall)...\n",
+			format_bytes(r.o.calibrate_size).c_str());
+	r.result["alias_calibration"] = calibrate_alias(
+		sc, calibration_sizes(r.o.calibrate_size), 5, &g_signal);
+}
+
+// Waits for the workload to populate (a progress bar past a second on a
+// terminal). -1 when ready or interrupted, else the exit status.
+int wait_populated(Run &r)
+{
+	Shared *sh = r.sh;
+	const bool tty = isatty(2) && !r.o.quiet;
 	bool bar = false;
-	// wait for populate
 	while (sh->workload_state.load() < kReady) {
 		if (g_signal)
 			break;
-		if (child_exited(wl, &wl_status)) {
-			wl_gone = true;
+		if (child_exited(r.wl, &r.wl_status)) {
+			r.wl_gone = true;
 			break;
 		}
-		const uint64_t el = now_ns() - t_start;
+		const uint64_t el = now_ns() - r.t_start;
 		if (tty && el > 1000000000ull) {
-			progress_bar(sh->populated_bytes.load(), sc.size, el);
+			progress_bar(sh->populated_bytes.load(), r.o.sc.size, el);
 			bar = true;
 		}
 		usleep(20000);
 	}
 	if (bar) {
-		progress_bar(sh->populated_bytes.load(), sc.size, now_ns() - t_start);
+		progress_bar(sh->populated_bytes.load(), r.o.sc.size, now_ns() - r.t_start);
 		fputc('\n', stderr);
 	}
-	if (!g_signal && sh->workload_state.load() != kReady) {
-		if (!wl_gone)
-			wl_status = reap(wl, 2000, SIGTERM);
-		const int st = sh->workload_state.load();
-		std::string msg = sh->message[0] ? sh->message : "workload died";
-		if (WIFSIGNALED(wl_status))
-			msg += std::string(" (killed by signal ") +
-			       strsignal(WTERMSIG(wl_status)) + ")";
-		if (st == kSkipped) {
-			fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(sc.backing),
-				msg.c_str());
-			return 4;
-		}
-		fprintf(stderr, "ptwalk run: workload: %s\n", msg.c_str());
-		return 1;
+	if (g_signal || sh->workload_state.load() == kReady)
+		return -1;
+	if (!r.wl_gone)
+		r.wl_status = reap(r.wl, 2000, SIGTERM);
+	std::string msg = sh->message[0] ? sh->message : "workload died";
+	if (WIFSIGNALED(r.wl_status))
+		msg += std::string(" (killed by signal ") + strsignal(WTERMSIG(r.wl_status)) + ")";
+	if (sh->workload_state.load() == kSkipped) {
+		fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(r.o.sc.backing), msg.c_str());
+		return 4;
 	}
+	fprintf(stderr, "ptwalk run: workload: %s\n", msg.c_str());
+	return 1;
+}
 
-	Json workload = Json::object();
-	workload["pid"] = int(wl);
-	workload["populate_ns"] = sh->populate_ns.load();
-	workload["populate_bytes"] = sh->populated_bytes.load();
+// The populated workload, before its victims run: reading smaps_rollup is
+// itself a walk, and the victims add small mappings of their own.
+void describe_workload(Run &r)
+{
+	Shared *sh = r.sh;
+	r.workload["pid"] = int(r.wl);
+	r.workload["populate_ns"] = sh->populate_ns.load();
+	r.workload["populate_bytes"] = sh->populated_bytes.load();
 	if (sh->populate_ns.load())
-		workload["populate_bytes_per_s"] =
-			double(sh->populated_bytes.load()) / (double(sh->populate_ns.load()) / 1e9);
+		r.workload["populate_bytes_per_s"] = double(sh->populated_bytes.load()) /
+						     (double(sh->populate_ns.load()) / 1e9);
 	std::string err;
-	// measured before victims run: reading smaps_rollup is itself a walk
-	auto size0 = g_signal ? std::nullopt : measure_walk_size(wl, &err);
-	if (size0)
-		workload["size_start"] = size0->to_json();
-	// the layout, before the victims add their small mappings
-	if (auto maps = read_file("/proc/" + std::to_string(wl) + "/maps", nullptr))
-		workload["vma_layout"] = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
-	sh->victims_go = 1;
+	if (!g_signal)
+		r.size0 = measure_walk_size(r.wl, &err);
+	if (r.size0)
+		r.workload["size_start"] = r.size0->to_json();
+	if (auto maps = read_file("/proc/" + std::to_string(r.wl) + "/maps", nullptr))
+		r.workload["vma_layout"] = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
+}
 
-	// scanner, then the backend, then let the scanner go
-	auto backend = pick_backend(o.backend);
-	pid_t sc_pid = -1;
-	if (!g_signal) {
-		sc_pid = fork_child([&] { return scanner_main(sc, wl, sh); });
-		if (sc_pid < 0) {
-			fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
-			sh->stop = sh->exit_now = 1;
-			reap(wl, 5000, 0);
-			return 1;
+// The chosen backend; with --backend auto: module -> tracepoint -> syscall,
+// saying why at each step. Exit status, or -1 when watching.
+int start_backend(Run &r, const std::vector<WatchedThread> &threads)
+{
+	r.backend = pick_backend(r.o.backend);
+	if (g_signal || r.backend->start(r.wl, threads, r.sc_pid))
+		return -1;
+	if (r.o.backend != "auto")
+		return r.abort("--backend " + r.o.backend + ": " + r.backend->detail());
+	r.fallback = r.backend->name() + " unavailable: " + r.backend->detail();
+	bool ok = false;
+	if (r.backend->name() == "module") {
+		r.backend = make_tracepoint_backend();
+		ok = r.backend->start(r.wl, threads, r.sc_pid);
+		if (!ok)
+			r.fallback += "; " + r.backend->name() + " unavailable: " + r.backend->detail();
+	}
+	if (!ok) {
+		r.backend = make_syscall_backend();
+		r.backend->start(r.wl, threads, r.sc_pid);
+	}
+	return -1;
+}
+
+// --cross-check: the tracepoint backend beside ptwalk.ko, a second kernel
+// view of the same walks and waits (validation.hpp); then perf, which must
+// be recording before the scanner is released.
+void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &threads)
+{
+	if (r.o.cross_check && !g_signal) {
+		if (r.backend->name() != "module") {
+			r.second_why = "no second view: the primary backend is " + r.backend->name();
+		} else {
+			r.second = make_tracepoint_backend();
+			if (!r.second->start(r.wl, threads, r.sc_pid)) {
+				r.second_why = "tracepoint view unavailable: " + r.second->detail();
+				r.second.reset();
+			}
 		}
+	}
+	if (r.o.perf && !g_signal) {
+		PerfOptions po;
+		po.workdir = (r.o.out_path.empty() ? std::string("ptwalk") : r.o.out_path) + ".perf";
+		if (!r.perf.start(r.sc_pid, r.wl, po))
+			r.perf_json = Json(Json::Object{{"error", r.perf.why()}});
+	}
+}
+
+// The scanner, then the backends, then let the scanner go. Exit status, or
+// -1 when scanning.
+int start_scan(Run &r)
+{
+	Shared *sh = r.sh;
+	if (!g_signal) {
+		r.sc_pid = fork_child([&] { return scanner_main(r.o.sc, r.wl, sh); });
+		if (r.sc_pid < 0)
+			return r.abort(std::string("fork: ") + strerror(errno));
 	}
 	std::vector<WatchedThread> threads;
 	for (unsigned i = 0; i < sh->nvictims; i++)
 		threads.push_back({pid_t(sh->victims[i].tid.load()), sh->victims[i].name});
-	std::string fallback;
-	if (!g_signal && !backend->start(wl, threads, sc_pid)) {
-		if (o.backend == "auto") {
-			// module -> tracepoint -> syscall, saying why at each step
-			fallback = backend->name() + " unavailable: " + backend->detail();
-			bool ok = false;
-			if (backend->name() == "module") {
-				backend = make_tracepoint_backend();
-				ok = backend->start(wl, threads, sc_pid);
-				if (!ok)
-					fallback += "; " + backend->name() +
-						    " unavailable: " + backend->detail();
-			}
-			if (!ok) {
-				backend = make_syscall_backend();
-				backend->start(wl, threads, sc_pid);
-			}
-		} else {
-			fprintf(stderr, "ptwalk run: --backend %s: %s\n", o.backend.c_str(),
-				backend->detail().c_str());
-			sh->stop = sh->exit_now = 1;
-			reap(sc_pid, 5000, SIGTERM);
-			reap(wl, 5000, 0);
-			return 1;
-		}
-	}
-	// --cross-check: the tracepoint backend beside ptwalk.ko, a second
-	// kernel view of the same walks and waits (validation.hpp)
-	std::unique_ptr<Backend> second;
-	std::string second_why;
-	if (o.cross_check && !g_signal) {
-		if (backend->name() != "module") {
-			second_why = "no second view: the primary backend is " + backend->name();
-		} else {
-			second = make_tracepoint_backend();
-			if (!second->start(wl, threads, sc_pid)) {
-				second_why = "tracepoint view unavailable: " + second->detail();
-				second.reset();
-			}
-		}
-	}
-	// perf last: it must be recording before the scanner is released
-	PerfSession perf;
-	Json perf_json;
-	if (o.perf && !g_signal) {
-		PerfOptions po;
-		po.workdir = (o.out_path.empty() ? std::string("ptwalk") : o.out_path) + ".perf";
-		if (!perf.start(sc_pid, wl, po))
-			perf_json = Json(Json::Object{{"error", perf.why()}});
-	}
+	if (int rc = start_backend(r, threads); rc >= 0)
+		return rc;
+	start_second_view_and_perf(r, threads);
 	sh->scanner_go = 1;
-	const uint64_t t_scan = now_ns();
+	r.t_scan = now_ns();
+	return -1;
+}
 
-	int sc_status = 0;
-	bool sc_done = sc_pid < 0;
+// Until the scanner ends (or the workload dies, or a signal); then the
+// size once more with the victims stopped and the mapping still there, and
+// every watcher stopped.
+void scan_and_stop(Run &r)
+{
+	Shared *sh = r.sh;
+	bool sc_done = r.sc_pid < 0;
 	while (!sc_done && !g_signal) {
-		if (child_exited(sc_pid, &sc_status)) {
+		if (child_exited(r.sc_pid, &r.sc_status)) {
 			sc_done = true;
 			break;
 		}
-		if (!wl_gone && child_exited(wl, &wl_status)) {
-			wl_gone = true;
+		if (!r.wl_gone && child_exited(r.wl, &r.wl_status)) {
+			r.wl_gone = true;
 			break;
 		}
 		usleep(20000);
 	}
-	const uint64_t t_scan_end = now_ns();
+	r.t_scan_end = now_ns();
 	sh->stop = 1;
 	if (!sc_done)
-		sc_status = reap(sc_pid, 5000, SIGTERM);
-	// victims stopped, mapping still there: measure the size once more
-	for (int i = 0; i < 500 && !wl_gone && sh->workload_state.load() != kStopped; i++) {
-		if (child_exited(wl, &wl_status))
-			wl_gone = true;
+		r.sc_status = reap(r.sc_pid, 5000, SIGTERM);
+	for (int i = 0; i < 500 && !r.wl_gone && sh->workload_state.load() != kStopped; i++) {
+		if (child_exited(r.wl, &r.wl_status))
+			r.wl_gone = true;
 		usleep(10000);
 	}
-	std::optional<WalkSize> size1;
-	Json self_mem = Json::object();
-	if (!g_signal && !wl_gone && sh->workload_state.load() == kStopped) {
-		size1 = measure_walk_size(wl, &err);
+	if (!g_signal && !r.wl_gone && sh->workload_state.load() == kStopped) {
+		std::string err;
+		r.size1 = measure_walk_size(r.wl, &err);
 		// ptwalk's own memory apart from the mapping: O(1) in --size
-		auto st = read_file("/proc/" + std::to_string(wl) + "/status", nullptr);
-		if (st) {
+		if (auto st = read_file("/proc/" + std::to_string(r.wl) + "/status", nullptr)) {
 			const uint64_t rss = parse_status(*st).vm_rss;
 			const uint64_t map = sh->populated_bytes.load();
-			self_mem["workload_rss_minus_mapping_bytes"] = rss > map ? rss - map : 0;
+			r.self_mem["workload_rss_minus_mapping_bytes"] = rss > map ? rss - map : 0;
 		}
 	}
-	if (size1)
-		workload["size_end"] = size1->to_json();
+	if (r.size1)
+		r.workload["size_end"] = r.size1->to_json();
 	sh->exit_now = 1;
-	if (!wl_gone)
-		wl_status = reap(wl, 10000, 0);
-	backend->stop();
-	if (second)
-		second->stop();
-	if (o.perf && perf_json.is_null()) {
-		Json p = perf.stop();
+	if (!r.wl_gone)
+		r.wl_status = reap(r.wl, 10000, 0);
+	r.backend->stop();
+	if (r.second)
+		r.second->stop();
+	if (r.o.perf && r.perf_json.is_null()) {
+		Json p = r.perf.stop();
 		if (const Json *inner = p.find("perf"))
-			perf_json = *inner;
+			r.perf_json = *inner;
 	}
+}
 
-	// what happened
-	std::string failure;
+// What happened: interrupted, the workload died, or the scanner failed.
+void outcome(Run &r)
+{
 	if (g_signal) {
-		exit_code = 128 + int(g_signal);
-		result["interrupted"] = strsignal(g_signal);
-	} else if (wl_gone) {
-		failure = "workload died during the scan";
-		if (WIFSIGNALED(wl_status))
-			failure += std::string(" (") + strsignal(WTERMSIG(wl_status)) + ")";
-	} else if (!WIFEXITED(sc_status) || WEXITSTATUS(sc_status) != 0) {
-		failure = std::string("scanner: ") +
-			  (sh->scanner_message[0] ? sh->scanner_message : "failed");
+		r.exit_code = 128 + int(g_signal);
+		r.result["interrupted"] = strsignal(g_signal);
+	} else if (r.wl_gone) {
+		r.failure = "workload died during the scan";
+		if (WIFSIGNALED(r.wl_status))
+			r.failure += std::string(" (") + strsignal(WTERMSIG(r.wl_status)) + ")";
+	} else if (!WIFEXITED(r.sc_status) || WEXITSTATUS(r.sc_status) != 0) {
+		r.failure = std::string("scanner: ") +
+			    (r.sh->scanner_message[0] ? r.sh->scanner_message : "failed");
 	}
-	if (!failure.empty()) {
-		result["error"] = failure;
-		exit_code = 1;
+	if (!r.failure.empty()) {
+		r.result["error"] = r.failure;
+		r.exit_code = 1;
 	}
+}
 
-	result["scenario"] = run_result::scenario(sc);
-	result["backend"] = backend->name();
-	result["backend_detail"] = backend->detail();
-	if (!fallback.empty())
-		result["backend_fallback"] = fallback;
-	result["workload"] = std::move(workload);
-	if (auto st = read_file("/proc/self/status", nullptr))
-		self_mem["parent_hwm_bytes"] = parse_status(*st).vm_hwm;
-	if (sh->scanner_hwm)
-		self_mem["scanner_hwm_bytes"] = sh->scanner_hwm;
-	result["self_memory"] = std::move(self_mem);
-	result["scan_start_ns"] = t_scan;
-	result["scan_end_ns"] = t_scan_end;
-
-	// walks
+// The walks with each backend's view of them, the victims, and the
+// validation of one view against the other (validation.hpp).
+void assemble_walks(Run &r)
+{
+	Shared *sh = r.sh;
 	const uint32_t nw = std::min(sh->nwalks.load(), kMaxWalks);
 	std::vector<WalkSpan> spans;
 	for (uint32_t i = 0; i < nw; i++) {
 		const WalkRecord &w = sh->walks[i];
 		spans.push_back({w.kind, w.walker_pid, w.start_ns, w.end_ns});
 	}
-	Json kv = Json::object();
-	auto views = backend->annotate(spans, kv);
-	Json kv2;
-	if (second) {
+	Json kv = Json::object(), kv2;
+	auto views = r.backend->annotate(spans, kv);
+	if (r.second) {
 		kv2 = Json::object();
-		second->annotate(spans, kv2);
+		r.second->annotate(spans, kv2);
 	}
-	std::optional<WalkSize> wsize = size0 ? size0 : size1;
-	if (wsize && sc.backing == Backing::zeropage) {
+	std::optional<WalkSize> wsize = r.size0 ? r.size0 : r.size1;
+	if (wsize && r.o.sc.backing == Backing::zeropage) {
 		// zero-page PTEs are not in Rss: count them from the PTE tables
 		wsize->ptes = wsize->pte_slots;
 		wsize->entries = wsize->pte_slots;
-		result["workload"]["ptes_source"] = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
+		r.result["workload"]["ptes_source"] = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
 	}
-	const WalkSize *ws = wsize ? &*wsize : nullptr;
 	const Json *ratios = nullptr;
-	if (const Json *cal = result.find("alias_calibration"))
+	if (const Json *cal = r.result.find("alias_calibration"))
 		ratios = cal->find("ratio");
-	result["walks"] = run_result::walks(*sh, nw, views, ws, ratios,
-					    workload_rss_reference(result));
-	result["walks_dropped"] = sh->walks_dropped.load();
-	result["kernel_view"] = std::move(kv);
-	if (o.perf)
-		result["perf"] = std::move(perf_json);
-
-	result["victims"] = run_result::victims(*sh);
-	// the victims' own clocks against the kernel view (validation.hpp)
+	r.result["walks"] = run_result::walks(*sh, nw, views, wsize ? &*wsize : nullptr, ratios,
+					      workload_rss_reference(r.result));
+	r.result["walks_dropped"] = sh->walks_dropped.load();
+	r.result["kernel_view"] = std::move(kv);
+	if (r.o.perf)
+		r.result["perf"] = std::move(r.perf_json);
+	r.result["victims"] = run_result::victims(*sh);
 	uint64_t slow_dropped = 0;
 	const std::vector<VictimOp> slow_ops = run_result::slow_ops(*sh, &slow_dropped);
-	add_validation(result, slow_ops, slow_dropped, second ? &kv2 : nullptr);
-	if (o.cross_check && !second)
-		result["validation"]["second_view"] = second_why;
-	if (second)
-		result["kernel_view_tracepoint"] = std::move(kv2);
-	summarize_walks(result);
-	add_stall_estimates(result, o.layout);
-	result["complete"] = !g_signal && failure.empty();
+	add_validation(r.result, slow_ops, slow_dropped, r.second ? &kv2 : nullptr);
+	if (r.o.cross_check && !r.second)
+		r.result["validation"]["second_view"] = r.second_why;
+	if (r.second)
+		r.result["kernel_view_tracepoint"] = std::move(kv2);
+}
 
-	if (!o.quiet)
-		print_table(result, stdout);
-	if (!o.out_path.empty()) {
-		std::string e = write_atomically(o.out_path, result.dump(1) + "\n");
+void assemble(Run &r)
+{
+	r.result["scenario"] = run_result::scenario(r.o.sc);
+	r.result["backend"] = r.backend->name();
+	r.result["backend_detail"] = r.backend->detail();
+	if (!r.fallback.empty())
+		r.result["backend_fallback"] = r.fallback;
+	r.result["workload"] = std::move(r.workload);
+	if (auto st = read_file("/proc/self/status", nullptr))
+		r.self_mem["parent_hwm_bytes"] = parse_status(*st).vm_hwm;
+	if (r.sh->scanner_hwm)
+		r.self_mem["scanner_hwm_bytes"] = r.sh->scanner_hwm;
+	r.result["self_memory"] = std::move(r.self_mem);
+	r.result["scan_start_ns"] = r.t_scan;
+	r.result["scan_end_ns"] = r.t_scan_end;
+	assemble_walks(r);
+	summarize_walks(r.result);
+	add_stall_estimates(r.result, r.o.layout);
+	r.result["complete"] = !g_signal && r.failure.empty();
+}
+
+// The table, the result file (atomically), and what went wrong.
+int report(Run &r)
+{
+	if (!r.o.quiet)
+		print_table(r.result, stdout);
+	if (!r.o.out_path.empty()) {
+		std::string e = write_atomically(r.o.out_path, r.result.dump(1) + "\n");
 		if (!e.empty()) {
 			fprintf(stderr, "ptwalk run: %s\n", e.c_str());
 			return 1;
 		}
 	}
-	if (!failure.empty())
-		fprintf(stderr, "ptwalk run: %s\n", failure.c_str());
+	if (!r.failure.empty())
+		fprintf(stderr, "ptwalk run: %s\n", r.failure.c_str());
 	if (g_signal)
 		fprintf(stderr, "ptwalk run: interrupted (%s): partial result%s\n",
 			strsignal(g_signal),
-			o.out_path.empty() ? "" : (" written to " + o.out_path).c_str());
-	return exit_code;
+			r.o.out_path.empty() ? "" : (" written to " + r.o.out_path).c_str());
+	return r.exit_code;
+}
+
+} // namespace
+
+int run_command(RunOptions o)
+{
+	if (std::string e = validate_run(o); !e.empty()) {
+		fprintf(stderr, "ptwalk run: %s\n", e.c_str());
+		return 2;
+	}
+	if (int rc = preflight(o); rc >= 0)
+		return rc;
+	Shared *sh = create_shared();
+	if (!sh) {
+		fprintf(stderr, "ptwalk run: shared memory: %s\n", strerror(errno));
+		return 1;
+	}
+	std::unique_ptr<Shared, void (*)(Shared *)> sh_guard(sh, destroy_shared);
+	sh->nvictims = unsigned(o.sc.victims.size());
+	for (unsigned i = 0; i < sh->nvictims; i++)
+		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
+			 name(o.sc.victims[i]));
+	Run r{o};
+	r.sh = sh;
+	r.result = run_result::header(o);
+	install_handlers();
+	calibrate_alias_if_needed(r);
+	r.t_start = now_ns();
+	r.wl = fork_child([&] { return workload_main(o.sc, sh); });
+	if (r.wl < 0) {
+		fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (int rc = wait_populated(r); rc >= 0)
+		return rc;
+	describe_workload(r);
+	sh->victims_go = 1;
+	if (int rc = start_scan(r); rc >= 0)
+		return rc;
+	scan_and_stop(r);
+	outcome(r);
+	assemble(r);
+	return report(r);
 }
 
 } // namespace ptwalk
