@@ -4,6 +4,7 @@
 #include "ptwalk/module_view.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -110,13 +111,347 @@ std::string check_textfile_dir(const std::string &dir)
 	return "";
 }
 
+// One `ptwalk monitor` run on the tracepoint backend: the trace feeds the
+// model (WalkTracker), each walk the model finds goes to the metrics and,
+// for the table and the JSON, to walks_.
+class Session {
+public:
+	explicit Session(const MonitorOptions &o)
+		: o_(o), continuous_(!o.serve_host.empty() || !o.textfile_dir.empty()),
+		  metrics_(o.max_comms), start_unix_(unix_now()),
+		  textfile_(o.textfile_dir.empty() ? "" : o.textfile_dir + "/ptwalk_monitor.prom")
+	{
+	}
+	bool continuous() const { return continuous_; }
+
+	// The HTTP endpoint, when asked for. false: said why on stderr.
+	bool serve()
+	{
+		if (o_.serve_host.empty())
+			return true;
+		std::string err;
+		if (server_.start(o_.serve_host, o_.serve_port,
+				  [this](const std::string &path) { return page(path); }, &err))
+			return true;
+		fprintf(stderr, "ptwalk monitor: %s\n", err.c_str());
+		return false;
+	}
+
+	// The prober, the model and the trace. false: the tracepoint backend
+	// is unavailable (said on stderr, everything started is stopped).
+	bool start()
+	{
+		prober_.start();
+		WalkTracker::Config tc;
+		tc.min_hold_ns = o_.min_hold_ns;
+		tc.prober_tid = prober_.tid();
+		tracker_.emplace(
+			tc, [this](const Walk &w) { on_walk(w); },
+			[this](uint64_t t) { return prober_.at(t); });
+		std::string err;
+		t0_ = now_ns();
+		if (!trace_.start(hooks(), &err)) {
+			fprintf(stderr, "ptwalk monitor: tracepoint backend unavailable: %s\n",
+				err.c_str());
+			prober_.stop();
+			server_.stop();
+			return false;
+		}
+		prober_.rescan();
+		prober_.wait_first_scan(5'000'000'000ull);
+		return true;
+	}
+
+	// Until the duration ends or a signal; the textfile rewritten on its
+	// interval. 0, or kMonitorFailed when the textfile cannot be written.
+	int watch()
+	{
+		if (!o_.quiet)
+			announce();
+		uint64_t next_text = now_ns();
+		const uint64_t end = o_.duration_ns ? t0_ + o_.duration_ns : UINT64_MAX;
+		while (!g_interrupted && now_ns() < end) {
+			metrics_.set_health(health());
+			if (!textfile_.empty() && now_ns() >= next_text) {
+				if (!write_textfile())
+					return kMonitorFailed;
+				next_text = now_ns() + o_.textfile_interval_ns;
+			}
+			uint64_t step = std::min<uint64_t>(end - now_ns() + 1, 200'000'000);
+			timespec ts{time_t(step / 1'000'000'000), long(step % 1'000'000'000)};
+			nanosleep(&ts, nullptr); // a signal ends the sleep
+		}
+		return 0;
+	}
+
+	// Stops the trace (the model emits every pending walk) and the rest;
+	// the final textfile. rc: what watch() returned.
+	int stop(int rc)
+	{
+		trace_.stop();
+		prober_.stop();
+		t1_ = now_ns();
+		interrupted_ = g_interrupted != 0;
+		h_ = health();
+		h_.unpaired = tracker_->unpaired();
+		h_.probe_facts = tracker_->probe_facts();
+		metrics_.set_health(h_);
+		server_.stop();
+		if (!textfile_.empty() && rc == 0 && !write_textfile())
+			rc = kMonitorFailed;
+		std::sort(walks_.begin(), walks_.end(), [](const Walk &a, const Walk &b) {
+			return a.hold.start_ns < b.hold.start_ns;
+		});
+		return rc;
+	}
+
+	void print_stopped() const
+	{
+		fprintf(stderr, "ptwalk monitor: stopped after %.1f s, %llu events, %llu lost\n",
+			double(t1_ - t0_) / 1e9, (unsigned long long)h_.events,
+			(unsigned long long)h_.lost);
+	}
+	Json to_json();
+	void print_table();
+
+private:
+	HttpServer::Response page(const std::string &path)
+	{
+		HttpServer::Response r;
+		if (path == "/metrics") {
+			r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+			r.body = render();
+		} else if (path == "/") {
+			r.body = "ptwalk monitor: metrics at /metrics\n";
+		} else {
+			r.status = 404;
+			r.body = "not found\n";
+		}
+		return r;
+	}
+	std::string render()
+	{
+		return metrics_.render(double(now_ns()) / 1e9, cpu_seconds(), start_unix_);
+	}
+	bool write_textfile()
+	{
+		if (auto e = write_atomically(textfile_, render()); !e.empty()) {
+			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
+			return false;
+		}
+		return true;
+	}
+	std::string target_comm(pid_t p)
+	{
+		std::string c = prober_.comm(p);
+		return c.empty() ? names_.comm(p) : c;
+	}
+	void on_walk(const Walk &w)
+	{
+		std::vector<double> waits;
+		for (const auto &x : w.waiters)
+			waits.push_back(double(x.ns()) / 1e9);
+		metrics_.add_walk(names_.comm(w.hold.tgid),
+				  w.target_tgid ? target_comm(w.target_tgid) : "", w.kind,
+				  lock_mode_name(w.hold.write), double(w.hold.ns()) / 1e9, waits,
+				  w.waiters_total, w.target_tgid != 0, w.self, w.basis,
+				  double(now_ns()) / 1e9);
+		if (continuous_ && o_.out_path.empty())
+			return; // nothing keeps them
+		walks_.push_back(w);
+		if (continuous_ && walks_.size() > 100000)
+			walks_.erase(walks_.begin(), walks_.begin() + 50000);
+	}
+	MonitorTrace::Hooks hooks()
+	{
+		WalkTracker &t = *tracker_;
+		t.on_task([this](pid_t tid, pid_t tgid) { names_.note(tid, tgid); });
+		t.on_foreign_hold([this](const LockSpan &h) { trace_.scan_fds(h.tid, h.tgid, h.start_ns); });
+		MonitorTrace::Hooks k;
+		k.lock = [&t](const LockEvent &e) { t.lock(e); };
+		k.ended = [this, &t](pid_t tgid, uint64_t at, bool exec) {
+			t.task_end(tgid, at, exec);
+			if (exec)
+				prober_.queue(tgid);
+		};
+		k.born = [&t](pid_t child, uint64_t at) { t.task_born(child, at); };
+		k.fd_evidence = [&t](pid_t tid, uint64_t start, WalkFile f) {
+			t.fd_evidence(tid, start, std::move(f));
+		};
+		k.round = [this, &t](uint64_t at, bool final) {
+			t.advance(at, final);
+			if (t.wants_probe()) {
+				t.clear_wants_probe();
+				prober_.rescan();
+			}
+		};
+		k.comm = [this](pid_t tid, std::string_view c) { names_.set(tid, c); };
+		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid) {
+			names_.fork(ptid, tid);
+			if (pid == tid)
+				prober_.queue(pid);
+		};
+		return k;
+	}
+	MonitorHealth health() const
+	{
+		MonitorHealth h;
+		h.events = trace_.events();
+		h.lost = trace_.lost();
+		h.probes = prober_.probes();
+		h.fd_scans = trace_.fd_scans();
+		// unpaired/probe_facts live on the reader thread: read after stop
+		return h;
+	}
+	void announce() const
+	{
+		std::string what = continuous_ ? "" : " for " + std::to_string(double(o_.duration_ns) / 1e9) + " s";
+		if (o_.duration_ns == 0)
+			what = " until stopped";
+		fprintf(stderr, "ptwalk monitor: watching mmap_lock holds >= %s ms%s%s%s (Ctrl-C stops)\n",
+			ms(o_.min_hold_ns).c_str(), what.c_str(),
+			o_.serve_host.empty() ? "" : (", serving http://" + o_.serve_host + ":" +
+						      std::to_string(server_.port()) + "/metrics").c_str(),
+			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
+	}
+	Json walk_json(const Walk &w, MmIndex &mmi);
+	std::string table_row(const Walk &w, MmIndex &pmi);
+
+	const MonitorOptions &o_;
+	const bool continuous_;
+	MonitorMetrics metrics_;
+	const double start_unix_;
+	const std::string textfile_;
+	HttpServer server_;
+	TaskNames names_;
+	Prober prober_;
+	std::optional<WalkTracker> tracker_;
+	MonitorTrace trace_;
+	std::vector<Walk> walks_; // duration mode: kept for the table and JSON
+	uint64_t t0_ = 0, t1_ = 0;
+	bool interrupted_ = false;
+	MonitorHealth h_;
+};
+
+Json Session::walk_json(const Walk &w, MmIndex &mmi)
+{
+	Json x = Json::object();
+	x["start_ns"] = w.hold.start_ns;
+	x["hold_ns"] = w.hold.ns();
+	x["mode"] = lock_mode_name(w.hold.write);
+	x["kind"] = w.kind;
+	x["mm"] = mmi.label(w.hold.mm);
+	Json &ho = x["holder"];
+	ho["pid"] = w.hold.tid;
+	ho["tgid"] = w.hold.tgid;
+	ho["comm"] = names_.comm(w.hold.tid);
+	ho["process_comm"] = names_.comm(w.hold.tgid);
+	Json &t = x["target"];
+	t["tgid"] = w.target_tgid;
+	t["comm"] = w.target_tgid ? target_comm(w.target_tgid) : "?";
+	t["basis"] = w.basis;
+	t["self"] = w.self;
+	if (!w.why.empty())
+		t["why"] = w.why;
+	if (!w.walk_file.empty())
+		x["walk_file"] = w.walk_file;
+	x["waiters_total"] = uint64_t(w.waiters_total);
+	Json wa = Json::array();
+	for (const auto &ws : w.waiters) {
+		Json y = Json::object();
+		y["pid"] = ws.tid;
+		y["tgid"] = ws.tgid;
+		y["comm"] = names_.comm(ws.tid);
+		y["wait_ns"] = ws.ns();
+		y["mode"] = lock_mode_name(ws.write);
+		wa.push(std::move(y));
+	}
+	x["waiters"] = std::move(wa);
+	return x;
+}
+
+Json Session::to_json()
+{
+	Json j = Json::object();
+	j["schema"] = "ptwalk.monitor/1";
+	j["backend"] = "tracepoint";
+	j["duration_ns"] = t1_ - t0_;
+	j["requested_duration_ns"] = o_.duration_ns;
+	j["interrupted"] = interrupted_;
+	j["start_ns"] = t0_;
+	j["min_hold_ns"] = o_.min_hold_ns;
+	j["min_wait_ns"] = kMonitorMinWaitNs;
+	j["events"] = h_.events;
+	j["unpaired_events"] = h_.unpaired;
+	j["lost_events"] = h_.lost;
+	j["probes"] = h_.probes;
+	j["probe_facts"] = h_.probe_facts;
+	j["fd_scans"] = h_.fd_scans;
+	j["lifecycle_events"] = trace_.lifecycle();
+	j["memcg_field"] = trace_.memcg_field();
+	j["ring_bytes_per_cpu"] = uint64_t(trace_.ring_bytes_per_cpu());
+	MmIndex mmi;
+	Json arr = Json::array();
+	for (const auto &w : walks_)
+		arr.push(walk_json(w, mmi));
+	j["holds"] = std::move(arr);
+	return j;
+}
+
+std::string Session::table_row(const Walk &w, MmIndex &pmi)
+{
+	std::string mm = pmi.label(w.hold.mm);
+	std::string holder = std::to_string(w.hold.tid) + " " + names_.comm(w.hold.tid);
+	std::string target = w.self ? "self (" + w.basis + ")"
+		: w.target_tgid ? std::to_string(w.target_tgid) + " " +
+					  target_comm(w.target_tgid) + " (" + w.basis + ")"
+		: "unknown";
+	std::string waiters = std::to_string(w.waiters_total);
+	if (!w.waiters.empty())
+		waiters += " (max " + ms(w.waiters[0].ns()) + " ms: " +
+			   std::to_string(w.waiters[0].tid) + " " + names_.comm(w.waiters[0].tid) + ")";
+	auto row = [&](char *buf, size_t n) {
+		return snprintf(buf, n, "%9.3f %11s %-6s %-12s %-24s %-28s %-6s %s\n",
+				double(w.hold.start_ns - std::min(w.hold.start_ns, t0_)) / 1e9,
+				ms(w.hold.ns()).c_str(), lock_mode_name(w.hold.write),
+				w.kind.c_str(), holder.c_str(), target.c_str(), mm.c_str(),
+				waiters.c_str());
+	};
+	std::string out(size_t(std::max(row(nullptr, 0), 0)), '\0');
+	row(out.data(), out.size() + 1);
+	if (!w.why.empty())
+		out += std::string(9, ' ') + "   unknown target: " + w.why + "\n";
+	return out;
+}
+
+void Session::print_table()
+{
+	printf("ptwalk monitor: %.2f s%s, %llu events, %llu lost; %zu holds >= %s ms\n",
+	       double(t1_ - t0_) / 1e9, interrupted_ ? " (interrupted)" : "",
+	       (unsigned long long)h_.events, (unsigned long long)h_.lost, walks_.size(),
+	       ms(o_.min_hold_ns).c_str());
+	if (h_.lost)
+		printf("  warning: the kernel dropped %llu events; holds and waiters may be missing\n",
+		       (unsigned long long)h_.lost);
+	if (!walks_.empty())
+		printf("%9s %11s %-6s %-12s %-24s %-28s %-6s %s\n", "START_S", "HOLD_MS", "MODE",
+		       "KIND", "HOLDER (pid comm)", "TARGET (tgid comm basis)", "MM", "WAITERS");
+	MmIndex pmi; // same order as the JSON labels
+	const size_t kMaxRows = 200;
+	for (size_t i = 0; i < walks_.size() && i < kMaxRows; i++)
+		fputs(table_row(walks_[i], pmi).c_str(), stdout);
+	if (walks_.size() > kMaxRows)
+		printf("  ... %zu more holds%s\n", walks_.size() - kMaxRows,
+		       o_.out_path.empty() ? " (use an output file to see all)" : " in the JSON");
+	fflush(stdout);
+}
+
 } // namespace
 
 int run_monitor(const MonitorOptions &o)
 {
 	if (o.backend == "module" || (o.backend == "auto" && module_loaded()))
 		return run_module_monitor(o);
-	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
 	if (!o.textfile_dir.empty()) {
 		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {
 			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
@@ -124,263 +459,20 @@ int run_monitor(const MonitorOptions &o)
 		}
 	}
 	SignalGuard sig;
-	MonitorMetrics metrics(o.max_comms);
-	const double start_unix = unix_now();
-	HttpServer server;
-	auto render = [&] { return metrics.render(double(now_ns()) / 1e9, cpu_seconds(), start_unix); };
-	if (!o.serve_host.empty()) {
-		std::string err;
-		if (!server.start(o.serve_host, o.serve_port,
-				  [&](const std::string &path) {
-					  HttpServer::Response r;
-					  if (path == "/metrics") {
-						  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-						  r.body = render();
-					  } else if (path == "/") {
-						  r.body = "ptwalk monitor: metrics at /metrics\n";
-					  } else {
-						  r.status = 404;
-						  r.body = "not found\n";
-					  }
-					  return r;
-				  },
-				  &err)) {
-			fprintf(stderr, "ptwalk monitor: %s\n", err.c_str());
-			return kMonitorFailed;
-		}
-	}
-
-	std::vector<Walk> walks; // duration mode: kept for the table and JSON
-	TaskNames names;
-	Prober prober;
-	prober.start();
-	WalkTracker::Config tc;
-	tc.min_hold_ns = o.min_hold_ns;
-	tc.prober_tid = prober.tid();
-	auto target_comm = [&](pid_t p) {
-		std::string c = prober.comm(p);
-		if (c.empty())
-			c = names.comm(p);
-		return c;
-	};
-	WalkTracker tracker(
-		tc,
-		[&](const Walk &w) {
-			std::vector<double> waits;
-			for (const auto &x : w.waiters)
-				waits.push_back(double(x.ns()) / 1e9);
-			metrics.add_walk(names.comm(w.hold.tgid),
-					 w.target_tgid ? target_comm(w.target_tgid) : "",
-					 w.kind, lock_mode_name(w.hold.write),
-					 double(w.hold.ns()) / 1e9, waits, w.waiters_total,
-					 w.target_tgid != 0, w.self, w.basis,
-					 double(now_ns()) / 1e9);
-			if (!continuous || !o.out_path.empty()) {
-				walks.push_back(w);
-				if (continuous && walks.size() > 100000)
-					walks.erase(walks.begin(), walks.begin() + 50000);
-			}
-		},
-		[&](uint64_t t) { return prober.at(t); });
-
-	MonitorTrace trace;
-	MonitorTrace::Hooks hooks;
-	tracker.on_task([&](pid_t tid, pid_t tgid) { names.note(tid, tgid); });
-	tracker.on_foreign_hold([&](const LockSpan &h) { trace.scan_fds(h.tid, h.tgid, h.start_ns); });
-	hooks.lock = [&](const LockEvent &e) { tracker.lock(e); };
-	hooks.ended = [&](pid_t tgid, uint64_t t, bool exec) {
-		tracker.task_end(tgid, t, exec);
-		if (exec)
-			prober.queue(tgid);
-	};
-	hooks.born = [&](pid_t child, uint64_t t) { tracker.task_born(child, t); };
-	hooks.fd_evidence = [&](pid_t tid, uint64_t start, WalkFile f) {
-		tracker.fd_evidence(tid, start, std::move(f));
-	};
-	hooks.round = [&](uint64_t at, bool final) {
-		tracker.advance(at, final);
-		if (tracker.wants_probe()) {
-			tracker.clear_wants_probe();
-			prober.rescan();
-		}
-	};
-	hooks.comm = [&](pid_t tid, std::string_view c) { names.set(tid, c); };
-	hooks.fork = [&](pid_t pid, pid_t tid, pid_t ptid) {
-		names.fork(ptid, tid);
-		if (pid == tid)
-			prober.queue(pid);
-	};
-	std::string err;
-	const uint64_t t0 = now_ns();
-	if (!trace.start(std::move(hooks), &err)) {
-		fprintf(stderr, "ptwalk monitor: tracepoint backend unavailable: %s\n", err.c_str());
-		prober.stop();
-		server.stop();
+	Session s(o);
+	if (!s.serve())
+		return kMonitorFailed;
+	if (!s.start())
 		return kMonitorUnsupported;
-	}
-	prober.rescan();
-	prober.wait_first_scan(5'000'000'000ull);
-	auto health = [&] {
-		MonitorHealth h;
-		h.events = trace.events();
-		h.lost = trace.lost();
-		h.probes = prober.probes();
-		h.fd_scans = trace.fd_scans();
-		// unpaired/probe_facts live on the reader thread: read after stop
-		return h;
-	};
-	if (!o.quiet) {
-		std::string what = continuous ? "" : " for " + std::to_string(double(o.duration_ns) / 1e9) + " s";
-		if (o.duration_ns == 0)
-			what = " until stopped";
-		fprintf(stderr, "ptwalk monitor: watching mmap_lock holds >= %s ms%s%s%s (Ctrl-C stops)\n",
-			ms(o.min_hold_ns).c_str(), what.c_str(),
-			o.serve_host.empty() ? "" : (", serving http://" + o.serve_host + ":" +
-						     std::to_string(server.port()) + "/metrics").c_str(),
-			o.textfile_dir.empty() ? "" : (", textfile " + o.textfile_dir + "/ptwalk_monitor.prom").c_str());
-	}
-	int rc = 0;
-	const std::string textfile = o.textfile_dir.empty() ? "" : o.textfile_dir + "/ptwalk_monitor.prom";
-	uint64_t next_text = now_ns();
-	const uint64_t end = o.duration_ns ? t0 + o.duration_ns : UINT64_MAX;
-	while (!g_interrupted && now_ns() < end) {
-		metrics.set_health(health());
-		if (!textfile.empty() && now_ns() >= next_text) {
-			if (auto e = write_atomically(textfile, render()); !e.empty()) {
-				fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
-				rc = kMonitorFailed;
-				break;
-			}
-			next_text = now_ns() + o.textfile_interval_ns;
-		}
-		uint64_t step = std::min<uint64_t>(end - now_ns() + 1, 200'000'000);
-		timespec ts{time_t(step / 1'000'000'000), long(step % 1'000'000'000)};
-		nanosleep(&ts, nullptr); // a signal ends the sleep
-	}
-	trace.stop(); // the tracker emits every pending walk
-	prober.stop();
-	const uint64_t t1 = now_ns();
-	const bool interrupted = g_interrupted != 0;
-	MonitorHealth h = health();
-	h.unpaired = tracker.unpaired();
-	h.probe_facts = tracker.probe_facts();
-	metrics.set_health(h);
-	server.stop();
-	if (!textfile.empty() && rc == 0) {
-		if (auto e = write_atomically(textfile, render()); !e.empty()) {
-			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
-			rc = kMonitorFailed;
-		}
-	}
-	if (continuous && o.out_path.empty()) {
+	const int rc = s.stop(s.watch());
+	if (s.continuous() && o.out_path.empty()) {
 		if (!o.quiet)
-			fprintf(stderr, "ptwalk monitor: stopped after %.1f s, %llu events, %llu lost\n",
-				double(t1 - t0) / 1e9, (unsigned long long)h.events,
-				(unsigned long long)h.lost);
+			s.print_stopped();
 		return rc;
 	}
-
-	MmIndex mmi;
-	Json j = Json::object();
-	j["schema"] = "ptwalk.monitor/1";
-	j["backend"] = "tracepoint";
-	j["duration_ns"] = t1 - t0;
-	j["requested_duration_ns"] = o.duration_ns;
-	j["interrupted"] = interrupted;
-	j["start_ns"] = t0;
-	j["min_hold_ns"] = o.min_hold_ns;
-	j["min_wait_ns"] = kMonitorMinWaitNs;
-	j["events"] = h.events;
-	j["unpaired_events"] = h.unpaired;
-	j["lost_events"] = h.lost;
-	j["probes"] = h.probes;
-	j["probe_facts"] = h.probe_facts;
-	j["fd_scans"] = h.fd_scans;
-	j["lifecycle_events"] = trace.lifecycle();
-	j["memcg_field"] = trace.memcg_field();
-	j["ring_bytes_per_cpu"] = uint64_t(trace.ring_bytes_per_cpu());
-	std::sort(walks.begin(), walks.end(), [](const Walk &a, const Walk &b) {
-		return a.hold.start_ns < b.hold.start_ns;
-	});
-	Json arr = Json::array();
-	for (const auto &w : walks) {
-		Json x = Json::object();
-		x["start_ns"] = w.hold.start_ns;
-		x["hold_ns"] = w.hold.ns();
-		x["mode"] = lock_mode_name(w.hold.write);
-		x["kind"] = w.kind;
-		x["mm"] = mmi.label(w.hold.mm);
-		Json &ho = x["holder"];
-		ho["pid"] = w.hold.tid;
-		ho["tgid"] = w.hold.tgid;
-		ho["comm"] = names.comm(w.hold.tid);
-		ho["process_comm"] = names.comm(w.hold.tgid);
-		Json &t = x["target"];
-		t["tgid"] = w.target_tgid;
-		t["comm"] = w.target_tgid ? target_comm(w.target_tgid) : "?";
-		t["basis"] = w.basis;
-		t["self"] = w.self;
-		if (!w.why.empty())
-			t["why"] = w.why;
-		if (!w.walk_file.empty())
-			x["walk_file"] = w.walk_file;
-		x["waiters_total"] = uint64_t(w.waiters_total);
-		Json wa = Json::array();
-		for (const auto &ws : w.waiters) {
-			Json y = Json::object();
-			y["pid"] = ws.tid;
-			y["tgid"] = ws.tgid;
-			y["comm"] = names.comm(ws.tid);
-			y["wait_ns"] = ws.ns();
-			y["mode"] = lock_mode_name(ws.write);
-			wa.push(std::move(y));
-		}
-		x["waiters"] = std::move(wa);
-		arr.push(std::move(x));
-	}
-	j["holds"] = std::move(arr);
-
-	if (!o.quiet && !continuous) {
-		printf("ptwalk monitor: %.2f s%s, %llu events, %llu lost; %zu holds >= %s ms\n",
-		       double(t1 - t0) / 1e9, interrupted ? " (interrupted)" : "",
-		       (unsigned long long)h.events, (unsigned long long)h.lost, walks.size(),
-		       ms(o.min_hold_ns).c_str());
-		if (h.lost)
-			printf("  warning: the kernel dropped %llu events; holds and waiters may be missing\n",
-			       (unsigned long long)h.lost);
-		if (!walks.empty())
-			printf("%9s %11s %-6s %-12s %-24s %-28s %-6s %s\n", "START_S", "HOLD_MS",
-			       "MODE", "KIND", "HOLDER (pid comm)", "TARGET (tgid comm basis)",
-			       "MM", "WAITERS");
-		MmIndex pmi; // same order as the JSON labels
-		const size_t kMaxRows = 200;
-		size_t shown = 0;
-		for (const auto &w : walks) {
-			std::string mm = pmi.label(w.hold.mm);
-			if (shown++ >= kMaxRows)
-				continue;
-			std::string holder = std::to_string(w.hold.tid) + " " + names.comm(w.hold.tid);
-			std::string target = w.self ? "self (" + w.basis + ")"
-				: w.target_tgid ? std::to_string(w.target_tgid) + " " +
-							  target_comm(w.target_tgid) + " (" + w.basis + ")"
-				: "unknown";
-			std::string waiters = std::to_string(w.waiters_total);
-			if (!w.waiters.empty())
-				waiters += " (max " + ms(w.waiters[0].ns()) + " ms: " +
-					   std::to_string(w.waiters[0].tid) + " " +
-					   names.comm(w.waiters[0].tid) + ")";
-			printf("%9.3f %11s %-6s %-12s %-24s %-28s %-6s %s\n",
-			       double(w.hold.start_ns - std::min(w.hold.start_ns, t0)) / 1e9,
-			       ms(w.hold.ns()).c_str(), lock_mode_name(w.hold.write), w.kind.c_str(),
-			       holder.c_str(), target.c_str(), mm.c_str(), waiters.c_str());
-			if (!w.why.empty())
-				printf("%9s   unknown target: %s\n", "", w.why.c_str());
-		}
-		if (walks.size() > kMaxRows)
-			printf("  ... %zu more holds%s\n", walks.size() - kMaxRows,
-			       o.out_path.empty() ? " (use an output file to see all)" : " in the JSON");
-		fflush(stdout);
-	}
+	Json j = s.to_json();
+	if (!o.quiet && !s.continuous())
+		s.print_table();
 	if (!o.out_path.empty()) {
 		if (auto werr = write_atomically(o.out_path, j.dump(2) + "\n"); !werr.empty()) {
 			fprintf(stderr, "ptwalk monitor: %s\n", werr.c_str());
