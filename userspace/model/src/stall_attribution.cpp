@@ -142,51 +142,16 @@ bool find_target_mm(const StallAccumulator &acc, const std::vector<WalkSpan> &wa
 	return false;
 }
 
-} // namespace
+// The walks' holds of the target mm, in start order; each walk's lock
+// figures (hold, acquisitions, wait, mode) on the way.
+struct WalkHold {
+	LockSpan h;
+	size_t walk;
+};
 
-std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
-					     const std::vector<WalkSpan> &walks,
-					     const AttributionStats &stats,
-					     Json &kv)
+std::vector<WalkHold> walk_holds(const StallAccumulator &acc, const std::vector<WalkSpan> &walks,
+				 uint64_t tmm, std::vector<WalkKernelView> &views)
 {
-	std::vector<WalkKernelView> views(walks.size());
-	const auto &threads = acc.config().threads;
-	kv["source"] = stats.source;
-	kv["events"] = acc.events();
-	kv["lost_events"] = stats.lost_events;
-	uint64_t tmm = 0;
-	std::string basis;
-	const bool found = find_target_mm(acc, walks, tmm, basis);
-	kv["target_mm_found"] = found;
-	if (found)
-		kv["target_mm_basis"] = basis;
-
-	// Victim names in first-seen order; threads of one name merge.
-	std::vector<std::string> names;
-	for (const auto &t : threads)
-		if (std::find(names.begin(), names.end(), t.name) == names.end())
-			names.push_back(t.name);
-
-	if (!found) {
-		Json &th = kv["threads"];
-		th = Json::object();
-		for (const auto &n : names) {
-			Json &o = th[n];
-			o["waits"] = nullptr;
-			o["attributed"] = nullptr;
-			o["why"] = "target mm not found: no lock events by the "
-				   "target's threads nor walker holds in walk windows";
-		}
-		kv["stalls"] = Json::array();
-		kv["unpaired_events"] = acc.unpaired();
-		return views;
-	}
-
-	// The walks' holds of the target mm.
-	struct WalkHold {
-		LockSpan h;
-		size_t walk;
-	};
 	std::vector<WalkHold> wh;
 	for (size_t i = 0; i < walks.size(); i++) {
 		const WalkSpan &w = walks[i];
@@ -217,63 +182,80 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	std::sort(wh.begin(), wh.end(), [](const WalkHold &a, const WalkHold &b) {
 		return a.h.start_ns < b.h.start_ns;
 	});
+	return wh;
+}
+
+struct Stall {
+	const StallAccumulator::WatchedWait *w;
+	size_t walk;
+};
+
+struct Attribution {
+	std::vector<Stall> stalls;
+	std::vector<uint64_t> attributed, max_attr; // per watched thread
+};
+
+// The walk whose hold excludes the wait (a write hold excludes every wait,
+// a read hold a write wait) and overlaps it most; SIZE_MAX: none.
+size_t excluding_walk(const StallAccumulator::WatchedWait &c, const std::vector<WalkHold> &wh,
+		      uint64_t longest)
+{
+	// holds starting before the wait ends, back to the longest hold
+	auto hi = std::lower_bound(wh.begin(), wh.end(), c.span.end_ns,
+				   [](const WalkHold &a, uint64_t t) { return a.h.start_ns < t; });
+	uint64_t best_ov = 0;
+	size_t best_walk = SIZE_MAX;
+	for (auto it = hi; it != wh.begin();) {
+		--it;
+		if (it->h.start_ns + longest < c.span.start_ns)
+			break;
+		if (!it->h.overlaps(c.span.start_ns, c.span.end_ns))
+			continue;
+		if (!it->h.write && !c.span.write)
+			continue; // read beside read: not excluded
+		uint64_t ov = std::min(it->h.end_ns, c.span.end_ns) -
+			      std::max(it->h.start_ns, c.span.start_ns);
+		if (best_walk == SIZE_MAX || ov > best_ov) {
+			best_ov = ov;
+			best_walk = it->walk;
+		}
+	}
+	return best_walk;
+}
+
+// A wait is a stall of the walk whose hold excludes it and overlaps it
+// most. One chain is followed, as ptwalk.ko does: a read wait that began
+// while a write wait the walk blocks was pending queues behind that writer.
+Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
+			    const std::vector<WalkHold> &wh, std::vector<WalkKernelView> &views)
+{
+	const size_t nthreads = acc.config().threads.size();
+	Attribution at{{}, std::vector<uint64_t>(nthreads, 0), std::vector<uint64_t>(nthreads, 0)};
 	uint64_t longest = 0;
 	for (const auto &x : wh)
 		longest = std::max(longest, x.h.ns());
-
-	struct Stall {
-		const StallAccumulator::WatchedWait *w;
-		size_t walk;
-	};
-	std::vector<Stall> stalls;
-	std::vector<uint64_t> attributed(threads.size(), 0), max_attr(threads.size(), 0);
-	// A wait is a stall of the walk whose hold excludes it (a write hold
-	// excludes every wait, a read hold a write wait) and overlaps it most.
-	// One chain is followed, as ptwalk.ko does: a read wait that began while
-	// a write wait the walk blocks was pending queues behind that writer.
 	auto attribute = [&](const StallAccumulator::WatchedWait &c, size_t walk) {
 		WalkKernelView &v = views[walk];
 		v.stalls++;
 		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
-		attributed[c.thread]++;
-		max_attr[c.thread] = std::max(max_attr[c.thread], c.span.ns());
-		stalls.push_back({&c, walk});
+		at.attributed[c.thread]++;
+		at.max_attr[c.thread] = std::max(at.max_attr[c.thread], c.span.ns());
+		at.stalls.push_back({&c, walk});
 	};
 	std::vector<const StallAccumulator::WatchedWait *> readers;
 	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> writers;
 	for (const auto &c : acc.candidates()) {
 		if (c.span.mm != tmm)
 			continue;
-		// holds starting before the wait ends, back to the longest hold
-		auto hi = std::lower_bound(wh.begin(), wh.end(), c.span.end_ns,
-					   [](const WalkHold &a, uint64_t t) {
-						   return a.h.start_ns < t;
-					   });
-		uint64_t best_ov = 0;
-		size_t best_walk = SIZE_MAX;
-		for (auto it = hi; it != wh.begin();) {
-			--it;
-			if (it->h.start_ns + longest < c.span.start_ns)
-				break;
-			if (!it->h.overlaps(c.span.start_ns, c.span.end_ns))
-				continue;
-			if (!it->h.write && !c.span.write)
-				continue; // read beside read: not excluded
-			uint64_t ov = std::min(it->h.end_ns, c.span.end_ns) -
-				      std::max(it->h.start_ns, c.span.start_ns);
-			if (best_walk == SIZE_MAX || ov > best_ov) {
-				best_ov = ov;
-				best_walk = it->walk;
-			}
-		}
-		if (best_walk == SIZE_MAX) {
+		const size_t walk = excluding_walk(c, wh, longest);
+		if (walk == SIZE_MAX) {
 			if (!c.span.write)
 				readers.push_back(&c);
 			continue;
 		}
 		if (c.span.write)
-			writers.push_back({&c, best_walk});
-		attribute(c, best_walk);
+			writers.push_back({&c, walk});
+		attribute(c, walk);
 	}
 	for (const auto *r : readers)
 		for (const auto &[w, walk] : writers)
@@ -282,9 +264,16 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 				attribute(*r, walk);
 				break;
 			}
+	return at;
+}
 
-	Json &th = kv["threads"];
-	th = Json::object();
+// Per victim name (threads of one name merged): its waits on the target mm
+// and what of them was attributed to walks.
+Json thread_summary(const StallAccumulator &acc, const std::vector<std::string> &names,
+		    uint64_t tmm, const Attribution &at)
+{
+	const auto &threads = acc.config().threads;
+	Json th = Json::object();
 	for (const auto &n : names) {
 		Histogram all;
 		uint64_t att = 0, mx = 0;
@@ -293,15 +282,22 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 				continue;
 			if (const Histogram *h = acc.waits(i, tmm))
 				all.merge(*h);
-			att += attributed[i];
-			mx = std::max(mx, max_attr[i]);
+			att += at.attributed[i];
+			mx = std::max(mx, at.max_attr[i]);
 		}
 		Json &o = th[n];
 		o["waits"] = all.to_json();
 		o["attributed"] = att;
 		o["max_attributed_ns"] = mx;
 	}
+	return th;
+}
 
+// The stalls, longest first, as many as keep_stall() keeps.
+void stall_list(Json &kv, std::vector<Stall> stalls, const StallAccumulator &acc,
+		const AttributionStats &stats)
+{
+	const auto &threads = acc.config().threads;
 	std::sort(stalls.begin(), stalls.end(), [](const Stall &a, const Stall &b) {
 		if (a.w->span.ns() != b.w->span.ns())
 			return a.w->span.ns() > b.w->span.ns();
@@ -324,6 +320,50 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	if (stalls.size() < stats.hard_cap)
 		kv["stalls_complete_above_ns"] = stats.keep_above_ns;
 	kv["stalls"] = std::move(arr);
+}
+
+} // namespace
+
+std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
+					     const std::vector<WalkSpan> &walks,
+					     const AttributionStats &stats,
+					     Json &kv)
+{
+	std::vector<WalkKernelView> views(walks.size());
+	kv["source"] = stats.source;
+	kv["events"] = acc.events();
+	kv["lost_events"] = stats.lost_events;
+	uint64_t tmm = 0;
+	std::string basis;
+	const bool found = find_target_mm(acc, walks, tmm, basis);
+	kv["target_mm_found"] = found;
+	if (found)
+		kv["target_mm_basis"] = basis;
+
+	// Victim names in first-seen order; threads of one name merge.
+	std::vector<std::string> names;
+	for (const auto &t : acc.config().threads)
+		if (std::find(names.begin(), names.end(), t.name) == names.end())
+			names.push_back(t.name);
+
+	if (!found) {
+		Json &th = kv["threads"];
+		th = Json::object();
+		for (const auto &n : names) {
+			Json &o = th[n];
+			o["waits"] = nullptr;
+			o["attributed"] = nullptr;
+			o["why"] = "target mm not found: no lock events by the "
+				   "target's threads nor walker holds in walk windows";
+		}
+		kv["stalls"] = Json::array();
+		kv["unpaired_events"] = acc.unpaired();
+		return views;
+	}
+	const std::vector<WalkHold> wh = walk_holds(acc, walks, tmm, views);
+	Attribution at = attribute_waits(acc, tmm, wh, views);
+	kv["threads"] = thread_summary(acc, names, tmm, at);
+	stall_list(kv, std::move(at.stalls), acc, stats);
 	kv["unpaired_events"] = acc.unpaired();
 	return views;
 }
