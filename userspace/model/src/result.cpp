@@ -163,7 +163,10 @@ void summarize_walks(Json &result)
 	result["walk_summary"] = std::move(sum);
 }
 
-void print_table(const Json &r, FILE *out)
+namespace {
+
+// The scenario, the backend and the kernel.
+void print_header(const Json &r, FILE *out)
 {
 	const Json *scen = r.find("scenario");
 	const Json *wl = r.find("workload");
@@ -189,6 +192,12 @@ void print_table(const Json &r, FILE *out)
 		fprintf(out, "         %s\n", str(r, "backend_fallback").c_str());
 	if (const Json *k = r.find("kernel"))
 		fprintf(out, "kernel: %s\n", str(*k, "release").c_str());
+}
+
+// An aliased run: what it is, and the calibration of its bias.
+void print_alias(const Json &r, FILE *out)
+{
+	const Json *scen = r.find("scenario");
 	if (scen && scen->find("aliased")) {
 		fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
 			"(each page mapped %.0fx): ns/PTE differs from distinct pages "
@@ -225,6 +234,12 @@ void print_table(const Json &r, FILE *out)
 				str(*cal, "skipped").c_str());
 		}
 	}
+}
+
+// One row per walk kind, and the walks left out of the figures.
+void print_walks(const Json &r, FILE *out)
+{
+	const Json *scen = r.find("scenario");
 	if (scen && scen->find("lower_bound"))
 		fprintf(out, "ZERO PAGE: %s\n", str(*scen, "lower_bound").c_str());
 
@@ -266,6 +281,11 @@ void print_table(const Json &r, FILE *out)
 					k, n, num(*s, "count").value_or(0));
 		}
 	}
+}
+
+// The victims' latencies outside and during walks.
+void print_victims(const Json &r, FILE *out)
+{
 	const Json *vs = r.find("victims");
 	if (vs && vs->size()) {
 		fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim",
@@ -293,6 +313,16 @@ void print_table(const Json &r, FILE *out)
 				cell("p999_ns").c_str(), cell("max_ns").c_str(), ratio);
 		}
 	}
+}
+
+} // namespace
+
+void print_table(const Json &r, FILE *out)
+{
+	print_header(r, out);
+	print_alias(r, out);
+	print_walks(r, out);
+	print_victims(r, out);
 	print_stall_estimates(r, out);
 	if (const Json *kv = r.find("kernel_view"))
 		if (auto lost = num(*kv, "lost_events"); lost && *lost > 0)
