@@ -105,6 +105,11 @@ struct PerfTracepoints::Impl {
 	std::vector<uint8_t> scratch;
 
 	void drain(Ring &r);
+	// the steps of open(): each false with *err and no rings left
+	bool open_events(size_t pages, long page, std::string *err);
+	bool map_rings(size_t &pages, size_t min_pages, long page, std::string *err);
+	bool redirect_to_rings(std::string *err);
+	void apply_filter();
 	void run();
 	void for_each_fd(unsigned long req)
 	{
@@ -120,24 +125,10 @@ PerfTracepoints::PerfTracepoints() : impl_(std::make_unique<Impl>()) {}
 
 PerfTracepoints::~PerfTracepoints() { stop(); }
 
-bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
+// One event per tracepoint id on each online CPU, the first of each CPU
+// the leader whose ring the others share (a CPU gone offline is skipped).
+bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *err)
 {
-	Impl &m = *impl_;
-	m.cfg = cfg;
-	m.rings.clear();
-	if (cfg.tracepoint_ids.empty()) {
-		if (err)
-			*err = "no tracepoint ids";
-		return false;
-	}
-	const long page = sysconf(_SC_PAGESIZE);
-	size_t pages = 1;
-	while (pages * 2 * size_t(page) <= cfg.ring_bytes_per_cpu)
-		pages *= 2;
-	size_t min_pages = 1;
-	while (min_pages * 2 * size_t(page) <= cfg.min_ring_bytes_per_cpu)
-		min_pages *= 2;
-
 	for (int cpu : online_cpus()) {
 		Ring r;
 		r.cpu = cpu;
@@ -174,7 +165,7 @@ bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
 					if (e == EACCES || e == EPERM)
 						*err += " (needs root / CAP_PERFMON, or kernel.perf_event_paranoid)";
 				}
-				m.rings.clear();
+				rings.clear();
 				return false;
 			}
 			if (i == 0) {
@@ -183,19 +174,26 @@ bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
 				r.others.emplace_back(static_cast<int>(fd));
 			}
 		}
-		m.rings.push_back(std::move(r));
+		rings.push_back(std::move(r));
 	next_cpu:;
 	}
-	if (m.rings.empty()) {
+	if (rings.empty()) {
 		if (err)
 			*err = "perf_event_open: no online CPU accepted the events";
 		return false;
 	}
-	// Rings: all CPUs get the same size; halve on EPERM/ENOMEM (mlock limit).
+	return true;
+}
+
+// Maps every CPU's ring, all of one size, halving it on EPERM/ENOMEM (the
+// mlock limit) down to min_pages.
+bool PerfTracepoints::Impl::map_rings(size_t &pages, size_t min_pages, long page,
+				      std::string *err)
+{
 	for (;;) {
 		bool ok = true;
 		int e = 0;
-		for (auto &r : m.rings) {
+		for (auto &r : rings) {
 			size_t len = (pages + 1) * size_t(page);
 			void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED,
 				       r.leader.get(), 0);
@@ -211,7 +209,7 @@ bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
 		}
 		if (ok)
 			break;
-		for (auto &r : m.rings) {
+		for (auto &r : rings) {
 			r.map.reset();
 			r.meta = nullptr;
 			r.data = nullptr;
@@ -221,54 +219,88 @@ bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
 				*err = "mmap perf ring (" +
 				       std::to_string(pages * size_t(page)) +
 				       " bytes): " + errno_text(e);
-			m.rings.clear();
+			rings.clear();
 			return false;
 		}
 		pages /= 2;
 	}
-	m.ring_bytes = pages * size_t(page);
-	// Redirect the other events of each CPU into its ring (the target
-	// must already be mapped, else EINVAL).
-	for (auto &r : m.rings)
+	return true;
+}
+
+// Redirects the other events of each CPU into its ring (the target must
+// already be mapped, else EINVAL).
+bool PerfTracepoints::Impl::redirect_to_rings(std::string *err)
+{
+	for (auto &r : rings)
 		for (auto &o : r.others)
 			if (ioctl(o.get(), PERF_EVENT_IOC_SET_OUTPUT, r.leader.get()) != 0) {
 				int e = errno;
 				if (err)
 					*err = "PERF_EVENT_IOC_SET_OUTPUT(cpu " +
 					       std::to_string(r.cpu) + "): " + errno_text(e);
-				m.rings.clear();
+				rings.clear();
 				return false;
 			}
+	return true;
+}
+
+// cfg.filter on every event; if any refuses it, on none (all unfiltered).
+void PerfTracepoints::Impl::apply_filter()
+{
+	filter_ok = false;
+	filter_err.clear();
+	if (cfg.filter.empty())
+		return;
+	bool ok = true;
+	for (auto &r : rings) {
+		auto apply = [&](const Fd &fd) {
+			if (ok && ioctl(fd.get(), PERF_EVENT_IOC_SET_FILTER,
+					cfg.filter.c_str()) != 0) {
+				ok = false;
+				filter_err = "PERF_EVENT_IOC_SET_FILTER: " +
+					       errno_text(errno);
+			}
+		};
+		apply(r.leader);
+		for (auto &o : r.others)
+			apply(o);
+	}
+	if (!ok) {
+		// Clear a half-applied filter: all events unfiltered.
+		for (auto &r : rings) {
+			ioctl(r.leader.get(), PERF_EVENT_IOC_SET_FILTER, "");
+			for (auto &o : r.others)
+				ioctl(o.get(), PERF_EVENT_IOC_SET_FILTER, "");
+		}
+	}
+	filter_ok = ok;
+}
+
+bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
+{
+	Impl &m = *impl_;
+	m.cfg = cfg;
+	m.rings.clear();
+	if (cfg.tracepoint_ids.empty()) {
+		if (err)
+			*err = "no tracepoint ids";
+		return false;
+	}
+	const long page = sysconf(_SC_PAGESIZE);
+	size_t pages = 1;
+	while (pages * 2 * size_t(page) <= cfg.ring_bytes_per_cpu)
+		pages *= 2;
+	size_t min_pages = 1;
+	while (min_pages * 2 * size_t(page) <= cfg.min_ring_bytes_per_cpu)
+		min_pages *= 2;
+	if (!m.open_events(pages, page, err) || !m.map_rings(pages, min_pages, page, err))
+		return false;
+	m.ring_bytes = pages * size_t(page);
+	if (!m.redirect_to_rings(err))
+		return false;
 	// wakeup_watermark was set for the first size; a smaller ring just
 	// wakes us when full-ish, and the poll timeout drains it anyway.
-
-	m.filter_ok = false;
-	m.filter_err.clear();
-	if (!cfg.filter.empty()) {
-		bool ok = true;
-		for (auto &r : m.rings) {
-			auto apply = [&](const Fd &fd) {
-				if (ok && ioctl(fd.get(), PERF_EVENT_IOC_SET_FILTER,
-						cfg.filter.c_str()) != 0) {
-					ok = false;
-					m.filter_err = "PERF_EVENT_IOC_SET_FILTER: " +
-						       errno_text(errno);
-				}
-			};
-			apply(r.leader);
-			for (auto &o : r.others)
-				apply(o);
-		}
-		if (!ok) {
-			// Clear a half-applied filter: all events unfiltered.
-			for (auto &r : m.rings) {
-				ioctl(r.leader.get(), PERF_EVENT_IOC_SET_FILTER, "");
-				for (auto &o : r.others)
-					ioctl(o.get(), PERF_EVENT_IOC_SET_FILTER, "");
-			}
-		}
-		m.filter_ok = ok;
-	}
+	m.apply_filter();
 	m.stop_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (!m.stop_fd) {
 		if (err)
