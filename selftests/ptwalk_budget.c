@@ -7,34 +7,13 @@
 
 /* ---- budgets ------------------------------------------------------- */
 
-const char *const ptw_budget_keys[PB_NR_KEYS] = {
-	[PB_CLEAR_REFS] = "clear_refs_ns_per_pte",
-	[PB_SMAPS] = "smaps_ns_per_pte",
-	[PB_SMAPS_ROLLUP] = "smaps_rollup_ns_per_pte",
-	[PB_PAGEMAP] = "pagemap_ns_per_pte",
-	[PB_PAGEMAP_SCAN] = "pagemap_scan_ns_per_pte",
-	[PB_STALL_FACTOR] = "stall_factor",
-	[PB_STALL_SLACK_NS] = "stall_slack_ns",
-	[PB_THP_MIN_RATIO] = "thp_min_ratio",
-	[PB_LINEAR_R2_MIN] = "linear_r2_min",
-	[PB_LINEAR_RATIO_MIN] = "linear_ratio_min",
-	[PB_LINEAR_RATIO_MAX] = "linear_ratio_max",
-};
+#define PTW_BUDGET_KEY(e, key, def) [e] = key,
+const char *const ptw_budget_keys[PB_NR_KEYS] = { PTW_BUDGET_KEYS(PTW_BUDGET_KEY) };
+#undef PTW_BUDGET_KEY
 
-/* keep in sync with budgets/default.budget */
-const double ptw_budget_defaults[PB_NR_KEYS] = {
-	[PB_CLEAR_REFS] = 4000,
-	[PB_SMAPS] = 4000,
-	[PB_SMAPS_ROLLUP] = 4000,
-	[PB_PAGEMAP] = 2000,
-	[PB_PAGEMAP_SCAN] = 2000,
-	[PB_STALL_FACTOR] = 1.2,
-	[PB_STALL_SLACK_NS] = 50e6,
-	[PB_THP_MIN_RATIO] = 20,
-	[PB_LINEAR_R2_MIN] = 0.9,
-	[PB_LINEAR_RATIO_MIN] = 8,
-	[PB_LINEAR_RATIO_MAX] = 32,
-};
+#define PTW_BUDGET_DEFAULT(e, key, def) [e] = def,
+const double ptw_budget_defaults[PB_NR_KEYS] = { PTW_BUDGET_KEYS(PTW_BUDGET_DEFAULT) };
+#undef PTW_BUDGET_DEFAULT
 
 static int budget_parse(struct ptw_budget *b, const char *path)
 {

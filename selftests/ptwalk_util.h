@@ -180,12 +180,15 @@ long ptw_pagemap_scan_present(const void *start, const void *end,
 
 /* ---- budgets ------------------------------------------------------- */
 
+/* the keys and defaults: generated from results/budgets/default.json */
+#include "ptwalk_budget_defaults.h"
+
+#define PTW_BUDGET_ENUM(e, key, def) e,
 enum ptw_budget_key {
-	PB_CLEAR_REFS, PB_SMAPS, PB_SMAPS_ROLLUP, PB_PAGEMAP, PB_PAGEMAP_SCAN,
-	PB_STALL_FACTOR, PB_STALL_SLACK_NS, PB_THP_MIN_RATIO,
-	PB_LINEAR_R2_MIN, PB_LINEAR_RATIO_MIN, PB_LINEAR_RATIO_MAX,
+	PTW_BUDGET_KEYS(PTW_BUDGET_ENUM)
 	PB_NR_KEYS
 };
+#undef PTW_BUDGET_ENUM
 
 struct ptw_budget {
 	double v[PB_NR_KEYS];
@@ -198,7 +201,8 @@ extern const double ptw_budget_defaults[PB_NR_KEYS];
 /*
  * Load a budget: explicit path (--budget), else $PTWALK_BUDGET, else
  * <exe dir>/budgets/<host class>.budget, else <exe dir>/budgets/default.budget,
- * else built-in defaults (== budgets/default.budget). Keys missing from a
+ * else built-in defaults (== budgets/default.budget, both generated from
+ * results/budgets/default.json). Keys missing from a
  * file keep their default. Returns 0 or -1 (unreadable/malformed explicit
  * file: a test must fail, never silently fall back).
  */
