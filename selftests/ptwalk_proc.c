@@ -153,8 +153,7 @@ int ptw_clear_refs(const char *val)
 		clear_refs_fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
 	if (clear_refs_fd < 0)
 		return -1;
-	return write(clear_refs_fd, val, strlen(val)) == (ssize_t)strlen(val)
-		? 0 : -1;
+	return ptw_trigger_clear_refs(clear_refs_fd, val) ? -1 : 0;
 }
 
 int ptw_pagemap_fd(void)
@@ -169,21 +168,13 @@ int ptw_pagemap_fd(void)
 int ptw_pagemap_read(const void *addr, size_t npages, uint64_t *ents)
 {
 	int fd = ptw_pagemap_fd();
-	off_t off = (uintptr_t)addr / ptw_page_size * sizeof(uint64_t);
-	size_t want = npages * sizeof(uint64_t), got = 0;
+	uint64_t start = (uintptr_t)addr, len = npages * sizeof(uint64_t);
 
 	if (fd < 0)
 		return -1;
-	while (got < want) {
-		ssize_t r = pread(fd, (char *)ents + got, want - got, off + got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += r;
-	}
-	return 0;
+	/* ents holds them all: they land in order */
+	return ptw_trigger_pagemap(fd, start, start + npages * ptw_page_size, ents, len,
+				   NULL, NULL) == (long long)len ? 0 : -1;
 }
 
 long ptw_pagemap_scan_present(const void *start, const void *end,
@@ -191,7 +182,6 @@ long ptw_pagemap_scan_present(const void *start, const void *end,
 			      uint64_t *walk_end)
 {
 	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
 		.start = (uintptr_t)start,
 		.end = (uintptr_t)end,
 		.vec = (uintptr_t)vec,
@@ -204,9 +194,8 @@ long ptw_pagemap_scan_present(const void *start, const void *end,
 
 	if (fd < 0)
 		return -errno;
-	r = ioctl(fd, PAGEMAP_SCAN, &arg);
-	if (r < 0)
-		return -errno;
-	*walk_end = arg.walk_end;
+	r = ptw_trigger_pagemap_scan(fd, &arg);
+	if (r >= 0)
+		*walk_end = arg.walk_end;
 	return r;
 }

@@ -27,12 +27,11 @@ static int read_all_discard(const char *path)
 {
 	static char chunk[65536];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
+	long long r;
 
 	if (fd < 0)
 		return -1;
-	while ((r = read(fd, chunk, sizeof(chunk))) > 0)
-		;
+	r = ptw_trigger_read_all(fd, chunk, sizeof(chunk), 0, NULL, NULL, NULL);
 	close(fd);
 	return r < 0 ? -1 : 0;
 }
@@ -210,7 +209,7 @@ const char *ptw_cost_clock(void)
 uint64_t ptw_walk_target(int w, const struct ptw_target *t)
 {
 	uint64_t t0, t1, c0, c1;
-	size_t npages = t->size / ptw_page_size, done;
+	size_t npages = t->size / ptw_page_size;
 	struct page_region vec[8];
 	char path[64];
 	int rc = 0;
@@ -223,26 +222,20 @@ uint64_t ptw_walk_target(int w, const struct ptw_target *t)
 	c0 = ptw_cpu_ns();
 	switch (w) {
 	case PW_CLEAR_REFS:
-		rc = write(t->clear_fd, "1", 1) == 1 ? 0 : -1;
+		rc = ptw_trigger_clear_refs(t->clear_fd, "1") ? -1 : 0;
 		break;
 	case PW_SMAPS:
 	case PW_SMAPS_ROLLUP:
 		rc = read_all_discard(path);
 		break;
 	case PW_PAGEMAP:
-		for (done = 0; done < npages && !rc; done += PM_CHUNK) {
-			size_t n = npages - done < PM_CHUNK ?
-				   npages - done : PM_CHUNK;
-			off_t off = ((uintptr_t)t->addr / ptw_page_size + done) *
-				    sizeof(uint64_t);
-
-			rc = pread(t->pagemap_fd, pm_chunk, n * 8, off) ==
-			     (ssize_t)(n * 8) ? 0 : -1;
-		}
+		rc = ptw_trigger_pagemap(t->pagemap_fd, (uintptr_t)t->addr,
+					 (uintptr_t)t->addr + npages * ptw_page_size, pm_chunk,
+					 sizeof(pm_chunk), NULL, NULL) ==
+		     (long long)(npages * 8) ? 0 : -1;
 		break;
 	case PW_PAGEMAP_SCAN: {
 		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
 			.start = (uintptr_t)t->addr,
 			.end = (uintptr_t)t->addr + t->size,
 			.vec = (uintptr_t)vec,
@@ -251,7 +244,7 @@ uint64_t ptw_walk_target(int w, const struct ptw_target *t)
 			.return_mask = PAGE_IS_PRESENT,
 		};
 
-		rc = ioctl(t->pagemap_fd, PAGEMAP_SCAN, &arg) < 0 ? -1 : 0;
+		rc = ptw_trigger_pagemap_scan(t->pagemap_fd, &arg) < 0 ? -1 : 0;
 		break;
 	}
 	default:

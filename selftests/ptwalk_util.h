@@ -137,41 +137,9 @@ int ptw_clear_refs(const char *val);
 int ptw_pagemap_fd(void);	/* cached fd of /proc/self/pagemap */
 int ptw_pagemap_read(const void *addr, size_t npages, uint64_t *ents);
 
-/* PAGEMAP_SCAN uapi (include/uapi/linux/fs.h, 6.7+), defined here so the
- * tests build against older headers. */
-#include <linux/fs.h>
-#include <linux/types.h>
-#include <sys/ioctl.h>
-#ifndef PAGEMAP_SCAN
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_WPALLOWED	(1 << 0)
-#define PAGE_IS_WRITTEN		(1 << 1)
-#define PAGE_IS_FILE		(1 << 2)
-#define PAGE_IS_PRESENT		(1 << 3)
-#define PAGE_IS_SWAPPED		(1 << 4)
-#define PAGE_IS_PFNZERO		(1 << 5)
-#define PAGE_IS_HUGE		(1 << 6)
-#define PAGE_IS_SOFT_DIRTY	(1 << 7)
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-struct pm_scan_arg {
-	__u64 size;
-	__u64 flags;
-	__u64 start;
-	__u64 end;
-	__u64 walk_end;
-	__u64 vec;
-	__u64 vec_len;
-	__u64 max_pages;
-	__u64 category_inverted;
-	__u64 category_mask;
-	__u64 category_anyof_mask;
-	__u64 return_mask;
-};
-#endif
+/* The walk triggers and the PAGEMAP_SCAN uapi, shared with the module's
+ * test walker and ptwalk's scanner (lib/ptwalk_trigger.h). */
+#include "ptwalk_trigger.h"
 
 /* regions of [start,end) matching PAGE_IS_PRESENT; count or -errno */
 long ptw_pagemap_scan_present(const void *start, const void *end,

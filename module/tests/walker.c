@@ -33,6 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the walk triggers shared with the selftests and the scanner */
+#include "ptwalk_trigger.h"
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -118,9 +121,16 @@ static void *killer(void *arg)
 static int keep_open;
 static int kept_fd = -1;
 
+static void each_read(void *arg)
+{
+	(void)arg;
+	exit_after_first_read();
+}
+
 static void walk(const char *kind, pid_t tgt)
 {
-	char path[64], buf[65536];
+	char path[64];
+	static char buf[65536];
 	uint64_t s, e = 0;
 	int fd;
 
@@ -130,7 +140,7 @@ static void walk(const char *kind, pid_t tgt)
 		if (fd < 0)
 			die(path);
 		s = now_ns();
-		if (write(fd, "1", 1) != 1 && !exiting)
+		if (ptw_trigger_clear_refs(fd, "1") && !exiting)
 			die("write clear_refs");
 		e = now_ns();
 	} else {
@@ -145,9 +155,9 @@ static void walk(const char *kind, pid_t tgt)
 				die("lseek");
 		}
 		if (!strcmp(kind, "pagemap")) {
-			/* read the pagemap entries of every mapping listed
-			 * in /proc/PID/maps, 64 KiB (8192 entries) per read
-			 */
+			/* the pagemap entries of every mapping listed in
+			 * /proc/PID/maps, 64 KiB (8192 entries) per read; a
+			 * target that exits ends them early */
 			char mpath[64], line[512];
 			FILE *maps;
 
@@ -156,26 +166,16 @@ static void walk(const char *kind, pid_t tgt)
 			if (!maps && !exiting)
 				die(mpath);
 			while (maps && fgets(line, sizeof(line), maps)) {
-				unsigned long lo, hi, off;
+				unsigned long lo, hi;
 
 				if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 					continue;
-				for (off = lo / 4096 * 8; off < hi / 4096 * 8;
-				     off += sizeof(buf)) {
-					size_t n = hi / 4096 * 8 - off;
-
-					if (n > sizeof(buf))
-						n = sizeof(buf);
-					if (pread(fd, buf, n, off) < 0)
-						break;
-					exit_after_first_read();
-				}
+				ptw_trigger_pagemap(fd, lo, hi, buf, sizeof(buf), each_read, NULL);
 			}
 			if (maps)
 				fclose(maps);
 		} else {
-			while (read(fd, buf, sizeof(buf)) > 0)
-				exit_after_first_read();
+			ptw_trigger_read_all(fd, buf, sizeof(buf), 0, NULL, each_read, NULL);
 		}
 	}
 	if (!keep_open || !strcmp(kind, "clear_refs"))

@@ -89,3 +89,21 @@ def test_no_source_file_over_600_lines():
             if n > MAX_LINES:
                 big.append(f"{p.relative_to(REPO)}: {n} lines")
     assert not big, "split these (ARCHITECTURE.md):\n" + "\n".join(big)
+
+
+def test_one_walk_trigger():
+    """The PAGEMAP_SCAN uapi and the walk syscalls live in lib/ptwalk_trigger
+    (used by the scanner, the selftests and the module's test walker)."""
+    decl = re.compile(r"_IOWR\('f', 16|struct pm_scan_arg \{|PmScanArg")
+    own = REPO / "lib" / "ptwalk_trigger.h"
+    found = []
+    for r in (US, REPO / "selftests", REPO / "module", REPO / "lib"):
+        for p in r.rglob("*"):
+            if p.suffix in (".c", ".h", ".cpp", ".hpp") and p != own and decl.search(
+                    p.read_text(errors="replace")):
+                found.append(str(p.relative_to(REPO)))
+    assert not found, f"PAGEMAP_SCAN declared outside lib/ptwalk_trigger.h: {found}"
+    users = {"userspace/procs/src/scanner.cpp", "selftests/ptwalk_target.c",
+             "selftests/ptwalk_proc.c", "module/tests/walker.c"}
+    for u in users:
+        assert "ptw_trigger_" in (REPO / u).read_text(), f"{u} does not use ptwalk_trigger"

@@ -6,8 +6,6 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
-#include <linux/ioctl.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -16,22 +14,12 @@
 #include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
 #include "ptwalk/procfs.hpp"
+// the walk triggers shared with the selftests and the module's test walker
+#include "ptwalk_trigger.h"
 
 namespace ptwalk {
 
 namespace {
-
-// PAGEMAP_SCAN uapi (6.7, include/uapi/linux/fs.h); Debian 12's headers
-// predate it.
-struct PageRegion {
-	uint64_t start, end, categories;
-};
-struct PmScanArg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-constexpr uint64_t kPageIsPresent = 1u << 3;
-constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
 
 constexpr size_t kBufSize = 8u << 20;
 
@@ -81,7 +69,7 @@ private:
 	std::string proc_;
 	Mapping buf_;
 	size_t kept_ = 0; // bytes of the last read walk kept in buf_
-	std::vector<PageRegion> regions_;
+	std::vector<page_region> regions_;
 	std::vector<VmaRange> vmas_;
 	uint64_t iteration_ = 0;
 };
@@ -125,31 +113,13 @@ int Scanner::read_file_walk(const char *file, WalkRecord *r, bool keep)
 	Fd fd(open((proc_ + file).c_str(), O_RDONLY | O_CLOEXEC));
 	if (!fd)
 		return errno;
-	auto *b = static_cast<char *>(buf_.get());
-	size_t off = 0;
-	for (;;) {
-		// keep what fits; past that, read into the tail and count only
-		size_t room = kBufSize - off;
-		char *dst = b + off;
-		if (room < 65536) {
-			dst = b + kBufSize - 65536;
-			room = 65536;
-		}
-		const uint64_t t0 = now_ns();
-		ssize_t n = read(fd.get(), dst, room);
-		r->syscall_ns += now_ns() - t0;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno;
-		}
-		if (n == 0)
-			break;
-		r->bytes += uint64_t(n);
-		if (off + size_t(n) <= kBufSize - 65536)
-			off += size_t(n);
-	}
-	kept_ = keep ? off : 0;
+	const uint64_t t0 = now_ns();
+	long long n = ptw_trigger_read_all(fd.get(), static_cast<char *>(buf_.get()), kBufSize,
+					   keep, &kept_, nullptr, nullptr);
+	r->syscall_ns += now_ns() - t0;
+	if (n < 0)
+		return int(-n);
+	r->bytes += uint64_t(n);
 	return 0;
 }
 
@@ -158,14 +128,10 @@ int Scanner::clear_refs(const char *value, WalkRecord *r)
 	Fd fd(open((proc_ + "clear_refs").c_str(), O_WRONLY | O_CLOEXEC));
 	if (!fd)
 		return errno;
-	const size_t n = strlen(value);
-	ssize_t w;
-	do {
-		const uint64_t t0 = now_ns();
-		w = write(fd.get(), value, n);
-		r->syscall_ns += now_ns() - t0;
-	} while (w < 0 && errno == EINTR);
-	return w == ssize_t(n) ? 0 : (w < 0 ? errno : EIO);
+	const uint64_t t0 = now_ns();
+	const int err = ptw_trigger_clear_refs(fd.get(), value);
+	r->syscall_ns += now_ns() - t0;
+	return err;
 }
 
 int Scanner::pagemap(WalkRecord *r)
@@ -174,22 +140,13 @@ int Scanner::pagemap(WalkRecord *r)
 	if (!fd)
 		return errno;
 	for (const auto &v : vmas_) {
-		for (uint64_t a = v.start; a < v.end;) {
-			const uint64_t pages = std::min<uint64_t>((v.end - a) / 4096,
-								  kBufSize / 8);
-			const uint64_t t0 = now_ns();
-			ssize_t n = pread(fd.get(), buf_.get(), pages * 8, off_t(a / 4096 * 8));
-			r->syscall_ns += now_ns() - t0;
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				return errno;
-			}
-			if (n == 0)
-				break;
-			r->bytes += uint64_t(n);
-			a += uint64_t(n) / 8 * 4096;
-		}
+		const uint64_t t0 = now_ns();
+		long long n = ptw_trigger_pagemap(fd.get(), v.start, v.end, buf_.get(), kBufSize,
+						  nullptr, nullptr);
+		r->syscall_ns += now_ns() - t0;
+		if (n < 0)
+			return int(-n);
+		r->bytes += uint64_t(n);
 	}
 	return 0;
 }
@@ -202,22 +159,18 @@ int Scanner::pagemap_scan(WalkRecord *r)
 	for (const auto &v : vmas_) {
 		uint64_t a = v.start;
 		while (a < v.end) {
-			PmScanArg arg{};
-			arg.size = sizeof(arg);
+			pm_scan_arg arg{};
 			arg.start = a;
 			arg.end = v.end;
 			arg.vec = uint64_t(uintptr_t(regions_.data()));
 			arg.vec_len = regions_.size();
-			arg.category_anyof_mask = kPageIsPresent;
-			arg.return_mask = kPageIsPresent;
+			arg.category_anyof_mask = PAGE_IS_PRESENT;
+			arg.return_mask = PAGE_IS_PRESENT;
 			const uint64_t t0 = now_ns();
-			long n = ioctl(fd.get(), kPagemapScan, &arg);
+			long n = ptw_trigger_pagemap_scan(fd.get(), &arg);
 			r->syscall_ns += now_ns() - t0;
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				return errno;
-			}
+			if (n < 0)
+				return int(-n);
 			for (long i = 0; i < n; i++)
 				r->bytes += regions_[size_t(i)].end - regions_[size_t(i)].start;
 			if (arg.walk_end <= a)
@@ -321,18 +274,17 @@ std::string profile_unsupported(Profile p)
 	Fd fd(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
 	if (!fd)
 		return std::string("/proc/self/pagemap: ") + strerror(errno);
-	PageRegion reg[1];
-	PmScanArg arg{};
-	arg.size = sizeof(arg);
+	page_region reg[1];
+	pm_scan_arg arg{};
 	arg.start = uint64_t(uintptr_t(&reg[0])) & ~uint64_t(4095);
 	arg.end = arg.start + 4096;
 	arg.vec = uint64_t(uintptr_t(reg));
 	arg.vec_len = 1;
-	arg.category_anyof_mask = kPageIsPresent;
-	arg.return_mask = kPageIsPresent;
-	if (ioctl(fd.get(), kPagemapScan, &arg) < 0)
+	arg.category_anyof_mask = PAGE_IS_PRESENT;
+	arg.return_mask = PAGE_IS_PRESENT;
+	if (long n = ptw_trigger_pagemap_scan(fd.get(), &arg); n < 0)
 		return std::string("PAGEMAP_SCAN ioctl not supported by this kernel (") +
-		       strerror(errno) + "; it needs Linux 6.7+)";
+		       strerror(int(-n)) + "; it needs Linux 6.7+)";
 	return "";
 }
 
