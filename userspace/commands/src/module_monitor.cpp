@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sys/mount.h>
 #include <tuple>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/signals.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/units.hpp"
 
@@ -21,8 +23,6 @@ namespace ptwalk {
 
 namespace {
 
-volatile sig_atomic_t g_stop = 0;
-void on_int(int) { g_stop = 1; }
 
 std::string comm_of(int32_t pid)
 {
@@ -53,10 +53,7 @@ int run_module_monitor(const MonitorOptions &o)
 		}
 		mounted = true;
 	}
-	struct sigaction sa{}, old{};
-	sa.sa_handler = on_int;
-	sigaction(SIGINT, &sa, &old);
-	g_stop = 0;
+	std::optional<StopSignals> stop_signals(std::in_place);
 
 	const std::string d = dir;
 	uint64_t seq0 = 0;
@@ -77,12 +74,13 @@ int run_module_monitor(const MonitorOptions &o)
 		for (auto &s : parse_module_stalls(read_file(d + "/stalls", nullptr).value_or("")))
 			if (s.walk_seq > seq0)
 				stalls.emplace(std::make_tuple(s.walk_seq, s.waiter_pid, s.start_ns), s);
-		if (g_stop || now_ns() - t0 >= o.duration_ns)
+		if (StopSignals::caught() || now_ns() - t0 >= o.duration_ns)
 			break;
 		usleep(200000);
 	}
 	const uint64_t t1 = now_ns();
-	sigaction(SIGINT, &old, nullptr);
+	const bool interrupted = StopSignals::caught() != 0;
+	stop_signals.reset();
 	if (mounted)
 		umount("/sys/kernel/debug");
 
@@ -91,7 +89,7 @@ int run_module_monitor(const MonitorOptions &o)
 	j["backend"] = "module";
 	j["duration_ns"] = t1 - t0;
 	j["requested_duration_ns"] = o.duration_ns;
-	j["interrupted"] = bool(g_stop);
+	j["interrupted"] = interrupted;
 	j["start_ns"] = t0;
 	j["min_hold_ns"] = o.min_hold_ns;
 	Json arr = Json::array();

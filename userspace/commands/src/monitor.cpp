@@ -29,6 +29,7 @@
 #include "ptwalk/monitor_metrics.hpp"
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/signals.hpp"
 #include "ptwalk/tracefs.hpp"
 #include "monitor_tasks.hpp"
 #include "monitor_trace.hpp"
@@ -38,38 +39,6 @@ namespace ptwalk {
 namespace {
 
 using namespace monitor_detail;
-
-volatile sig_atomic_t g_interrupted = 0;
-
-void on_signal(int) { g_interrupted = 1; }
-
-// Installs SIGINT and SIGTERM handlers for its lifetime, restores the old ones.
-class SignalGuard {
-public:
-	SignalGuard()
-	{
-		g_interrupted = 0;
-		struct sigaction sa;
-		std::memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sigemptyset(&sa.sa_mask);
-		ok_[0] = sigaction(SIGINT, &sa, &old_[0]) == 0;
-		ok_[1] = sigaction(SIGTERM, &sa, &old_[1]) == 0;
-	}
-	~SignalGuard()
-	{
-		if (ok_[0])
-			sigaction(SIGINT, &old_[0], nullptr);
-		if (ok_[1])
-			sigaction(SIGTERM, &old_[1], nullptr);
-	}
-	SignalGuard(const SignalGuard &) = delete;
-	SignalGuard &operator=(const SignalGuard &) = delete;
-
-private:
-	struct sigaction old_[2];
-	bool ok_[2] = {false, false};
-};
 
 std::string ms(uint64_t ns)
 {
@@ -170,7 +139,7 @@ public:
 			announce();
 		uint64_t next_text = now_ns();
 		const uint64_t end = o_.duration_ns ? t0_ + o_.duration_ns : UINT64_MAX;
-		while (!g_interrupted && now_ns() < end) {
+		while (!StopSignals::caught() && now_ns() < end) {
 			metrics_.set_health(health());
 			if (!textfile_.empty() && now_ns() >= next_text) {
 				if (!write_textfile())
@@ -191,7 +160,7 @@ public:
 		trace_.stop();
 		prober_.stop();
 		t1_ = now_ns();
-		interrupted_ = g_interrupted != 0;
+		interrupted_ = StopSignals::caught() != 0;
 		h_ = health();
 		h_.unpaired = tracker_->unpaired();
 		h_.probe_facts = tracker_->probe_facts();
@@ -458,7 +427,7 @@ int run_monitor(const MonitorOptions &o)
 			return kMonitorFailed;
 		}
 	}
-	SignalGuard sig;
+	StopSignals stop_signals;
 	Session s(o);
 	if (!s.serve())
 		return kMonitorFailed;

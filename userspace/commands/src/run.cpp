@@ -25,6 +25,7 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/scanner.hpp"
 #include "ptwalk/shared.hpp"
+#include "ptwalk/signals.hpp"
 #include "ptwalk/units.hpp"
 #include "ptwalk/validation.hpp"
 #include "ptwalk/workload.hpp"
@@ -34,19 +35,8 @@ namespace ptwalk {
 
 namespace {
 
-volatile sig_atomic_t g_signal = 0;
-
-void on_signal(int sig) { g_signal = sig; }
-
-void install_handlers()
-{
-	struct sigaction sa{};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, nullptr);
-	sigaction(SIGTERM, &sa, nullptr);
-	sigaction(SIGHUP, &sa, nullptr);
-}
+// set by the stop signals while run_command's StopSignals lives
+volatile sig_atomic_t &g_signal = StopSignals::flag();
 
 void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
 {
@@ -564,10 +554,10 @@ int run_command(RunOptions o)
 	for (unsigned i = 0; i < sh->nvictims; i++)
 		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
 			 name(o.sc.victims[i]));
+	StopSignals stop_signals; // SIGINT/SIGTERM/SIGHUP: a partial result
 	Run r{o};
 	r.sh = sh;
 	r.result = run_result::header(o);
-	install_handlers();
 	calibrate_alias_if_needed(r);
 	r.t_start = now_ns();
 	r.wl = fork_child([&] { return workload_main(o.sc, sh); });
