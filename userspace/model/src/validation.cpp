@@ -28,20 +28,43 @@ std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
 	return buf;
 }
 
-} // namespace
-
-Json validate_stalls(const ValidationInput &in)
-{
-	std::map<pid_t, std::vector<const VictimOp *>> by_tid;
-	for (const auto &o : in.ops)
-		by_tid[o.tid].push_back(&o);
-	std::map<pid_t, std::vector<const ViewStall *>> stalls_by_tid;
-	for (const auto &s : in.stalls)
-		stalls_by_tid[s.tid].push_back(&s);
-
+// Slow operations of the victims during walks, and how many of them the
+// view has a stall for (the view's recall).
+struct Recall {
 	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
 	uint64_t ambiguous = 0, ambiguous_hit = 0, not_behind = 0;
 	Json unexplained = Json::array();
+};
+
+// Another victim slow without sleeping across this one: it may have held
+// the lock while preempted, and this wait be its doing (with a second
+// view, the adjudication decides instead).
+bool other_victim_preempted(const ValidationInput &in, const VictimOp &o)
+{
+	if (in.second)
+		return false;
+	for (const auto &p : in.ops)
+		if (p.tid != o.tid && (p.slept == 0 || p.preempted == 1) &&
+		    p.end_ns - p.start_ns >= in.threshold_ns && p.start_ns < o.end_ns &&
+		    p.end_ns > o.start_ns)
+			return true;
+	return false;
+}
+
+bool seen_by_second_view(const ValidationInput &in, const VictimOp &o)
+{
+	for (const auto &s : *in.second)
+		if (s.tid == o.tid && within(s, o, in.tol_ns))
+			return true;
+	return false;
+}
+
+Recall recall_of(const ValidationInput &in)
+{
+	std::map<pid_t, std::vector<const ViewStall *>> stalls_by_tid;
+	for (const auto &s : in.stalls)
+		stalls_by_tid[s.tid].push_back(&s);
+	Recall r;
 	for (const auto &o : in.ops) {
 		if (!o.during || o.end_ns - o.start_ns < in.threshold_ns)
 			continue;
@@ -49,109 +72,116 @@ Json validate_stalls(const ValidationInput &in)
 		// than slept (rt_mutex and rwsem owners spin on a running owner)
 		// is a candidate: the second view adjudicates it below
 		if (o.slept == 0 && !(in.second && o.preempted == 1)) {
-			not_slept++;
+			r.not_slept++;
 			continue;
 		}
 		bool hit = false;
-		for (const ViewStall *s : stalls_by_tid[o.tid])
-			if (within(*s, o, in.tol_ns)) {
+		for (const ViewStall *st : stalls_by_tid[o.tid])
+			if (within(*st, o, in.tol_ns)) {
 				hit = true;
 				break;
 			}
 		if (!o.began_during) {
-			before++;
-			before_hit += hit;
+			r.before++;
+			r.before_hit += hit;
 			continue;
 		}
-		// another victim slow without sleeping across this one: it may
-		// have held the lock while preempted, and this wait be its doing
-		// (with a second view, the adjudication below decides instead)
-		static const std::vector<VictimOp> none;
-		const std::vector<VictimOp> &others = in.second ? none : in.ops;
-		bool other_held = false;
-		for (const auto &p : others)
-			if (p.tid != o.tid && (p.slept == 0 || p.preempted == 1) &&
-			    p.end_ns - p.start_ns >= in.threshold_ns &&
-			    p.start_ns < o.end_ns && p.end_ns > o.start_ns) {
-				other_held = true;
-				break;
-			}
-		if (other_held) {
-			ambiguous++;
-			ambiguous_hit += hit;
+		if (other_victim_preempted(in, o)) {
+			r.ambiguous++;
+			r.ambiguous_hit += hit;
 			continue;
 		}
-		if (!hit && in.second) {
-			bool seen = false;
-			for (const auto &s : *in.second)
-				if (s.tid == o.tid && within(s, o, in.tol_ns)) {
-					seen = true;
-					break;
-				}
-			if (!seen) {
-				not_behind++;
-				continue;
-			}
+		if (!hit && in.second && !seen_by_second_view(in, o)) {
+			r.not_behind++;
+			continue;
 		}
-		ref++;
+		r.ref++;
 		if (hit) {
-			recalled++;
-		} else if (unexplained.size() < 20) {
+			r.recalled++;
+		} else if (r.unexplained.size() < 20) {
 			Json u = Json::object();
 			u["victim"] = o.victim;
 			u["tid"] = o.tid;
 			u["start_ns"] = o.start_ns;
 			u["ns"] = o.end_ns - o.start_ns;
-			unexplained.push(std::move(u));
+			r.unexplained.push(std::move(u));
 		}
 	}
+	return r;
+}
+
+// The view's stalls above the threshold, and how many a victim's own clock
+// confirms (the view's precision).
+struct Precision {
 	uint64_t checked = 0, confirmed = 0, smallest = UINT64_MAX;
+};
+
+Precision precision_of(const ValidationInput &in)
+{
+	std::map<pid_t, std::vector<const VictimOp *>> by_tid;
+	for (const auto &o : in.ops)
+		by_tid[o.tid].push_back(&o);
+	Precision p;
 	for (const auto &s : in.stalls) {
-		smallest = std::min(smallest, s.wait_ns);
+		p.smallest = std::min(p.smallest, s.wait_ns);
 		if (s.wait_ns < in.threshold_ns)
 			continue;
-		checked++;
+		p.checked++;
 		for (const VictimOp *o : by_tid[s.tid])
 			if (within(s, *o, in.tol_ns)) {
-				confirmed++;
+				p.confirmed++;
 				break;
 			}
 	}
+	return p;
+}
 
-	Json v = Json::object();
-	v["view"] = in.view;
-	v["reference"] = "victims' own clocks: operations >= threshold_ns during walks";
-	v["threshold_ns"] = in.threshold_ns;
-	v["reference_ops"] = ref;
-	v["reference_ops_dropped"] = in.ops_dropped;
-	v["slow_not_slept"] = not_slept;
-	v["began_before_walk"] = before;
-	v["began_before_walk_recalled"] = before_hit;
-	v["other_victim_preempted"] = ambiguous;
-	v["other_victim_preempted_recalled"] = ambiguous_hit;
-	if (in.second)
-		v["not_behind_walk"] = not_behind;
-	v["recalled"] = recalled;
-	v["recall"] = ref ? Json(double(recalled) / double(ref)) : Json();
-	v["unexplained"] = std::move(unexplained);
-	v["stalls_checked"] = checked;
-	v["confirmed"] = confirmed;
-	v["precision"] = checked ? Json(double(confirmed) / double(checked)) : Json();
+Json disagreements(const ValidationInput &in, const Recall &r, const Precision &p)
+{
 	Json dis = Json::array();
-	if (ref && double(recalled) < in.min_recall * double(ref))
-		dis.push(fmt_ratio("recall", recalled, ref, in.min_recall));
-	if (checked && double(confirmed) < in.min_precision * double(checked))
-		dis.push(fmt_ratio("precision", confirmed, checked, in.min_precision));
+	if (r.ref && double(r.recalled) < in.min_recall * double(r.ref))
+		dis.push(fmt_ratio("recall", r.recalled, r.ref, in.min_recall));
+	if (p.checked && double(p.confirmed) < in.min_precision * double(p.checked))
+		dis.push(fmt_ratio("precision", p.confirmed, p.checked, in.min_precision));
 	if (in.ops_dropped)
 		dis.push("victims' slow-operation log overflowed: " +
 			 std::to_string(in.ops_dropped) + " operations not kept");
 	// a truncated stall list is complete above the threshold only when its
 	// smallest entry is below it (the lists are sorted largest first)
-	if (in.stalls_total > in.stalls.size() && smallest >= in.threshold_ns &&
+	if (in.stalls_total > in.stalls.size() && p.smallest >= in.threshold_ns &&
 	    in.complete_above_ns > in.threshold_ns)
 		dis.push("stall list truncated above the threshold: " +
 			 std::to_string(in.stalls_total) + " attributed, " +
 			 std::to_string(in.stalls.size()) + " listed");
+	return dis;
+}
+
+} // namespace
+
+Json validate_stalls(const ValidationInput &in)
+{
+	Recall r = recall_of(in);
+	const Precision p = precision_of(in);
+	Json v = Json::object();
+	v["view"] = in.view;
+	v["reference"] = "victims' own clocks: operations >= threshold_ns during walks";
+	v["threshold_ns"] = in.threshold_ns;
+	v["reference_ops"] = r.ref;
+	v["reference_ops_dropped"] = in.ops_dropped;
+	v["slow_not_slept"] = r.not_slept;
+	v["began_before_walk"] = r.before;
+	v["began_before_walk_recalled"] = r.before_hit;
+	v["other_victim_preempted"] = r.ambiguous;
+	v["other_victim_preempted_recalled"] = r.ambiguous_hit;
+	if (in.second)
+		v["not_behind_walk"] = r.not_behind;
+	v["recalled"] = r.recalled;
+	v["recall"] = r.ref ? Json(double(r.recalled) / double(r.ref)) : Json();
+	v["unexplained"] = std::move(r.unexplained);
+	v["stalls_checked"] = p.checked;
+	v["confirmed"] = p.confirmed;
+	v["precision"] = p.checked ? Json(double(p.confirmed) / double(p.checked)) : Json();
+	Json dis = disagreements(in, r, p);
 	v["agree"] = dis.size() == 0;
 	v["disagreements"] = std::move(dis);
 	return v;
