@@ -252,6 +252,66 @@ uint64_t smaps_vmas_per_read(double record_bytes)
 	return uint64_t(std::floor(double(kSeqBuf) / record_bytes)) + 1;
 }
 
+namespace {
+
+constexpr const char *kEstimatedKinds[] = {"clear_refs", "clear_refs_anon", "clear_refs_file",
+					    "softdirty", "smaps", "smaps_rollup", "maps",
+					    "numa_maps", "pagemap", "pagemap_scan"};
+
+// The estimate from the scaled figures raw_max/raw_p50: as is for distinct
+// pages; for aliased ones, corrected by the calibration's ratios when it
+// has them for this kind, else a range, else uncorrected (and said so).
+void estimate(Json &e, const char *k, bool aliased, const Json *cal, double raw_max,
+	      double raw_p50)
+{
+	if (!aliased) {
+		e["status"] = "distinct";
+		e["why"] = "distinct pages: no aliasing correction needed";
+		e["estimate_max_ns"] = uint64_t(raw_max);
+		e["estimate_p50_ns"] = uint64_t(raw_p50);
+		return;
+	}
+	const Json *ratio = cal ? cal->find("ratio") : nullptr;
+	const Json *sratio = cal ? cal->find("stall_ratio") : nullptr;
+	const Json *ck = cal && cal->find("kinds") ? cal->find("kinds")->find(k) : nullptr;
+	auto r = num(ratio, k), sr = num(sratio, k);
+	if (r && sr) {
+		e["status"] = "corrected";
+		e["factor"] = *r * *sr;
+		e["estimate_max_ns"] = uint64_t(raw_max * *r * *sr);
+		e["estimate_p50_ns"] = uint64_t(raw_p50 * *r * *sr);
+	} else if (ck && ck->find("factor_range")) {
+		const Json *fr = ck->find("factor_range");
+		const double lo = fr->at(0).number().value_or(1);
+		const double hi = fr->at(1).number().value_or(1);
+		e["status"] = "range";
+		e["why"] = ck->find("why") ? ck->find("why")->string().value_or("") : std::string();
+		e["estimate_max_range_ns"] =
+			Json(Json::Array{uint64_t(raw_max * lo), uint64_t(raw_max * hi)});
+		e["estimate_p50_range_ns"] =
+			Json(Json::Array{uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)});
+	} else {
+		e["status"] = "uncorrected";
+		std::string why = "no calibration for this kind";
+		if (cal && cal->find("skipped"))
+			why = cal->find("skipped")->string().value_or(why);
+		e["why"] = why + ": the aliased per-PTE cost, scaled to the layout";
+		e["estimate_max_ns"] = uint64_t(raw_max);
+		e["estimate_p50_ns"] = uint64_t(raw_p50);
+	}
+}
+
+// What one run says of the mapping it measured, and the layout asked for.
+struct Layouts {
+	double size = 0, all_vmas = 0;
+	uint64_t m_vmas = 1, m_largest = 0; // measured
+	uint64_t u_vmas = 1, u_largest = 0; // asked for (--layout)
+	const Json *mmap_during = nullptr;  // the mmap victim during walks
+	unsigned nkinds = 0;                // walk kinds in the run
+};
+
+} // namespace
+
 void add_stall_estimates(Json &result, const LayoutSpec &spec)
 {
 	const Json *scen = result.find("scenario");
@@ -259,55 +319,46 @@ void add_stall_estimates(Json &result, const LayoutSpec &spec)
 	const Json *wl = result.find("workload");
 	const Json *lay = wl ? wl->find("vma_layout") : nullptr;
 	const Json *mlay = lay ? lay->find("mapping") : nullptr;
-	const double size = num(scen, "size_bytes").value_or(0);
-	if (!scen || !ws || !mlay || size <= 0)
+	Layouts L;
+	L.size = num(scen, "size_bytes").value_or(0);
+	if (!scen || !ws || !mlay || L.size <= 0)
 		return;
 	const bool aliased = scen->find("aliased") != nullptr;
 	const Json *cal = result.find("alias_calibration");
-	const Json *victims = result.find("victims");
-	const Json *mmap_during = nullptr;
-	if (victims && victims->find("mmap"))
-		mmap_during = victims->find("mmap")->find("during");
-	const uint64_t m_vmas = uint64_t(num(mlay, "vmas").value_or(1));
-	const uint64_t m_largest = uint64_t(num(mlay, "largest_bytes").value_or(size));
-	const double all_vmas = num(lay, "vmas").value_or(0);
-
-	uint64_t u_vmas = 1, u_largest = uint64_t(size);
+	if (const Json *victims = result.find("victims"); victims && victims->find("mmap"))
+		L.mmap_during = victims->find("mmap")->find("during");
+	L.m_vmas = uint64_t(num(mlay, "vmas").value_or(1));
+	L.m_largest = uint64_t(num(mlay, "largest_bytes").value_or(L.size));
+	L.all_vmas = num(lay, "vmas").value_or(0);
+	L.u_largest = uint64_t(L.size);
 	if (spec.kind == LayoutSpec::aliased) {
-		u_vmas = m_vmas;
-		u_largest = m_largest;
+		L.u_vmas = L.m_vmas;
+		L.u_largest = L.m_largest;
 	} else if (spec.kind == LayoutSpec::size) {
-		u_largest = std::min<uint64_t>(spec.bytes, uint64_t(size));
-		u_vmas = (uint64_t(size) + u_largest - 1) / u_largest;
+		L.u_largest = std::min<uint64_t>(spec.bytes, uint64_t(L.size));
+		L.u_vmas = (uint64_t(L.size) + L.u_largest - 1) / L.u_largest;
 	}
+	for (const char *k : kEstimatedKinds)
+		L.nkinds += ws->find(k) != nullptr;
 
 	Json out = Json::object();
 	out["layout"] = describe(spec);
-	out["layout_vmas"] = u_vmas;
-	out["layout_largest_vma_bytes"] = u_largest;
+	out["layout_vmas"] = L.u_vmas;
+	out["layout_largest_vma_bytes"] = L.u_largest;
 	Json kinds = Json::object();
-	unsigned nkinds = 0;
-	for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty",
-			      "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap",
-			      "pagemap_scan"})
-		if (ws->find(k))
-			nkinds++;
-	for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty",
-			      "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap",
-			      "pagemap_scan"}) {
+	for (const char *k : kEstimatedKinds) {
 		const Json *s = ws->find(k);
 		const KindLocking *kl = kind_locking(k);
-		if (!s || !kl)
-			continue;
-		auto dmax = num(s, "duration_max_ns");
-		auto dp50 = num(s, "duration_p50_ns");
-		if (!dmax || !dp50)
+		auto dmax = s ? num(s, "duration_max_ns") : std::nullopt;
+		auto dp50 = s ? num(s, "duration_p50_ns") : std::nullopt;
+		if (!kl || !dmax || !dp50)
 			continue;
 		const uint64_t vpr = kl->unit == LockUnit::read_chunk
-					     ? smaps_vmas_per_read(record_bytes(result, k, all_vmas))
+					     ? smaps_vmas_per_read(record_bytes(result, k, L.all_vmas))
 					     : 1;
-		const uint64_t h_meas = hold_bytes(kl->unit, uint64_t(size), m_vmas, m_largest, vpr);
-		const uint64_t h_user = hold_bytes(kl->unit, uint64_t(size), u_vmas, u_largest, vpr);
+		const uint64_t size = uint64_t(L.size);
+		const uint64_t h_meas = hold_bytes(kl->unit, size, L.m_vmas, L.m_largest, vpr);
+		const uint64_t h_user = hold_bytes(kl->unit, size, L.u_vmas, L.u_largest, vpr);
 		Json e = Json::object();
 		e["lock_unit"] = name(kl->unit);
 		e["lock_mode"] = kl->lock_mode;
@@ -317,15 +368,16 @@ void add_stall_estimates(Json &result, const LayoutSpec &spec)
 			e["vmas_per_read"] = vpr;
 		e["measured_hold_bytes"] = h_meas;
 		e["layout_hold_bytes"] = h_user;
-		const double model_meas = *dmax * double(h_meas) / size;
+		const double model_meas = *dmax * double(h_meas) / L.size;
 		e["model_stall_max_ns"] = uint64_t(model_meas);
 		// the stall measured in this run, for this kind
 		std::optional<double> meas;
 		if (auto st = num(s, "max_stall_ns"); st && *st > 0) {
 			meas = st;
 			e["measured_stall_source"] = "backend attribution (walk_summary.max_stall_ns)";
-		} else if (nkinds == 1 && mmap_during && num(mmap_during, "count").value_or(0) > 0) {
-			meas = num(mmap_during, "max_ns");
+		} else if (L.nkinds == 1 && L.mmap_during &&
+			   num(L.mmap_during, "count").value_or(0) > 0) {
+			meas = num(L.mmap_during, "max_ns");
 			e["measured_stall_source"] = "mmap victim, max during walks";
 		}
 		if (meas) {
@@ -333,45 +385,8 @@ void add_stall_estimates(Json &result, const LayoutSpec &spec)
 			if (model_meas > 0)
 				e["model_check_ratio"] = *meas / model_meas;
 		}
-		const double frac = double(h_user) / size;
-		const double raw_max = *dmax * frac, raw_p50 = *dp50 * frac;
-		if (!aliased) {
-			e["status"] = "distinct";
-			e["why"] = "distinct pages: no aliasing correction needed";
-			e["estimate_max_ns"] = uint64_t(raw_max);
-			e["estimate_p50_ns"] = uint64_t(raw_p50);
-		} else {
-			const Json *ratio = cal ? cal->find("ratio") : nullptr;
-			const Json *sratio = cal ? cal->find("stall_ratio") : nullptr;
-			const Json *ck = cal && cal->find("kinds") ? cal->find("kinds")->find(k)
-								  : nullptr;
-			auto r = num(ratio, k), sr = num(sratio, k);
-			if (r && sr) {
-				e["status"] = "corrected";
-				e["factor"] = *r * *sr;
-				e["estimate_max_ns"] = uint64_t(raw_max * *r * *sr);
-				e["estimate_p50_ns"] = uint64_t(raw_p50 * *r * *sr);
-			} else if (ck && ck->find("factor_range")) {
-				const Json *fr = ck->find("factor_range");
-				const double lo = fr->at(0).number().value_or(1);
-				const double hi = fr->at(1).number().value_or(1);
-				e["status"] = "range";
-				e["why"] = ck->find("why") ? ck->find("why")->string().value_or("")
-							   : std::string();
-				e["estimate_max_range_ns"] = Json(Json::Array{
-					uint64_t(raw_max * lo), uint64_t(raw_max * hi)});
-				e["estimate_p50_range_ns"] = Json(Json::Array{
-					uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)});
-			} else {
-				e["status"] = "uncorrected";
-				std::string why = "no calibration for this kind";
-				if (cal && cal->find("skipped"))
-					why = cal->find("skipped")->string().value_or(why);
-				e["why"] = why + ": the aliased per-PTE cost, scaled to the layout";
-				e["estimate_max_ns"] = uint64_t(raw_max);
-				e["estimate_p50_ns"] = uint64_t(raw_p50);
-			}
-		}
+		const double frac = double(h_user) / L.size;
+		estimate(e, k, aliased, cal, *dmax * frac, *dp50 * frac);
 		kinds[k] = std::move(e);
 	}
 	out["kinds"] = std::move(kinds);
