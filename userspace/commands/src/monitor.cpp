@@ -341,14 +341,7 @@ Json Session::walk_json(const Walk &w, MmIndex &mmi)
 
 Json Session::to_json()
 {
-	Json j = Json::object();
-	j["schema"] = "ptwalk.monitor/1";
-	j["backend"] = "tracepoint";
-	j["duration_ns"] = t1_ - t0_;
-	j["requested_duration_ns"] = o_.duration_ns;
-	j["interrupted"] = interrupted_;
-	j["start_ns"] = t0_;
-	j["min_hold_ns"] = o_.min_hold_ns;
+	Json j = monitor_result_header("tracepoint", o_, t0_, t1_, interrupted_);
 	j["min_wait_ns"] = kMonitorMinWaitNs;
 	j["events"] = h_.events;
 	j["unpaired_events"] = h_.unpaired;
@@ -416,6 +409,20 @@ void Session::print_table()
 }
 
 } // namespace
+
+Json monitor_result_header(const char *backend, const MonitorOptions &o, uint64_t t0,
+			   uint64_t t1, bool interrupted)
+{
+	Json j = Json::object();
+	j["schema"] = "ptwalk.monitor/1";
+	j["backend"] = backend;
+	j["duration_ns"] = t1 - t0;
+	j["requested_duration_ns"] = o.duration_ns;
+	j["interrupted"] = interrupted;
+	j["start_ns"] = t0;
+	j["min_hold_ns"] = o.min_hold_ns;
+	return j;
+}
 
 int run_monitor(const MonitorOptions &o)
 {
