@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "ptwalk/backend.hpp"
-#include "ptwalk/calibrate.hpp"
+#include "ptwalk/alias_bias.hpp"
 #include "ptwalk/clock.hpp"
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/perf_session.hpp"
@@ -113,7 +113,7 @@ std::string validate_run(RunOptions &o)
 	if (sc.backing == Backing::alias && sc.physical < 4096)
 		return "--physical must be at least 4K";
 	if (sc.backing == Backing::alias && o.calibrate_size == UINT64_MAX)
-		o.calibrate_size = default_calibration_size(m.available);
+		o.calibrate_size = default_alias_bias_size(m.available);
 	if (sc.backing == Backing::alias && o.calibrate_size && !o.force) {
 		const uint64_t margin = std::max<uint64_t>(512ull << 20, m.total / 20);
 		if (o.calibrate_size + o.calibrate_size / 512 + margin > m.available)
@@ -230,7 +230,7 @@ struct Run {
 	}
 };
 
-void calibrate_alias_if_needed(Run &r)
+void measure_alias_bias_if_needed(Run &r)
 {
 	const Scenario &sc = r.o.sc;
 	if (sc.backing != Backing::alias)
@@ -244,8 +244,8 @@ void calibrate_alias_if_needed(Run &r)
 		fprintf(stderr, "calibrating the aliasing bias up to %s "
 			"(distinct vs aliased pages, cost and stall)...\n",
 			format_bytes(r.o.calibrate_size).c_str());
-	r.result["alias_calibration"] = calibrate_alias(
-		sc, calibration_sizes(r.o.calibrate_size), 5, &g_signal);
+	r.result["alias_calibration"] = measure_alias_bias(
+		sc, alias_bias_sizes(r.o.calibrate_size), 5, &g_signal);
 }
 
 // Waits for the workload to populate (a progress bar past a second on a
@@ -558,7 +558,7 @@ int run_command(RunOptions o)
 	Run r{o};
 	r.sh = sh;
 	r.result = run_result::header(o);
-	calibrate_alias_if_needed(r);
+	measure_alias_bias_if_needed(r);
 	r.t_start = now_ns();
 	r.wl = fork_child([&] { return workload_main(o.sc, sh); });
 	if (r.wl < 0) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <gtest/gtest.h>
 
-#include "ptwalk/calibrate.hpp"
+#include "ptwalk/alias_bias.hpp"
 #include "ptwalk/vma_layout.hpp"
 
 using namespace ptwalk;
@@ -172,7 +172,7 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 {
 	Json cal = Json::object();
 	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
-	judge_calibration(cal);
+	judge_alias_bias(cal);
 	// 10% apart: corrected, by the mean
 	EXPECT_NEAR(cal.find("ratio")->find("smaps_rollup")->number().value(), 0.84, 1e-9);
 	EXPECT_NEAR(cal.find("stall_ratio")->find("smaps_rollup")->number().value(), 1.05, 1e-9);
@@ -180,7 +180,7 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 
 	Json bad = Json::object();
 	bad["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_calibration(bad);
+	judge_alias_bias(bad);
 	EXPECT_FALSE(bad.find("ratio")->find("smaps_rollup"));
 	EXPECT_FALSE(bad.find("stall_ratio")->find("smaps_rollup"));
 	const Json *e = bad.find("kinds")->find("smaps_rollup");
@@ -191,7 +191,7 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 	// the stall disagreeing alone keeps the cost correction, not the stall one
 	Json st = Json::object();
 	st["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
-	judge_calibration(st);
+	judge_alias_bias(st);
 	EXPECT_TRUE(st.find("ratio")->find("smaps_rollup"));
 	EXPECT_FALSE(st.find("stall_ratio")->find("smaps_rollup"));
 	EXPECT_NE(st.find("kinds")->find("smaps_rollup")->find("why")->string().value().find(
@@ -201,7 +201,7 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 	// one size: nothing is called corrected
 	Json one = Json::object();
 	one["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 1.0)});
-	judge_calibration(one);
+	judge_alias_bias(one);
 	EXPECT_FALSE(one.find("ratio")->find("smaps_rollup"));
 }
 
@@ -209,7 +209,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 {
 	Json cal = Json::object();
 	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_calibration(cal);
+	judge_alias_bias(cal);
 	Json r = aliased_result(cal);
 	add_stall_estimates(r, LayoutSpec{});
 	const Json *sr = r.find("stall_estimate")->find("kinds")->find("smaps_rollup");
@@ -221,7 +221,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 
 	Json good = Json::object();
 	good["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)});
-	judge_calibration(good);
+	judge_alias_bias(good);
 	Json r2 = aliased_result(good);
 	add_stall_estimates(r2, LayoutSpec{});
 	const Json *c = r2.find("stall_estimate")->find("kinds")->find("smaps_rollup");
@@ -231,9 +231,9 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 
 TEST(Calibration, Sizes)
 {
-	EXPECT_EQ(calibration_sizes(8 * GiB), (std::vector<uint64_t>{2 * GiB, 8 * GiB}));
-	EXPECT_EQ(calibration_sizes(4 * GiB), (std::vector<uint64_t>{2 * GiB, 4 * GiB}));
-	EXPECT_EQ(calibration_sizes(256ull << 20),
+	EXPECT_EQ(alias_bias_sizes(8 * GiB), (std::vector<uint64_t>{2 * GiB, 8 * GiB}));
+	EXPECT_EQ(alias_bias_sizes(4 * GiB), (std::vector<uint64_t>{2 * GiB, 4 * GiB}));
+	EXPECT_EQ(alias_bias_sizes(256ull << 20),
 		  (std::vector<uint64_t>{128ull << 20, 256ull << 20}));
-	EXPECT_EQ(calibration_sizes(2ull << 20), (std::vector<uint64_t>{2ull << 20}));
+	EXPECT_EQ(alias_bias_sizes(2ull << 20), (std::vector<uint64_t>{2ull << 20}));
 }

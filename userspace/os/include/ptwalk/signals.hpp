@@ -18,7 +18,7 @@ public:
 
 	// 0, or the number of the last stop signal caught
 	static int caught() { return int(flag()); }
-	// what the handler writes, for code that polls it (calibrate_alias)
+	// what the handler writes, for code that polls it (measure_alias_bias)
 	static volatile sig_atomic_t &flag();
 
 private:

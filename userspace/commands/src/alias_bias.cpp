@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "ptwalk/calibrate.hpp"
+#include "ptwalk/alias_bias.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -145,14 +145,14 @@ std::string fmt2(double x)
 
 } // namespace
 
-uint64_t default_calibration_size(uint64_t avail)
+uint64_t default_alias_bias_size(uint64_t avail)
 {
 	const uint64_t fit = avail / 2;
 	return std::max<uint64_t>(256ull << 20, std::min<uint64_t>(8ull << 30, fit)) &
 	       ~uint64_t((2u << 20) - 1);
 }
 
-std::vector<uint64_t> calibration_sizes(uint64_t largest)
+std::vector<uint64_t> alias_bias_sizes(uint64_t largest)
 {
 	const uint64_t align = ~uint64_t((2u << 20) - 1);
 	largest &= align;
@@ -162,7 +162,7 @@ std::vector<uint64_t> calibration_sizes(uint64_t largest)
 	return {small, largest};
 }
 
-void judge_calibration(Json &cal, double tol)
+void judge_alias_bias(Json &cal, double tol)
 {
 	const Json *sizes = cal.find("sizes");
 	if (!sizes)
@@ -257,7 +257,7 @@ void judge_calibration(Json &cal, double tol)
 	cal["stall_ratio"] = std::move(sratio);
 }
 
-Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
+Json measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
 		     const volatile sig_atomic_t *stop)
 {
 	Json j = Json::object();
@@ -353,7 +353,7 @@ Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int
 	j["distinct_ns_per_pte"] = std::move(last_d);
 	j["aliased_ns_per_pte"] = std::move(last_a);
 	j["sizes"] = std::move(per_size);
-	judge_calibration(j);
+	judge_alias_bias(j);
 	return j;
 }
 

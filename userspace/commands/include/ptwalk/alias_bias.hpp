@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Not `ptwalk calibrate`, which writes the selftests' budgets for a host
+// class (selftests/ptwalk_calibrate.c): this is `ptwalk run --calibrate-size`.
 // Aliasing bias: walks over one physical page mapped many times keep struct
 // pages cache-hot but meet pages mapped many times (mapcounts, shared
 // young bits), so their ns/PTE differs from walks over distinct pages, in
@@ -20,7 +22,7 @@
 namespace ptwalk {
 
 // Sizes agree when (largest - smallest) / smallest <= this.
-constexpr double kCalibrationTolerance = 0.15;
+constexpr double kAliasBiasTolerance = 0.15;
 
 // For each size and each walk kind of sc.profile, one workload of `size`
 // bytes of memfd mapped once (distinct pages, one VMA) and one of `size`
@@ -31,19 +33,19 @@ constexpr double kCalibrationTolerance = 0.15;
 // Returns the document results/SCHEMA.md describes under alias_calibration,
 // or {"skipped": reason}. Stops early ({"skipped":"interrupted"}) once *stop
 // is set.
-Json calibrate_alias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
+Json measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
 		     const volatile sig_atomic_t *stop);
 
 // The per-kind verdict from the per-size figures ("sizes" of a calibration):
 // "kinds" (ranges, spreads, corrected or not and why), "ratio" (cost, kinds
 // whose sizes agree) and "stall_ratio" (stall model, kinds whose sizes agree).
 // Pure: unit-tested on synthetic figures.
-void judge_calibration(Json &cal, double tolerance = kCalibrationTolerance);
+void judge_alias_bias(Json &cal, double tolerance = kAliasBiasTolerance);
 
 // Default largest calibration size: 8 GiB, or what fits next to nothing else.
-uint64_t default_calibration_size(uint64_t mem_available);
+uint64_t default_alias_bias_size(uint64_t mem_available);
 // The sizes calibrated for a largest size: 2 GiB (half of it when it is 4 GiB
 // or less) and the largest, 2 MiB aligned, ascending.
-std::vector<uint64_t> calibration_sizes(uint64_t largest);
+std::vector<uint64_t> alias_bias_sizes(uint64_t largest);
 
 } // namespace ptwalk
