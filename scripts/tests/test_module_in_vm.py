@@ -84,12 +84,14 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
         assert res["walk_summary"][name]["incomplete"] == val["short_after_yielding_lock"]
         walks = [w for w in walks if "incomplete" not in w]
         if name in ("clear_refs", "smaps_rollup"):
-            # within 20%, on the median: a single walk's syscall time also
-            # holds a preemption of the scanner (e.g. when the waiter it
-            # released is woken), one tick on a busy 2-CPU guest
-            k = statistics.median(w["kernel_duration_ns"] for w in walks)
-            s = statistics.median(w["syscall_ns"] for w in walks)
-            assert k >= 0.8 * s, (name, k, s)
+            # within 20%, walk by walk, on the median of the ratios: a
+            # single walk's syscall time also holds a preemption of the
+            # scanner (e.g. when the waiter it released is woken), one tick
+            # on a busy 2-CPU guest. Paired, as the two views are of the
+            # same walk: the medians of the two columns apart compare
+            # different walks when durations spread 4-21 ms (TCG)
+            ratios = sorted(w["kernel_duration_ns"] / w["syscall_ns"] for w in walks)
+            assert statistics.median(ratios) >= 0.8, (name, [round(x, 2) for x in ratios])
 
     # 6.1 skips the VMA smaps_rollup finds after yielding mmap_lock: over 64
     # VMAs with a writer waiting, some walks skip, each one seen by both
