@@ -58,20 +58,7 @@ public:
 		Tracefs tfs;
 		if (!tfs.open(err))
 			return false;
-		static const char *names[3] = {"mmap_lock_start_locking",
-					       "mmap_lock_acquire_returned",
-					       "mmap_lock_released"};
-		std::optional<TraceEventFormat> f[3];
-		for (int i = 0; i < 3; i++) {
-			f[i] = tfs.event_format("mmap_lock", names[i], err);
-			if (!f[i]) {
-				if (err)
-					*err += " (tracepoint mmap_lock:" + std::string(names[i]) +
-						" missing? needs Linux >= 5.11)";
-				return false;
-			}
-		}
-		if (!decoder_.init(*f[0], *f[1], *f[2], err))
+		if (!decoder_.init(tfs, err))
 			return false;
 		std::vector<uint32_t> ids = decoder_.ids();
 		// lifecycle: optional (their absence is reported, not fatal)

@@ -75,6 +75,26 @@ void EventReorder::flush(uint64_t drained_at_ns, bool final,
 	pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
 }
 
+bool MmapLockDecoder::init(const Tracefs &tfs, std::string *err)
+{
+	static const char *names[3] = {"mmap_lock_start_locking",
+				       "mmap_lock_acquire_returned",
+				       "mmap_lock_released"};
+	std::optional<TraceEventFormat> f[3];
+	for (int i = 0; i < 3; i++) {
+		f[i] = tfs.event_format("mmap_lock", names[i], err);
+		if (!f[i]) {
+			if (err)
+				*err += " (tracepoint mmap_lock:" + std::string(names[i]) +
+					" missing? needs Linux >= 5.11)";
+			return false;
+		}
+	}
+	if (!init(*f[0], *f[1], *f[2], err))
+		return false;
+	return true;
+}
+
 bool MmapLockDecoder::init(const TraceEventFormat &start,
 			   const TraceEventFormat &acq,
 			   const TraceEventFormat &rel, std::string *err)
@@ -156,20 +176,7 @@ bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
 	if (!tfs.open(err))
 		return false;
 	mounted_by_us_ = tfs.mounted_by_us();
-	static const char *names[3] = {"mmap_lock_start_locking",
-				       "mmap_lock_acquire_returned",
-				       "mmap_lock_released"};
-	std::optional<TraceEventFormat> f[3];
-	for (int i = 0; i < 3; i++) {
-		f[i] = tfs.event_format("mmap_lock", names[i], err);
-		if (!f[i]) {
-			if (err)
-				*err += " (tracepoint mmap_lock:" + std::string(names[i]) +
-					" missing? needs Linux >= 5.11)";
-			return false;
-		}
-	}
-	if (!decoder_.init(*f[0], *f[1], *f[2], err))
+	if (!decoder_.init(tfs, err))
 		return false;
 	tfs.release(); // the perf events keep their tracepoints
 

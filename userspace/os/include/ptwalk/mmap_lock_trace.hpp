@@ -117,6 +117,9 @@ public:
 	// rel = mmap_lock_released.
 	bool init(const TraceEventFormat &start, const TraceEventFormat &acq,
 		  const TraceEventFormat &rel, std::string *err);
+	// The three formats read from tracefs, then init(); false with *err
+	// naming the missing tracepoint.
+	bool init(const Tracefs &tfs, std::string *err);
 	bool decode(const PerfSample &s, LockEvent &out) const;
 	std::vector<uint32_t> ids() const;
 	// "memcg_id" (6.8+), "memcg_path" (older) or "none": informational.
