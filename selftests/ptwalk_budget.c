@@ -4,6 +4,7 @@
  * Declared in ptwalk_util.h.
  */
 #include "ptwalk_util_int.h"
+#include "kselftest.h"
 
 /* ---- budgets ------------------------------------------------------- */
 
@@ -22,7 +23,7 @@ static int budget_parse(struct ptw_budget *b, const char *path)
 	FILE *f = fopen(path, "r");
 
 	if (!f) {
-		ptw_diag("budget: cannot open %s: %s", path, strerror(errno));
+		ksft_print_msg("budget: cannot open %s: %s\n", path, strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -37,7 +38,7 @@ static int budget_parse(struct ptw_budget *b, const char *path)
 			continue;
 		eq = strchr(k, '=');
 		if (!eq) {
-			ptw_diag("budget %s:%d: no '=': %s", path, lineno, k);
+			ksft_print_msg("budget %s:%d: no '=': %s\n", path, lineno, k);
 			bad++;
 			continue;
 		}
@@ -48,7 +49,7 @@ static int budget_parse(struct ptw_budget *b, const char *path)
 		d = strtod(v, &end);
 		end += strspn(end, " \t\r\n");
 		if (end == v || (*end && *end != '#')) {
-			ptw_diag("budget %s:%d: bad number: %s", path, lineno, v);
+			ksft_print_msg("budget %s:%d: bad number: %s\n", path, lineno, v);
 			bad++;
 			continue;
 		}
@@ -57,7 +58,7 @@ static int budget_parse(struct ptw_budget *b, const char *path)
 			    !strncmp(k, ptw_budget_keys[i], kl))
 				break;
 		if (i == PB_NR_KEYS) {
-			ptw_diag("budget %s:%d: unknown key %.*s (ignored)",
+			ksft_print_msg("budget %s:%d: unknown key %.*s (ignored)\n",
 				 path, lineno, (int)kl, k);
 			continue;
 		}
@@ -83,28 +84,6 @@ static bool exe_dir(char *buf, size_t len)
 	return true;
 }
 
-static char ptw_bad_budget[256];
-
-static enum ptw_result t_budget_file(const struct ptw_case *c, char *why,
-				     size_t len)
-{
-	(void)c;
-	snprintf(why, len, "budget file %s unreadable or malformed",
-		 ptw_bad_budget);
-	return PTW_FAIL;
-}
-
-void ptw_budget_load_case(struct ptw_budget *b, const char *path,
-			  struct ptw_case *cases, unsigned int *n)
-{
-	if (!ptw_budget_load(b, path))
-		return;
-	snprintf(ptw_bad_budget, sizeof(ptw_bad_budget), "%s",
-		 path ? path : "(default)");
-	cases[*n] = (struct ptw_case){ .fn = t_budget_file };
-	snprintf(cases[(*n)++].name, sizeof(cases[0].name), "budget_file");
-}
-
 int ptw_budget_load(struct ptw_budget *b, const char *path)
 {
 	char dir[PATH_MAX], cls[200], p[PATH_MAX + 256];
@@ -116,7 +95,7 @@ int ptw_budget_load(struct ptw_budget *b, const char *path)
 	snprintf(b->source, sizeof(b->source), "built-in defaults");
 	if (path) {
 		r = budget_parse(b, path);
-		ptw_diag("budget: %s%s", path, r ? " (ERROR)" : "");
+		ksft_print_msg("budget: %s%s\n", path, r ? " (ERROR)" : "");
 		return r;
 	}
 	if (bdir && *bdir) {
@@ -131,18 +110,18 @@ int ptw_budget_load(struct ptw_budget *b, const char *path)
 		snprintf(p, sizeof(p), "%s/%s.budget", dir, cls);
 		if (access(p, R_OK) == 0) {
 			r = budget_parse(b, p);
-			ptw_diag("budget: %s (host class %s)%s", p, cls,
+			ksft_print_msg("budget: %s (host class %s)%s\n", p, cls,
 				 r ? " (ERROR)" : "");
 			return r;
 		}
 		snprintf(p, sizeof(p), "%s/default.budget", dir);
 		if (access(p, R_OK) == 0) {
 			r = budget_parse(b, p);
-			ptw_diag("budget: %s (no %s.budget for this host class)%s",
+			ksft_print_msg("budget: %s (no %s.budget for this host class)%s\n",
 				 p, cls, r ? " (ERROR)" : "");
 			return r;
 		}
 	}
-	ptw_diag("budget: built-in defaults (host class %s)", cls);
+	ksft_print_msg("budget: built-in defaults (host class %s)\n", cls);
 	return 0;
 }

@@ -1,28 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * With the ptwalk module loaded (/sys/kernel/debug/ptwalk/ exists):
- *  - pte_slots.<backing>: the PTE slots the module counts for one walk
+ * With the ptwalk module loaded (/sys/kernel/debug/ptwalk/ exists), per
+ * backing (the variants anon, thp, shmem, file):
+ *  - module.<backing>.pte_slots: the PTE slots the module counts for one walk
  *    (module/README.md: sum of (end - addr) / PAGE_SIZE over the walk's
  *    per-PMD-range callbacks) cover the mapped size of the walked target,
  *    and exceed it by at most one PTE table per VMA of the target;
- *  - walk_recorded_once.<backing>: every walk is recorded exactly once,
+ *  - module.<backing>.walk_recorded_once: every walk is recorded exactly once,
  *    with the right kind, walker and target.
  * SKIPs "ptwalk module not loaded" without the debugfs directory.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
+#include "ptwalk_test.h"
 #include "ptwalk_abi.h"
-#include "ptwalk_util.h"
 
 #define PTWALK_DEBUGFS "/sys/kernel/debug/" PTW_DEBUGFS_DIR
-
-static struct ptw_opts opts;
 
 /* value of key in one "k1=v1 k2=v2 ..." record line, or NULL */
 static const char *
@@ -100,9 +91,14 @@ static unsigned int count_vmas(pid_t pid)
 	return n;
 }
 
-static enum ptw_result module_check(const struct ptw_case *c,
-				    struct ptw_target *t, char *why,
-				    size_t len)
+/*
+ * NWALKS clear_refs and NWALKS smaps_rollup walks of t, each recorded
+ * exactly once with the right kind, walker and target; with check_slots,
+ * each record's PTE slots within [pages, pages + one table per VMA].
+ */
+static bool module_check(struct __test_metadata *_metadata,
+			 struct ptw_target *t, bool check_slots, char *why,
+			 size_t len)
 {
 	static const int kinds[] = { PW_CLEAR_REFS, PW_SMAPS_ROLLUP };
 	struct walk_rec recs[256];
@@ -113,19 +109,19 @@ static enum ptw_result module_check(const struct ptw_case *c,
 
 	if (read_walks(~0ULL, recs, 0, &seq0) < 0) {
 		snprintf(why, len, "%s/walks: %m", PTWALK_DEBUGFS);
-		return PTW_FAIL;
+		return false;
 	}
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < NWALKS; i++)
 			if (!ptw_walk_target(kinds[k], t)) {
 				snprintf(why, len, "%s walk of pid %d failed: %m",
 					 ptw_walker_names[kinds[k]], t->pid);
-				return PTW_FAIL;
+				return false;
 			}
 	n = read_walks(seq0, recs, 256, NULL);
 	if (n < 0) {
 		snprintf(why, len, "%s/walks: %m", PTWALK_DEBUGFS);
-		return PTW_FAIL;
+		return false;
 	}
 	for (i = 0; i < (unsigned int)n; i++) {
 		const struct walk_rec *r = &recs[i];
@@ -135,64 +131,84 @@ static enum ptw_result module_check(const struct ptw_case *c,
 		if (r->walker != getpid()) {
 			snprintf(why, len, "walk seq %llu of pid %d names walker %ld, not %d",
 				 r->seq, t->pid, r->walker, getpid());
-			return PTW_FAIL;
+			return false;
 		}
 		for (k = 0; k < 2; k++)
 			if (!strcmp(r->kind, ptw_walker_names[kinds[k]]))
 				mine[k]++;
-		if (c->arg == 0 && (r->pte_slots < pages ||
+		if (check_slots && (r->pte_slots < pages ||
 				    r->pte_slots > pages + 512ULL * vmas)) {
 			snprintf(why, len, "%s walk seq %llu: %llu PTE slots, want %llu.."
 				 "%llu (%llu pages mapped, %u VMAs)", r->kind,
 				 r->seq, r->pte_slots, pages, pages + 512ULL * vmas,
 				 pages, vmas);
-			return PTW_FAIL;
+			return false;
 		}
 	}
 	for (k = 0; k < 2; k++)
 		if (mine[k] != NWALKS) {
 			snprintf(why, len, "%d %s walks of pid %d made, %d recorded",
 				 NWALKS, ptw_walker_names[kinds[k]], t->pid, mine[k]);
-			return PTW_FAIL;
+			return false;
 		}
-	ptw_diag("%d clear_refs + %d smaps_rollup walks of %llu pages, each recorded once%s",
-		 NWALKS, NWALKS, pages, c->arg == 0 ? ", PTE slots within one table per VMA" : "");
-	return PTW_PASS;
+	TH_LOG("%d clear_refs + %d smaps_rollup walks of %llu pages, each recorded once%s",
+	       NWALKS, NWALKS, pages, check_slots ? ", PTE slots within one table per VMA" : "");
+	return true;
 }
 
-static enum ptw_result t_module(const struct ptw_case *c, char *why,
-				size_t len)
-{
+/* a walk target of the variant's backing, spawned per test */
+FIXTURE(module) {
 	struct ptw_target t;
-	enum ptw_result r;
+	bool spawned;
+};
 
-	if (access(PTWALK_DEBUGFS, F_OK)) {
-		snprintf(why, len, "ptwalk module not loaded");
-		return PTW_SKIP;
-	}
-	if (c->backing == PTW_THP && !ptw_thp_usable(why, len))
-		return PTW_SKIP;
-	if (ptw_target_spawn(&t, c->backing, opts.small_mb << 20, why, len))
-		return PTW_FAIL;
-	r = module_check(c, &t, why, len);
-	ptw_target_kill(&t);
-	return r;
-}
+FIXTURE_VARIANT(module) {
+	int backing;
+};
 
-int main(int argc, char **argv)
+FIXTURE_VARIANT_ADD(module, anon) { .backing = PTW_ANON };
+FIXTURE_VARIANT_ADD(module, thp) { .backing = PTW_THP };
+FIXTURE_VARIANT_ADD(module, shmem) { .backing = PTW_SHMEM };
+FIXTURE_VARIANT_ADD(module, file) { .backing = PTW_FILE };
+
+FIXTURE_SETUP(module)
 {
-	static const char *const kinds[] = { "pte_slots", "walk_recorded_once" };
-	struct ptw_case cases[2 * PTW_NR_BACKINGS];
-	unsigned int n = 0, k;
-	int b;
+	char why[512];
 
-	ptw_parse_opts(argc, argv, &opts);
-	for (k = 0; k < 2; k++)
-		for (b = 0; b < PTW_NR_BACKINGS; b++) {
-			cases[n] = (struct ptw_case){ .fn = t_module,
-						      .backing = b, .arg = k };
-			snprintf(cases[n++].name, sizeof(cases[0].name),
-				 "%s.%s", kinds[k], ptw_backing_name(b));
-		}
-	return ptw_run_cases(cases, n);
+	if (access(PTWALK_DEBUGFS, F_OK))
+		SKIP(return, "ptwalk module not loaded");
+	PTW_SKIP_UNLESS_THP(variant->backing, return);
+	ASSERT_EQ(0, ptw_target_spawn(&self->t, variant->backing,
+				      ptw_opts.small_mb << 20, why, sizeof(why)))
+		TH_LOG("%s", why);
+	self->spawned = true;
 }
+
+FIXTURE_TEARDOWN(module)
+{
+	if (self->spawned)
+		ptw_target_kill(&self->t);
+}
+
+TEST_F_TIMEOUT(module, pte_slots, PTW_TIMEOUT_SHORT)
+{
+	char why[1024] = "";
+
+	/* the 6.1 harness runs the test after a SKIP() in setup */
+	if (!self->spawned)
+		return;
+	ASSERT_TRUE(module_check(_metadata, &self->t, true, why, sizeof(why)))
+		TH_LOG("%s", why);
+}
+
+TEST_F_TIMEOUT(module, walk_recorded_once, PTW_TIMEOUT_SHORT)
+{
+	char why[1024] = "";
+
+	if (!self->spawned)
+		return;
+	ASSERT_TRUE(module_check(_metadata, &self->t, false, why, sizeof(why)))
+		TH_LOG("%s", why);
+}
+
+#include "ptwalk_test_main.h"

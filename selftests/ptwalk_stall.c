@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Stall bound: while a clear_refs walk of this process holds mmap_lock
+ * stall.mmap_stall_during_clear_refs: while a clear_refs walk of this process holds mmap_lock
  * for write (5.11+: 29a951dfb3c3), a thread of the process doing 64 KiB
  * mmap/munmap in a loop waits. Each of its calls is timed; every call
  * overlapping a walk must take at most
@@ -8,20 +8,14 @@
  * and calls overlapping no walk at most stall_slack_ns.
  * The walked region is the largest cost size (PTWALK_MIN_MB << 4, 4 KiB
  * anon); PTWALK_WALKS walks (default 12) with idle gaps between them.
+ * budget_file checks the budget file the bound comes from.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#include "ptwalk_util.h"
+#include "ptwalk_test.h"
 
 #define MAX_EVENTS	(1 << 16)
 #define EVENT_MIN_NS	20000ULL	/* record calls longer than 20 us */
@@ -31,8 +25,6 @@ struct span {
 	int op;			/* 0 mmap, 1 munmap, 2 walk */
 };
 
-static struct ptw_opts opts;
-static struct ptw_budget budget;
 static struct span events[MAX_EVENTS];
 static atomic_uint nevents;
 static atomic_bool stop;
@@ -92,23 +84,28 @@ static int cmp_dur(const void *a, const void *b)
 	return dx < dy ? -1 : dx > dy;
 }
 
-static enum ptw_result one_attempt(char *why, size_t len)
+/* one attempt: false, with why, when a call breached its bound */
+static bool one_attempt(struct __test_metadata *_metadata,
+			const struct ptw_budget *budget, char *why, size_t len)
 {
-	size_t size = ptw_max_mb(&opts) << 20;
-	struct span *walks = calloc(opts.walks, sizeof(*walks));
-	double factor = budget.v[PB_STALL_FACTOR];
-	double slack = budget.v[PB_STALL_SLACK_NS];
+	const struct ptw_opts *o = &ptw_opts;
+	size_t size = ptw_max_mb(o) << 20;
+	struct span *walks = calloc(o->walks, sizeof(*walks));
+	double factor = budget->v[PB_STALL_FACTOR];
+	double slack = budget->v[PB_STALL_SLACK_NS];
 	uint64_t max_in = 0, max_out = 0, wmax = 0, gap;
 	double worst = -1, worst_bound = 0;
 	unsigned int i, j, n, n_in = 0, worst_i = 0;
-	enum ptw_result res = PTW_PASS;
+	bool res = true;
 	struct ptw_region r;
 	pthread_t th;
 	struct span *sorted;
 
 	if (!walks || ptw_region_map(&r, PTW_ANON, size, why, len)) {
+		if (!walks)
+			snprintf(why, len, "out of memory");
 		free(walks);
-		return PTW_FAIL;
+		return false;
 	}
 	ptw_touch(r.addr, size, true);
 	ptw_clear_refs("1");		/* warm-up walk */
@@ -119,14 +116,14 @@ static enum ptw_result one_attempt(char *why, size_t len)
 		snprintf(why, len, "pthread_create failed");
 		ptw_region_unmap(&r);
 		free(walks);
-		return PTW_FAIL;
+		return false;
 	}
 	sleep_ns(50000000);
-	for (i = 0; i < opts.walks; i++) {
+	for (i = 0; i < o->walks; i++) {
 		walks[i].start = ptw_now_ns();
 		if (ptw_clear_refs("1")) {
 			snprintf(why, len, "clear_refs: %s", strerror(errno));
-			res = PTW_FAIL;
+			res = false;
 		}
 		walks[i].end = ptw_now_ns();
 		walks[i].op = 2;
@@ -146,7 +143,7 @@ static enum ptw_result one_attempt(char *why, size_t len)
 		bool in = false;
 		double bound;
 
-		for (i = 0; i < opts.walks; i++)
+		for (i = 0; i < o->walks; i++)
 			if (walks[i].start < events[j].end &&
 			    walks[i].end > events[j].start) {
 				in = true;
@@ -166,29 +163,29 @@ static enum ptw_result one_attempt(char *why, size_t len)
 			worst_i = j;
 		}
 	}
-	sorted = malloc(opts.walks * sizeof(*sorted));
+	sorted = malloc(o->walks * sizeof(*sorted));
 	if (sorted) {
-		memcpy(sorted, walks, opts.walks * sizeof(*sorted));
-		qsort(sorted, opts.walks, sizeof(*sorted), cmp_dur);
-		wmax = sorted[opts.walks - 1].end - sorted[opts.walks - 1].start;
-		ptw_diag("%u clear_refs walks of %zu MiB (%zu PTEs): min %.2f "
-			 "median %.2f max %.2f ms", opts.walks, size >> 20,
+		memcpy(sorted, walks, o->walks * sizeof(*sorted));
+		qsort(sorted, o->walks, sizeof(*sorted), cmp_dur);
+		wmax = sorted[o->walks - 1].end - sorted[o->walks - 1].start;
+		TH_LOG("%u clear_refs walks of %zu MiB (%zu PTEs): min %.2f "
+			 "median %.2f max %.2f ms", o->walks, size >> 20,
 			 size / ptw_page_size,
 			 (sorted[0].end - sorted[0].start) / 1e6,
-			 (sorted[opts.walks / 2].end -
-			  sorted[opts.walks / 2].start) / 1e6, wmax / 1e6);
+			 (sorted[o->walks / 2].end -
+			  sorted[o->walks / 2].start) / 1e6, wmax / 1e6);
 		free(sorted);
 	}
-	ptw_diag("%llu mmap+munmap pairs (%llu mmap errors); calls > 20 us: "
+	TH_LOG("%llu mmap+munmap pairs (%llu mmap errors); calls > 20 us: "
 		 "%u, %u of them during a walk; longest during a walk %.2f ms, "
 		 "outside %.2f ms", (unsigned long long)nops,
 		 (unsigned long long)op_errors, n, n_in, max_in / 1e6,
 		 max_out / 1e6);
-	ptw_diag("bound: walk x %.2f + %.2f ms slack (%s)", factor,
-		 slack / 1e6, budget.source);
+	TH_LOG("bound: walk x %.2f + %.2f ms slack (%s)", factor,
+		 slack / 1e6, budget->source);
 	if (!nops) {
 		snprintf(why, len, "mapper thread made no progress");
-		res = PTW_FAIL;
+		res = false;
 	}
 	if (worst > 1.0) {
 		struct span *e = &events[worst_i];
@@ -199,11 +196,29 @@ static enum ptw_result one_attempt(char *why, size_t len)
 			 e->op ? "munmap" : "mmap", (e->end - e->start) / 1e6,
 			 worst_bound / 1e6, factor, slack / 1e6,
 			 size / ptw_page_size, wmax / 1e6);
-		res = PTW_FAIL;
+		res = false;
 	}
 	free(walks);
 	return res;
 }
+
+FIXTURE(stall) {
+	struct ptw_budget budget;
+};
+
+FIXTURE_SETUP(stall)
+{
+	/* a broken file fails budget_file; here what could be read is used */
+	if (ptw_budget_load(&self->budget, ptw_opts.budget))
+		TH_LOG("budget file broken (see budget_file): defaults for "
+		       "what could not be read");
+}
+
+FIXTURE_TEARDOWN(stall)
+{
+}
+
+PTW_BUDGET_FILE_TEST
 
 /*
  * Wall-clock bounds on a shared 2-vCPU VM: one attempt can lose 100+ ms
@@ -211,33 +226,20 @@ static enum ptw_result one_attempt(char *why, size_t len)
  * (default 3) independent attempts all breach; a kernel whose stalls
  * really exceed the bound fails every attempt.
  */
-static enum ptw_result t_stall(const struct ptw_case *c, char *why,
-			       size_t len)
+TEST_F_TIMEOUT(stall, mmap_stall_during_clear_refs, PTW_TIMEOUT_LONG)
 {
 	const char *s = getenv("PTWALK_ATTEMPTS");
 	unsigned int i, attempts = s && atoi(s) > 0 ? atoi(s) : 3;
-	enum ptw_result r = PTW_FAIL;
+	char why[1024] = "";
+	bool ok = false;
 
-	(void)c;
-	for (i = 1; i <= attempts; i++) {
-		ptw_diag("attempt %u of %u", i, attempts);
-		r = one_attempt(why, len);
-		if (r != PTW_FAIL)
-			break;
-		ptw_diag("attempt %u breached: %s", i, why);
+	for (i = 1; i <= attempts && !ok; i++) {
+		TH_LOG("attempt %u of %u", i, attempts);
+		ok = one_attempt(_metadata, &self->budget, why, sizeof(why));
+		if (!ok)
+			TH_LOG("attempt %u breached: %s", i, why);
 	}
-	return r;
+	ASSERT_TRUE(ok) TH_LOG("%s", why);
 }
 
-int main(int argc, char **argv)
-{
-	struct ptw_case cases[2];
-	unsigned int n = 0;
-
-	ptw_parse_opts(argc, argv, &opts);
-	ptw_budget_load_case(&budget, opts.budget, cases, &n);
-	cases[n] = (struct ptw_case){ .fn = t_stall };
-	snprintf(cases[n++].name, sizeof(cases[0].name),
-		 "mmap_stall_during_clear_refs");
-	return ptw_run_cases(cases, n);
-}
+#include "ptwalk_test_main.h"

@@ -235,13 +235,22 @@ static void usage(const char *prog)
 	       "          [--thp-mb N] [--long] [--budget FILE] [--out FILE]\n"
 	       "env: PTWALK_MIN_MB PTWALK_REPS PTWALK_SMALL_MB PTWALK_WALKS\n"
 	       "     PTWALK_THP_MB PTWALK_LONG=1 PTWALK_BUDGET PTWALK_TMPDIR\n"
-	       "     PTWALK_ATTEMPTS PTWALK_REPLICAS PTWALK_BUDGET_DIR PTWALK_FLUSH_MB\n",
+	       "     PTWALK_ATTEMPTS PTWALK_REPLICAS PTWALK_BUDGET_DIR PTWALK_FLUSH_MB\n"
+	       "test programs: other arguments are left to the kselftest harness\n",
 	       prog);
 }
 
-void ptw_parse_opts(int argc, char **argv, struct ptw_opts *o)
+struct ptw_opts ptw_opts;
+
+/*
+ * Environment first, then arguments. strict: an unknown argument prints
+ * the usage and exits 1; otherwise it is kept in argv (compacted, *argc
+ * updated) for the kselftest harness.
+ */
+static void parse_opts(int *argcp, char **argv, struct ptw_opts *o,
+		       bool strict)
 {
-	int i;
+	int i, argc = *argcp, kept = 1;
 
 	ptw_init();
 	memset(o, 0, sizeof(*o));
@@ -282,10 +291,17 @@ void ptw_parse_opts(int argc, char **argv, struct ptw_opts *o)
 			o->budget = v, i++;
 		} else if (v && !strcmp(a, "--out")) {
 			o->out = v, i++;
-		} else {
+		} else if (strict) {
 			usage(argv[0]);
-			exit(KSFT_FAIL);
+			exit(1);
+		} else {
+			argv[kept++] = argv[i];
+			continue;
 		}
+	}
+	if (!strict) {
+		*argcp = kept;
+		argv[kept] = NULL;
 	}
 	if (!o->min_mb)
 		o->min_mb = 1;
@@ -302,4 +318,14 @@ void ptw_parse_opts(int argc, char **argv, struct ptw_opts *o)
 		if (o->thp_mb < 256)
 			o->thp_mb = 256;
 	}
+}
+
+void ptw_parse_opts(int argc, char **argv, struct ptw_opts *o)
+{
+	parse_opts(&argc, argv, o, true);
+}
+
+void ptw_take_opts(int *argc, char **argv, struct ptw_opts *o)
+{
+	parse_opts(argc, argv, o, false);
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ptwalk selftests: shared helpers, one file each: KTAP output
- * (ptwalk_ktap.c), the system and options (ptwalk_sys.c), mappings per
+ * ptwalk selftests: shared helpers, one file each: the system and options
+ * (ptwalk_sys.c), mappings per
  * backing (ptwalk_map.c), /proc parsing, pagemap and PAGEMAP_SCAN
  * (ptwalk_proc.c), budgets (ptwalk_budget.c), walk targets and their timing
  * (ptwalk_target.c), fits (ptwalk_fit.h).
- * Modelled on tools/testing/selftests/mm/vm_util.[ch].
+ * Modelled on tools/testing/selftests/mm/vm_util.[ch]. The tests themselves
+ * run on the kernel's kselftest_harness.h (ptwalk_test.h); these helpers
+ * report through their return values and why buffers, diagnostics through
+ * kselftest.h's ksft_print_msg().
  */
 #ifndef PTWALK_UTIL_H
 #define PTWALK_UTIL_H
@@ -15,35 +18,6 @@
 #include <stdint.h>
 
 #include "ptwalk_fit.h"
-
-/* ---- KTAP ---------------------------------------------------------- */
-
-enum ptw_result { PTW_PASS, PTW_FAIL, PTW_SKIP };
-
-struct ptw_case;
-typedef enum ptw_result (*ptw_case_fn)(const struct ptw_case *c,
-				       char *why, size_t len);
-
-struct ptw_case {
-	char name[96];
-	ptw_case_fn fn;
-	int backing;		/* enum ptw_backing, or -1 */
-	int arg;		/* case specific */
-};
-
-/* "# ..." diagnostic line (KTAP comment) */
-void ptw_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * Print "TAP version 13", the plan (n, computed by the caller from its
- * case table), run every case and print "ok"/"not ok"/"# SKIP" lines and
- * the totals. Returns the kselftest exit code: 1 if anything failed,
- * 4 if everything was skipped, else 0.
- */
-int ptw_run_cases(const struct ptw_case *cases, unsigned int n);
-
-#define KSFT_PASS 0
-#define KSFT_FAIL 1
-#define KSFT_SKIP 4
 
 /* ---- system -------------------------------------------------------- */
 
@@ -79,7 +53,15 @@ struct ptw_opts {
 	const char *out;	/* --out FILE (calibration) */
 };
 
+/* every option; an unknown one prints the usage and exits 1 */
 void ptw_parse_opts(int argc, char **argv, struct ptw_opts *o);
+/*
+ * The test programs' options: ptwalk's are taken out of argv (argc
+ * updated), anything else is left for the kselftest harness.
+ */
+void ptw_take_opts(int *argc, char **argv, struct ptw_opts *o);
+/* the test programs' options, set by ptw_take_opts() before the harness runs */
+extern struct ptw_opts ptw_opts;
 static inline size_t ptw_max_mb(const struct ptw_opts *o)
 {
 	return o->min_mb << (o->points - 1);
@@ -175,12 +157,6 @@ extern const double ptw_budget_defaults[PB_NR_KEYS];
  * file: a test must fail, never silently fall back).
  */
 int ptw_budget_load(struct ptw_budget *b, const char *path);
-/*
- * ptw_budget_load(), and when the file it chose is unreadable or malformed,
- * a failing "budget_file" case appended at cases[*n] that names the file.
- */
-void ptw_budget_load_case(struct ptw_budget *b, const char *path,
-			  struct ptw_case *cases, unsigned int *n);
 
 /* ---- walks and their timing --------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * For the helpers' own files (ptwalk_{ktap,sys,map,proc,budget,target}.c):
+ * For the helpers' own files (ptwalk_{sys,map,proc,budget,target}.c):
  * the libc headers they use and the constants older libcs lack.
  */
 #ifndef PTWALK_UTIL_INT_H

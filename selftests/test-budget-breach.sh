@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Deliberately-broken check: a tiny budget (PTWALK_BUDGET) must make
-# ptwalk_cost FAIL, with the measured figure, the budget and the PTE count
-# in the message; the same run with the default budget must pass those
-# checks, and a malformed budget file must fail. Exits 0 when all of that
+# ptwalk_cost FAIL (its kselftest-harness test cost.clear_refs.budget), with
+# the measured figure, the budget and the PTE count in the message; the
+# same run with the default budget must pass that test, and a malformed
+# budget file must fail global.budget_file. Exits 0 when all of that
 # is detected correctly, 1 otherwise. Small sizes by default (fast);
 # override with PTWALK_MIN_MB.
 #
@@ -41,18 +42,18 @@ PTWALK_BUDGET="$tmp/tiny.budget" "$bin" > "$tmp/tiny.out" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/tiny.out"
 check "tiny budget: exit status 1 (got $rc)" '[ $rc -eq 1 ]'
-check "tiny budget: 'not ok N clear_refs.budget'" \
-	"grep -Eq '^not ok [0-9]+ clear_refs.budget\$' '$tmp/tiny.out'"
+check "tiny budget: 'not ok N cost.clear_refs.budget'" \
+	"grep -Eq '^not ok [0-9]+ cost\.clear_refs\.budget\$' '$tmp/tiny.out'"
 check "tiny budget: message has figure, budget and PTE count" \
 	"grep -Eq 'clear_refs: [0-9.]+ ns/PTE > budget 0.001 ns/PTE .* at [0-9]+ PTEs' '$tmp/tiny.out'"
 
 "$bin" > "$tmp/default.out" 2>&1
 sed 's/^/# /' "$tmp/default.out"
-check "default budget: 'ok N clear_refs.budget'" \
-	"grep -Eq '^ok [0-9]+ clear_refs.budget\$' '$tmp/default.out'"
+check "default budget: 'ok N cost.clear_refs.budget'" \
+	"grep -Eq '^ok [0-9]+ cost\.clear_refs\.budget\$' '$tmp/default.out'"
 
 PTWALK_BUDGET="$tmp/bad.budget" PTWALK_MIN_MB=4 PTWALK_ATTEMPTS=1 "$bin" > "$tmp/bad.out" 2>&1
 rc=$?
-check "malformed budget: fails (exit $rc) with 'not ok 1 budget_file'" \
-	"[ $rc -eq 1 ] && grep -Eq '^not ok 1 budget_file\$' '$tmp/bad.out'"
+check "malformed budget: fails (exit $rc) with 'not ok 1 global.budget_file'" \
+	"[ $rc -eq 1 ] && grep -Eq '^not ok 1 global\.budget_file\$' '$tmp/bad.out'"
 exit $ok
