@@ -12,11 +12,13 @@ import pytest
 from ptwalk_cli import PTWALK, is_root, load, run_ptwalk, tagged_env
 
 
-def test_monitor_catches_clear_refs_walker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["bpf", "tracepoint"])
+def test_monitor_catches_clear_refs_walker(tmp_path: Path, backend: str) -> None:
     if not is_root():
         pytest.skip("ptwalk monitor needs root (system-wide perf_event_open)")
     out = tmp_path / "m.json"
-    mon = subprocess.Popen([str(PTWALK), "monitor", "--duration", "8s", "--out", str(out)],
+    mon = subprocess.Popen([str(PTWALK), "monitor", "--backend", backend, "--duration", "8s",
+                            "--out", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=tagged_env())
     try:
@@ -43,7 +45,7 @@ def test_monitor_catches_clear_refs_walker(tmp_path: Path) -> None:
     assert mon.returncode == 0, err
     m = load(out)
     assert m["schema"] == "ptwalk.monitor/1"
-    assert m["backend"] == "tracepoint"
+    assert m["backend"] == backend
     scanner = run["walks"][0]["walker_pid"]
     workload = run["workload"]["pid"]
     # the scanner's holds of the workload's mm (it also briefly holds its own)

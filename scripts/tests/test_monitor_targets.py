@@ -12,13 +12,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from monitor_util import kill, require, require_root, run_walker, start_target, unique_comm
 from ptwalk_cli import PTWALK, load, tagged_env
 
 
-def _monitor(tmp: Path, duration: str) -> subprocess.Popen[str]:
-    p = subprocess.Popen([str(PTWALK), "monitor", "--duration", duration, "--quiet",
-                          "--out", str(tmp / "m.json")],
+BACKENDS = ["bpf", "tracepoint"]
+
+
+def _monitor(tmp: Path, duration: str, backend: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen([str(PTWALK), "monitor", "--backend", backend, "--duration", duration,
+                          "--quiet", "--out", str(tmp / "m.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=tagged_env())
     assert p.stderr is not None
@@ -34,19 +39,23 @@ def _finish(p: subprocess.Popen[str], tmp: Path) -> dict[str, Any]:
     return load(tmp / "m.json")
 
 
-def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path,
+                                                              backend: str) -> None:
     require_root()
     tcomm, wcomm = unique_comm("pwt-idle"), unique_comm("pwt-wss")
     # 16 VMAs of 256 MiB (aliased): every smaps read holds the lock for ms
     target, tpid = start_target(tcomm, 256, 16)
     try:
-        mon = _monitor(tmp_path, "120s")
+        mon = _monitor(tmp_path, "120s", backend)
         time.sleep(3)  # the monitor's start and first probe pass
         smaps = run_walker(wcomm, tpid, "smaps", 1.0, 5)
         clears = run_walker(wcomm + "c", tpid, "clear_refs", 0.5, 3)
         m = _finish(mon, tmp_path)
     finally:
         kill(target)
+    assert m["backend"] == backend
+    # the probes' own lock events reach the model in both backends
     assert m["probe_facts"] > 0
     for walks, mode in ((smaps, "read"), (clears, "write")):
         wpid = walks[0]["pid"]
@@ -64,7 +73,10 @@ def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path) ->
                 # the idle target is named, never "unknown", never the walker
                 assert h["target"]["tgid"] == tpid, h
                 assert h["target"]["comm"] == tcomm, h
-                assert h["target"]["basis"] in ("probe", "fd_table"), h
+                # the tracepoint backend knows the target by a probe or the
+                # fd table; the bpf backend by the kernel's mm->owner first
+                assert h["target"]["basis"] in (
+                    ("mm_owner",) if backend == "bpf" else ("probe", "fd_table")), h
                 assert not h["target"]["self"]
                 # a hold is inside the syscall that took it
                 assert h["hold_ns"] <= w["ns"], (h["hold_ns"], w["ns"])
@@ -80,13 +92,14 @@ def test_idle_target_named_for_wss_style_and_clear_refs_walks(tmp_path: Path) ->
     assert all(h["holder"]["comm"] == "ptwalk" for h in others), others  # our probe only
 
 
-def test_mapper_style_exit_and_reused_address(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mapper_style_exit_and_reused_address(tmp_path: Path, backend: str) -> None:
     require_root()
     tcomm = unique_comm("pwt-map")
     rcomm = unique_comm("pwt-cat")
     cat = tmp_path / rcomm
     shutil.copy("/bin/cat", cat)  # a shell loop of readers with our own comm
-    mon = _monitor(tmp_path, "120s")
+    mon = _monitor(tmp_path, "120s", backend)
     time.sleep(3)
     # 2M PTEs (aliased), mapping flat out; exits after 6 s: its teardown
     # (exit_mmap) holds its mmap_lock for write for a long time

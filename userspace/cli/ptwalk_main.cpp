@@ -79,8 +79,9 @@ const char kUsage[] =
 	"                       --textfile: until SIGTERM/SIGINT)\n"
 	"  --min-hold T         report holds at least this long (default 1ms)\n"
 	"  --out FILE.json      write what was seen (schema ptwalk.monitor/1)\n"
-	"  --backend B          auto (module when ptwalk.ko is loaded) | module |\n"
-	"                       tracepoint\n"
+	"  --backend B          auto (module when ptwalk.ko is loaded, else bpf, else\n"
+	"                       tracepoint) | module | bpf (holds paired in the kernel:\n"
+	"                       the cheap one) | tracepoint (every event through perf)\n"
 	"  --serve ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"  --textfile DIR       write DIR/ptwalk_monitor.prom (node_exporter textfile\n"
 	"                       collector format) atomically, every --textfile-interval\n"
@@ -271,9 +272,9 @@ int cmd_monitor(Args &a)
 		else if (k == "--quiet")
 			o.quiet = true;
 		else if (k == "--backend") {
-			if (v != "auto" && v != "module" && v != "tracepoint")
+			if (v != "auto" && v != "module" && v != "bpf" && v != "tracepoint")
 				usage_error(a.cmd, "unknown --backend '" + v +
-							   "' (use auto, module or tracepoint)");
+							   "' (use auto, module, bpf or tracepoint)");
 			o.backend = v;
 		} else if (k == "--serve") {
 			std::string err;
@@ -302,9 +303,7 @@ int cmd_monitor(Args &a)
 	if (continuous && !duration_given)
 		o.duration_ns = 0; // until stopped
 	if (continuous && o.backend == "module")
-		usage_error(a.cmd, "--serve/--textfile need the tracepoint backend");
-	if (continuous && o.backend == "auto")
-		o.backend = "tracepoint";
+		usage_error(a.cmd, "--serve/--textfile need the bpf or tracepoint backend");
 	return run_monitor(o);
 }
 

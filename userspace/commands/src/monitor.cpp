@@ -119,9 +119,32 @@ public:
 			[this](uint64_t t) { return prober_.at(t); });
 		std::string err;
 		t0_ = now_ns();
-		if (!trace_.start(hooks(), &err)) {
-			fprintf(stderr, "ptwalk monitor: tracepoint backend unavailable: %s\n",
-				err.c_str());
+		BpfLockSpansConfig bc;
+		bc.min_hold_ns = o_.min_hold_ns;
+		bc.min_wait_ns = kMonitorMinWaitNs;
+		bc.prober_tid = prober_.tid();
+		const bool want_bpf = o_.backend == "bpf" || o_.backend == "auto";
+		bool ok = trace_.start(hooks(), want_bpf ? &bc : nullptr, &err);
+		std::string bpf_err;
+		if (!ok && o_.backend == "auto" && trace_.bpf_failed()) {
+			// every event through perf instead: dearer, the same answers
+			bpf_err = err;
+			ok = trace_.start(hooks(), nullptr, &err);
+			if (ok) {
+				bpf_unavailable_ = bpf_err;
+				if (!o_.quiet)
+					fprintf(stderr, "ptwalk monitor: BPF unavailable (%s); "
+							"reading every mmap_lock event through perf\n",
+						bpf_err.c_str());
+			}
+		}
+		if (!ok) {
+			if (!bpf_err.empty())
+				fprintf(stderr, "ptwalk monitor: bpf and tracepoint backends unavailable: "
+						"bpf: %s; tracepoint: %s\n", bpf_err.c_str(), err.c_str());
+			else
+				fprintf(stderr, "ptwalk monitor: %s backend unavailable: %s\n",
+					o_.backend == "bpf" ? "bpf" : "tracepoint", err.c_str());
 			prober_.stop();
 			server_.stop();
 			return false;
@@ -162,7 +185,7 @@ public:
 		t1_ = now_ns();
 		interrupted_ = StopSignals::caught() != 0;
 		h_ = health();
-		h_.unpaired = tracker_->unpaired();
+		h_.unpaired = tracker_->unpaired() + trace_.unpaired_in_kernel();
 		h_.probe_facts = tracker_->probe_facts();
 		metrics_.set_health(h_);
 		server_.stop();
@@ -255,6 +278,11 @@ private:
 			}
 		};
 		k.comm = [this](pid_t tid, std::string_view c) { names_.set(tid, c); };
+		k.span = [&t](const LockSpan &s, bool hold) { t.span(s, hold); };
+		k.probe = [&t](const LockEvent &e) { t.probe_acquire(e); };
+		k.owner = [&t](uint64_t mm, pid_t tgid, uint64_t at, bool building) {
+			t.owner_fact(mm, tgid, at, building);
+		};
 		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid) {
 			names_.fork(ptid, tid);
 			if (pid == tid)
@@ -269,6 +297,12 @@ private:
 		h.lost = trace_.lost();
 		h.probes = prober_.probes();
 		h.fd_scans = trace_.fd_scans();
+		h.backend = backend();
+		if (trace_.bpf_used()) {
+			const BpfLockStats b = trace_.bpf_stats();
+			if (b.run_time_counted)
+				h.kernel_run_ns = int64_t(b.run_ns);
+		}
 		// unpaired/probe_facts live on the reader thread: read after stop
 		return h;
 	}
@@ -283,6 +317,7 @@ private:
 						      std::to_string(server_.port()) + "/metrics").c_str(),
 			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
 	}
+	const char *backend() const { return trace_.bpf_used() ? "bpf" : "tracepoint"; }
 	Json walk_json(const Walk &w, MmIndex &mmi);
 	std::string table_row(const Walk &w, MmIndex &pmi);
 
@@ -300,6 +335,7 @@ private:
 	uint64_t t0_ = 0, t1_ = 0;
 	bool interrupted_ = false;
 	MonitorHealth h_;
+	std::string bpf_unavailable_; // auto fell back to perf: why
 };
 
 Json Session::walk_json(const Walk &w, MmIndex &mmi)
@@ -341,7 +377,23 @@ Json Session::walk_json(const Walk &w, MmIndex &mmi)
 
 Json Session::to_json()
 {
-	Json j = monitor_result_header("tracepoint", o_, t0_, t1_, interrupted_);
+	Json j = monitor_result_header(backend(), o_, t0_, t1_, interrupted_);
+	if (!bpf_unavailable_.empty())
+		j["bpf_unavailable"] = bpf_unavailable_;
+	if (trace_.bpf_used()) {
+		// the kernel side: events it paired, what it handed on, its cost
+		const BpfLockStats b = trace_.bpf_stats();
+		Json &k = j["bpf"];
+		k["events"] = b.events;
+		k["records"] = b.records;
+		k["dropped"] = b.dropped;
+		k["misses"] = b.misses;
+		k["unpaired"] = b.unpaired;
+		k["waits_behind_holds"] = b.waits_behind;
+		k["run_time_counted"] = b.run_time_counted;
+		k["run_ns"] = b.run_ns;
+		k["run_count"] = b.run_count;
+	}
 	j["min_wait_ns"] = kMonitorMinWaitNs;
 	j["events"] = h_.events;
 	j["unpaired_events"] = h_.unpaired;
@@ -426,7 +478,8 @@ Json monitor_result_header(const char *backend, const MonitorOptions &o, uint64_
 
 int run_monitor(const MonitorOptions &o)
 {
-	if (o.backend == "module" || (o.backend == "auto" && module_loaded()))
+	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
+	if (o.backend == "module" || (o.backend == "auto" && !continuous && module_loaded()))
 		return run_module_monitor(o);
 	if (!o.textfile_dir.empty()) {
 		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {

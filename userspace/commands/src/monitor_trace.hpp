@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-// ptwalk monitor's trace, for monitor.cpp only: mmap_lock events and the
-// process lifecycle read through perf_event_open, in time order, handed to
-// the model (monitor_model.cpp) through its hooks.
+// ptwalk monitor's trace, for monitor.cpp only: the process lifecycle read
+// through perf_event_open and the mmap_lock activity, either every event
+// through perf (the tracepoint backend) or, paired in the kernel, only the
+// long holds, the waits behind them, foreign walks as they begin and the
+// prober's acquisitions (the bpf backend, os/bpf/lock_spans.bpf.c), handed
+// in time order to the model (monitor_model.cpp) through its hooks.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include <functional>
 #include <string_view>
 
+#include "ptwalk/bpf_lock_spans.hpp"
 #include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
 #include "ptwalk/monitor.hpp"
@@ -48,11 +52,28 @@ public:
 		std::function<void(uint64_t drained_at, bool final)> round;
 		std::function<void(pid_t tid, std::string_view comm)> comm;
 		std::function<void(pid_t pid, pid_t tid, pid_t ptid)> fork;
+		// bpf backend: a span paired in the kernel (in end order), a
+		// prober's acquisition, the kernel's mm->owner of an mm
+		std::function<void(const LockSpan &s, bool hold)> span;
+		std::function<void(const LockEvent &)> probe;
+		std::function<void(uint64_t mm, pid_t tgid, uint64_t t, bool building)> owner;
 	};
 	~MonitorTrace() override { stop(); }
 
-	// false with *err: tracefs, the formats or perf_event_open failed
-	bool start(Hooks h, std::string *err)
+	// false with *err: tracefs, the formats, perf_event_open or (bpf
+	// set) the BPF program failed; bpf_failed() tells the last apart.
+	bool start(Hooks h, const BpfLockSpansConfig *bpf, std::string *err)
+	{
+		bpf_failed_ = false;
+		if (!start_trace(std::move(h), bpf, err)) {
+			bpf_.close(); // nothing stays attached after a failed start
+			return false;
+		}
+		return true;
+	}
+
+private:
+	bool start_trace(Hooks h, const BpfLockSpansConfig *bpf, std::string *err)
 	{
 		hooks_ = std::move(h);
 		Tracefs tfs;
@@ -60,7 +81,15 @@ public:
 			return false;
 		if (!decoder_.init(tfs, err))
 			return false;
-		std::vector<uint32_t> ids = decoder_.ids();
+		std::vector<uint32_t> ids;
+		if (bpf) {
+			if (!bpf_.open(*bpf, err)) {
+				bpf_failed_ = true;
+				return false;
+			}
+		} else {
+			ids = decoder_.ids();
+		}
 		// lifecycle: optional (their absence is reported, not fatal)
 		std::string e2;
 		if (auto x = tfs.event_format("sched", "sched_process_exit", &e2)) {
@@ -84,25 +113,54 @@ public:
 		tfs.release();
 		PerfTracepointConfig cfg;
 		cfg.tracepoint_ids = ids;
-		cfg.ring_bytes_per_cpu = 16u << 20;
+		// with BPF the rings carry the lifecycle only
+		cfg.ring_bytes_per_cpu = bpf ? 2u << 20 : 16u << 20;
 		cfg.track_tasks = true;
-		cfg.poll_ms = 10;
+		// every event through perf: drained every 10 ms, which is also
+		// how soon an in-flight walk's fd table is read. With BPF the
+		// ring wakes the reader when a foreign walk begins, and the
+		// reader sleeps long otherwise (next_poll_ms).
+		cfg.poll_ms = bpf ? kBpfIdlePollMs : 10;
+		if (bpf)
+			cfg.wake_fds.push_back(bpf_.wake_fd());
 		if (!perf_.open(cfg, err))
 			return false;
 		if (!perf_.start(*this, err))
 			return false;
+		bpf_used_ = bpf != nullptr;
 		running_ = true;
 		return true;
 	}
+
+public:
 	void stop()
 	{
 		if (running_) {
-			perf_.stop();
+			perf_.stop(); // the last round_end drains the BPF ring too
 			running_ = false;
 		}
+		if (bpf_.is_open()) {
+			bpf_stats_ = bpf_.stats();
+			bpf_.close();
+		}
 	}
-	uint64_t lost() const { return perf_.lost(); }
-	uint64_t events() const { return events_.load(); }
+	bool bpf_used() const { return bpf_used_; }
+	bool bpf_failed() const { return bpf_failed_; }
+	// the kernel side's counters (live while running, final after stop)
+	BpfLockStats bpf_stats() const { return bpf_.is_open() ? bpf_.stats() : bpf_stats_; }
+	uint64_t lost() const
+	{
+		if (!bpf_used_)
+			return perf_.lost();
+		const BpfLockStats b = bpf_stats();
+		return perf_.lost() + b.dropped + b.misses;
+	}
+	uint64_t events() const
+	{
+		return bpf_used_ ? bpf_stats().events : events_.load();
+	}
+	uint64_t unpaired_in_kernel() const { return bpf_used_ ? bpf_stats().unpaired : 0; }
+	uint64_t records() const { return records_.load(); }
 	uint64_t fd_scans() const { return fd_scans_.load(); }
 	size_t ring_bytes_per_cpu() const { return perf_.ring_bytes_per_cpu(); }
 	const std::string &memcg_field() const { return decoder_.memcg_field(); }
@@ -116,26 +174,78 @@ public:
 	}
 
 private:
+	enum Kind : uint8_t { Lock, Exit, Exec, Fork, Hold, Wait, Probe, Owner };
 	struct Ev {
 		uint64_t t;
-		int kind; // 0 lock, 1 exit, 2 exec, 3 fork
+		Kind kind;
 		LockEvent lock;
 		pid_t pid;
+		LockSpan span; // Hold, Wait
+		bool building = false; // Owner: see WalkTracker::owner_fact
 	};
+	// The BPF program's records, in the order it emitted them: each at
+	// the time it was emitted (a span's end), as the trace's time runs.
+	void take(const ptw_bpf_rec &r)
+	{
+		n_records_++;
+		const pid_t tgid = pid_t(r.tgid), tid = pid_t(r.tid);
+		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0};
+		auto owner = [&] {
+			if (!r.owner_tgid)
+				return;
+			// the owner locking an mm that is not its own: execve()
+			// building it (or a kernel thread borrowing it)
+			Ev e{r.end_ns, Owner, {}, pid_t(r.owner_tgid), sp};
+			e.building = r.foreign && pid_t(r.owner_tgid) == tgid;
+			runs_.push(pending_, head_, e);
+		};
+		switch (r.kind) {
+		case PTW_BPF_HOLD:
+			owner();
+			runs_.push(pending_, head_, Ev{r.end_ns, Hold, {}, 0, sp});
+			released(tid);
+			break;
+		case PTW_BPF_WAIT:
+			runs_.push(pending_, head_, Ev{r.end_ns, Wait, {}, 0, sp});
+			break;
+		case PTW_BPF_FOREIGN_ACQUIRE:
+			owner();
+			inflight_[tid] = {tgid, r.start_ns, false, true};
+			break;
+		case PTW_BPF_FOREIGN_RELEASE:
+			released(tid);
+			break;
+		case PTW_BPF_PROBE: {
+			LockEvent e;
+			e.time_ns = r.start_ns;
+			e.mm = r.mm;
+			e.tgid = tgid;
+			e.tid = tid;
+			e.type = LockEventType::AcquireReturned;
+			e.write = r.write != 0;
+			runs_.push(pending_, head_, Ev{r.start_ns, Probe, e, 0, {}});
+			break;
+		}
+		}
+	}
+	void released(pid_t tid)
+	{
+		auto it = inflight_.find(tid);
+		if (it != inflight_.end())
+			it->second.active = false;
+	}
 	void sample(const PerfSample &s) override
 	{
 		LockEvent e;
 		if (decoder_.decode(s, e)) {
 			n_events_++;
-			runs_.push(pending_, head_, Ev{e.time_ns, 0, e, 0});
+			runs_.push(pending_, head_, Ev{e.time_ns, Lock, e, 0, {}});
 			// entries stay (marked idle) rather than churn the allocator
 			// at every acquisition; bounded in round_end
 			if (e.type == LockEventType::AcquireReturned && e.success) {
 				inflight_[e.tid] = {e.tgid, e.time_ns, false, true};
 			} else if (e.type == LockEventType::Released) {
-				auto it = inflight_.find(e.tid);
-				if (it != inflight_.end())
-					it->second.active = false;
+				released(e.tid);
 			}
 			return;
 		}
@@ -151,20 +261,39 @@ private:
 			else
 				gd = s.pid == s.tid; // older kernels: the leader's exit
 			if (gd)
-				runs_.push(pending_, head_, Ev{s.time_ns, 1, {}, s.pid});
+				runs_.push(pending_, head_, Ev{s.time_ns, Exit, {}, s.pid, {}});
 		} else if (has_exec_ && type == exec_.id) {
-			runs_.push(pending_, head_, Ev{s.time_ns, 2, {}, s.pid});
+			runs_.push(pending_, head_, Ev{s.time_ns, Exec, {}, s.pid, {}});
 		} else if (has_fork_ && type == fork_.id &&
 			   read_field_u64(*fork_.find("child_pid"), s.raw, v)) {
-			runs_.push(pending_, head_, Ev{s.time_ns, 3, {}, pid_t(v)});
+			runs_.push(pending_, head_, Ev{s.time_ns, Fork, {}, pid_t(v), {}});
 		}
+	}
+	// BPF: while a walk of another process's mm is in flight and its
+	// holder's fd table not read yet, wake when it is 1 ms old
+	int next_poll_ms(int poll_ms) override
+	{
+		if (!bpf_used_)
+			return poll_ms;
+		const uint64_t now = now_ns();
+		uint64_t soonest = UINT64_MAX;
+		for (const auto &[tid, f] : inflight_)
+			if (f.active && !f.scanned)
+				soonest = std::min(soonest, f.since + kInflightScanNs);
+		if (soonest == UINT64_MAX)
+			return poll_ms;
+		return soonest <= now ? 0 : int(std::min<uint64_t>((soonest - now) / 1'000'000 + 1, uint64_t(poll_ms)));
 	}
 	void round_end(uint64_t drained_at, bool final) override
 	{
+		if (bpf_.is_open()) {
+			bpf_.consume([this](const ptw_bpf_rec &r) { take(r); });
+			records_.store(n_records_, std::memory_order_relaxed);
+		}
 		events_.store(n_events_, std::memory_order_relaxed);
 		// walks in flight for >= 1 ms: what does the walker have open?
 		for (auto &[tid, f] : inflight_) {
-			if (!f.active || f.scanned || drained_at < f.since + 1'000'000)
+			if (!f.active || f.scanned || drained_at < f.since + kInflightScanNs)
 				continue;
 			f.scanned = true;
 			scan_fds(tid, f.tgid, f.since);
@@ -180,10 +309,14 @@ private:
 		for (; n < pending_.size() && pending_[n].t <= limit; n++) {
 			const Ev &e = pending_[n];
 			switch (e.kind) {
-			case 0: hooks_.lock(e.lock); break;
-			case 1: hooks_.ended(e.pid, e.t, false); break;
-			case 2: hooks_.ended(e.pid, e.t, true); hooks_.born(e.pid, e.t); break;
-			case 3: hooks_.born(e.pid, e.t); break;
+			case Lock: hooks_.lock(e.lock); break;
+			case Exit: hooks_.ended(e.pid, e.t, false); break;
+			case Exec: hooks_.ended(e.pid, e.t, true); hooks_.born(e.pid, e.t); break;
+			case Fork: hooks_.born(e.pid, e.t); break;
+			case Hold: hooks_.span(e.span, true); break;
+			case Wait: hooks_.span(e.span, false); break;
+			case Probe: hooks_.probe(e.lock); break;
+			case Owner: hooks_.owner(e.span.mm, e.pid, e.t, e.building); break;
 			}
 		}
 		head_ = n;
@@ -239,6 +372,8 @@ private:
 			hooks_.fork(pid, tid, ptid);
 	}
 	static constexpr uint64_t kMargin = 10'000'000;
+	static constexpr uint64_t kInflightScanNs = 1'000'000; // a walk's age at its fd scan
+	static constexpr int kBpfIdlePollMs = 100;
 	struct Inflight {
 		pid_t tgid;
 		uint64_t since;
@@ -251,6 +386,11 @@ private:
 	TraceEventFormat exit_, exec_, fork_;
 	bool has_exit_ = false, group_dead_ = false, has_exec_ = false, has_fork_ = false;
 	bool running_ = false;
+	BpfLockSpans bpf_;
+	BpfLockStats bpf_stats_; // after stop
+	bool bpf_failed_ = false, bpf_used_ = false;
+	uint64_t n_records_ = 0;
+	std::atomic<uint64_t> records_{0};
 	std::vector<Ev> pending_; // [head_, size): not yet handed to the model
 	size_t head_ = 0;
 	struct ByTime {

@@ -86,11 +86,11 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 		 "longest mmap_lock hold of a walk of target by walker (another process) that ended in the last 60 s (0: none)");
 	recent("ptwalk_monitor_recent_hold_max_seconds", 2);
 	x.family("ptwalk_monitor_target_basis_total", "counter",
-		 "walks by how the target was named: probe, fd_table, exit (own teardown) or unknown");
+		 "walks by how the target was named: probe, mm_owner, fd_table, exit (own teardown) or unknown");
 	for (const auto &[b, n] : basis_)
 		x.sample("ptwalk_monitor_target_basis_total", {{"basis", b}}, double(n));
 
-	x.family("ptwalk_monitor_events_total", "counter", "mmap_lock trace events decoded");
+	x.family("ptwalk_monitor_events_total", "counter", "mmap_lock trace events seen (decoded, or paired in the kernel by the bpf backend)");
 	x.sample("ptwalk_monitor_events_total", {}, double(health_.events));
 	x.family("ptwalk_monitor_lost_events_total", "counter",
 		 "trace events the kernel dropped (ring buffer full): walks and waits may be missing");
@@ -113,6 +113,11 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 	x.family("ptwalk_monitor_cpu_seconds_total", "counter",
 		 "CPU time (user + system) of the monitor itself");
 	x.sample("ptwalk_monitor_cpu_seconds_total", {}, cpu_s);
+	if (health_.kernel_run_ns >= 0) {
+		x.family("ptwalk_monitor_bpf_run_seconds_total", "counter",
+			 "run time of the monitor's BPF programs in the kernel (paid by the tasks that take mmap_lock)");
+		x.sample("ptwalk_monitor_bpf_run_seconds_total", {}, double(health_.kernel_run_ns) / 1e9);
+	}
 	x.family("ptwalk_monitor_start_time_seconds", "gauge", "when the monitor started (Unix time)");
 	x.sample("ptwalk_monitor_start_time_seconds", {}, start_unix_s);
 	x.family("ptwalk_monitor_info", "gauge", "backend in use");

@@ -116,7 +116,7 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_wait
 
 // --- MmOwners ---------------------------------------------------------
 
-void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t)
+void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, bool building)
 {
 	auto &v = lives_[mm];
 	if (!v.empty() && v.back().end_ns == UINT64_MAX) {
@@ -130,17 +130,24 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t)
 		auto &o = by_tgid_[old];
 		o.erase(std::remove(o.begin(), o.end(), mm), o.end());
 	}
-	// the same process with another open mm: an exec we did not see
 	auto &mine = by_tgid_[tgid];
+	if (building) {
+		// its mm until the exec: both stay open
+		mine.push_back(mm);
+		v.push_back(MmLife{tgid, t, UINT64_MAX, "", basis, true});
+		return;
+	}
+	// the same process with another open mm: an exec we did not see
 	for (uint64_t other : mine) {
 		auto &ov = lives_[other];
-		if (!ov.empty() && ov.back().end_ns == UINT64_MAX && ov.back().tgid == tgid) {
+		if (!ov.empty() && ov.back().end_ns == UINT64_MAX && ov.back().tgid == tgid &&
+		    !ov.back().building) {
 			ov.back().end_ns = t;
 			ov.back().end_reason = "exec";
 		}
 	}
 	mine.assign(1, mm);
-	v.push_back(MmLife{tgid, t, UINT64_MAX, ""});
+	v.push_back(MmLife{tgid, t, UINT64_MAX, "", basis});
 }
 
 void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
@@ -148,14 +155,24 @@ void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 	auto it = by_tgid_.find(tgid);
 	if (it == by_tgid_.end())
 		return;
+	const bool exec = std::strcmp(why, "exec") == 0;
+	std::vector<uint64_t> keep;
 	for (uint64_t mm : it->second) {
 		auto &v = lives_[mm];
-		if (!v.empty() && v.back().end_ns == UINT64_MAX && v.back().tgid == tgid) {
-			v.back().end_ns = t;
-			v.back().end_reason = why;
+		if (v.empty() || v.back().end_ns != UINT64_MAX || v.back().tgid != tgid)
+			continue;
+		if (exec && v.back().building) {
+			v.back().building = false; // the mm the exec installed
+			keep.push_back(mm);
+			continue;
 		}
+		v.back().end_ns = t;
+		v.back().end_reason = why;
 	}
-	by_tgid_.erase(it);
+	if (keep.empty())
+		by_tgid_.erase(it);
+	else
+		it->second = std::move(keep);
 }
 
 MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
@@ -189,6 +206,7 @@ MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
 				return o;
 			}
 			o.tgid = l.tgid;
+			o.basis = l.basis;
 			return o;
 		}
 	}
@@ -288,6 +306,12 @@ void WalkTracker::pair(const LockEvent &e)
 void WalkTracker::lock(const LockEvent &e)
 {
 	events_++;
+	probe_acquire(e);
+	pair(e);
+}
+
+void WalkTracker::probe_acquire(const LockEvent &e)
+{
 	if (cfg_.prober_tid && e.tid == cfg_.prober_tid &&
 	    e.type == LockEventType::AcquireReturned && e.success && probe_at_) {
 		if (pid_t p = probe_at_(e.time_ns)) {
@@ -295,7 +319,19 @@ void WalkTracker::lock(const LockEvent &e)
 			probe_facts_++;
 		}
 	}
-	pair(e);
+}
+
+void WalkTracker::span(const LockSpan &s, bool is_hold)
+{
+	if (is_hold)
+		hold(s);
+	else
+		wait(s);
+}
+
+void WalkTracker::owner_fact(uint64_t mm, pid_t tgid, uint64_t t, bool building)
+{
+	owners_.probe(mm, tgid, t, "mm_owner", building);
 }
 
 void WalkTracker::fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f)
@@ -350,7 +386,7 @@ bool WalkTracker::resolve(Walk &w, bool final)
 	}
 	if (o.tgid) {
 		w.target_tgid = o.tgid;
-		w.basis = o.teardown ? "exit" : "probe";
+		w.basis = o.teardown ? "exit" : o.basis;
 	} else if (fd) {
 		// the walker had /proc/PID/<file> open while it held the lock
 		w.target_tgid = fd->pid;

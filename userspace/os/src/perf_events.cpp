@@ -398,9 +398,11 @@ void PerfTracepoints::Impl::run()
 	std::vector<pollfd> pfds;
 	for (auto &r : rings)
 		pfds.push_back({r.leader.get(), POLLIN, 0});
+	for (int fd : cfg.wake_fds)
+		pfds.push_back({fd, POLLIN, 0});
 	pfds.push_back({stop_fd.get(), POLLIN, 0});
 	for (;;) {
-		int n = poll(pfds.data(), nfds_t(pfds.size()), cfg.poll_ms);
+		int n = poll(pfds.data(), nfds_t(pfds.size()), sink->next_poll_ms(cfg.poll_ms));
 		if (n < 0 && errno != EINTR)
 			break;
 		if (pfds.back().revents & POLLIN)

@@ -381,3 +381,90 @@ TEST(Http, ServesOnLoopbackAndRejectsWhatItShould)
 	srv.stop(); // idempotent
 	EXPECT_EQ(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n"), "connect failed");
 }
+
+// The bpf backend: spans paired in the kernel, in the order they ended, and
+// the kernel's mm->owner; the same walk comes out as from the events.
+TEST(WalkTracker, KernelPairedSpansAndOwnerGiveTheSameWalk)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 10'000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	// walker 300 holds tgid 100's mm for write [1000, 3000]; a thread of
+	// the target waited [1500, 3010]; a hold shorter than min_hold is
+	// never handed on by the kernel, so none is fed here
+	t.owner_fact(kMm, 100, 3000);
+	t.span(LockSpan{1000, 3000, kMm, 300, 300, true, true}, true);
+	t.span(LockSpan{1500, 3010, kMm, 100, 101, false, true}, false);
+	t.advance(3500, false);
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_EQ(out[0].basis, "mm_owner");
+	EXPECT_FALSE(out[0].self);
+	EXPECT_EQ(out[0].hold.ns(), 2000u);
+	ASSERT_EQ(out[0].waiters_total, 1u);
+	EXPECT_EQ(out[0].waiters[0].tid, 101);
+	EXPECT_EQ(out[0].waiters[0].ns(), 1510u);
+}
+
+TEST(WalkTracker, KernelOwnerOfAReusedAddressIsTheNewProcess)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 10'000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	t.owner_fact(kMm, 100, 3000);
+	t.span(LockSpan{1000, 3000, kMm, 300, 300, false, true}, true);
+	t.task_end(100, 4000, false); // the owner exits; the address is reused
+	t.task_born(200, 4500);
+	t.owner_fact(kMm, 200, 7000);
+	t.span(LockSpan{5000, 7000, kMm, 300, 300, false, true}, true);
+	t.advance(20'000, true);
+	ASSERT_EQ(out.size(), 2u);
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_EQ(out[1].target_tgid, 200);
+	EXPECT_EQ(out[1].basis, "mm_owner");
+}
+
+TEST(WalkTracker, ProberAcquisitionAloneIsAProbeFactNotAnUnpairedEvent)
+{
+	const pid_t prober = 999;
+	WalkTracker::Config c;
+	c.prober_tid = prober;
+	WalkTracker t(c, nullptr, [](uint64_t at) { return at == 5000 ? pid_t(100) : pid_t(0); });
+	LockEvent e;
+	e.time_ns = 5000;
+	e.mm = kMm;
+	e.tgid = 5;
+	e.tid = prober;
+	e.type = LockEventType::AcquireReturned;
+	t.probe_acquire(e);
+	EXPECT_EQ(t.probe_facts(), 1u);
+	EXPECT_EQ(t.unpaired(), 0u);
+	EXPECT_EQ(t.owners().owner_at(kMm, 6000, 300).tgid, 100);
+}
+
+// execve() locks the mm it builds before the exec event: that mm is the
+// process's after the exec, not one the exec ended (no "exit" teardown).
+TEST(MmOwners, ExecEndsTheOldMmNotTheOneItBuilt)
+{
+	const uint64_t old_mm = kMm, new_mm = kMm + 0x1000;
+	MmOwners o;
+	o.probe(old_mm, 100, 1000, "mm_owner");
+	o.probe(new_mm, 100, 2000, "mm_owner", true); // built in execve
+	o.ended(100, 3000, "exec");
+	auto n = o.owner_at(new_mm, 4000, 100);
+	EXPECT_EQ(n.tgid, 100);
+	EXPECT_FALSE(n.teardown);
+	// the old mm's later holds by the same process are its teardown
+	auto d = o.owner_at(old_mm, 3500, 100);
+	EXPECT_EQ(d.tgid, 100);
+	EXPECT_TRUE(d.teardown);
+	// and the process's exit ends the new one
+	o.ended(100, 9000, "exit");
+	EXPECT_TRUE(o.owner_at(new_mm, 9500, 100).teardown);
+}

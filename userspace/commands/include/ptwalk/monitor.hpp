@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 // `ptwalk monitor`: watch every mmap_lock hold on the system for a while and
 // report the long ones as walks - who held whose mm, for how long, in which
-// mode, and who waited behind it. Tracepoint backend, or ptwalk.ko's
-// records (module_monitor.cpp).
+// mode, and who waited behind it. The bpf backend (the mmap_lock
+// tracepoints paired in the kernel), the tracepoint backend (every event
+// through perf), or ptwalk.ko's records (module_monitor.cpp).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,9 @@ struct MonitorOptions {
 	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
 	std::string out_path;             // JSON (tmp file + rename); "" = none
 	bool quiet = false;               // no table on stdout
-	std::string backend = "auto";     // auto (module if loaded) | module | tracepoint
+	// auto (module if loaded, else bpf, else tracepoint) | module | bpf |
+	// tracepoint; with --serve/--textfile, auto never picks module
+	std::string backend = "auto";
 	// continuous mode
 	std::string serve_host;           // --serve HOST:PORT ("" = no server)
 	int serve_port = 0;

@@ -25,6 +25,8 @@ struct MonitorHealth {
 	uint64_t probe_facts = 0; // probes whose lock event was seen
 	uint64_t fd_scans = 0;    // walker fd tables read
 	std::string backend = "tracepoint";
+	// bpf: the programs' run time in the kernel (-1: not counted)
+	int64_t kernel_run_ns = -1;
 };
 
 class MonitorMetrics {

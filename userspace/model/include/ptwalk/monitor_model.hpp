@@ -92,13 +92,19 @@ struct MmLife {
 	uint64_t first_fact_ns = 0; // the first probe
 	uint64_t end_ns = UINT64_MAX;
 	std::string end_reason; // "exit", "exec", "reused"
+	const char *basis = "probe"; // the first fact's kind: probe | mm_owner
+	// an mm its owner is building in execve() (locked before the exec
+	// event): the exec ends the owner's other lives, not this one
+	bool building = false;
 };
 
 // Owners of mm keys over time.
 class MmOwners {
 public:
-	// PID's mm is `mm` at time t (a probe).
-	void probe(uint64_t mm, pid_t tgid, uint64_t t);
+	// PID's mm is `mm` at time t: a probe, or (basis "mm_owner") the
+	// kernel's mm->owner read by the BPF backend.
+	void probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis = "probe",
+		   bool building = false);
 	// tgid exited (last thread) or exec'd at t: its mm's life ends.
 	void ended(pid_t tgid, uint64_t t, const char *why);
 	// A process (tgid) began at t (fork or exec): it cannot have owned an
@@ -110,6 +116,7 @@ public:
 		bool teardown = false;   // holder is the owner, after its end
 		bool pending = false;    // unknown, but a later probe may tell
 		std::string why;         // when unknown
+		const char *basis = "";  // known: the life's basis (probe | mm_owner)
 	};
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
 	Owner owner_at(uint64_t mm, uint64_t t, pid_t holder_tgid) const;
@@ -138,7 +145,7 @@ struct Walk {
 	LockSpan hold;
 	pid_t target_tgid = 0; // 0: unknown
 	bool self = false;     // the holder's own mm
-	std::string basis;     // probe | fd_table | exit | unknown
+	std::string basis;     // probe | mm_owner | fd_table | exit | unknown
 	std::string why;       // unknown: the reason
 	std::string kind;      // clear_refs, smaps, ... | own | exit | unknown
 	std::string walk_file; // "/proc/PID/file" from the fd table, or ""
@@ -163,6 +170,16 @@ public:
 	WalkTracker(Config c, Emit emit, ProbeLookup probe_at);
 
 	void lock(const LockEvent &e);
+	// The BPF backend pairs in the kernel (os/bpf/lock_spans.bpf.c): a
+	// hold >= min_hold or a wait behind one, in the order they ended.
+	void span(const LockSpan &s, bool is_hold);
+	// ... and hands on the prober's acquisitions only.
+	void probe_acquire(const LockEvent &e);
+	// The kernel's mm->owner of mm at t (the BPF backend); building: the
+	// owner itself locked it while it was not its mm (execve builds it).
+	void owner_fact(uint64_t mm, pid_t tgid, uint64_t t, bool building = false);
+	// Events the kernel paired (BPF): counted there, not here.
+	void add_events(uint64_t n, uint64_t unpaired) { events_ += n; unpaired_ += unpaired; }
 	void task_end(pid_t tgid, uint64_t t, bool exec) { owners_.ended(tgid, t, exec ? "exec" : "exit"); }
 	void task_born(pid_t tgid, uint64_t t) { owners_.born(tgid, t); }
 	// What the walker had open during the hold that began at hold_start.

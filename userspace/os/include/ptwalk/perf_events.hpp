@@ -45,6 +45,9 @@ public:
 	{
 		(void)pid, (void)ppid, (void)tid, (void)ptid;
 	}
+	// How long the reader may sleep before the next round (ms), asked
+	// after each round; poll_ms unless the sink needs to look sooner.
+	virtual int next_poll_ms(int poll_ms) { return poll_ms; }
 };
 
 struct PerfTracepointConfig {
@@ -54,6 +57,9 @@ struct PerfTracepointConfig {
 	std::string filter;                     // PERF_EVENT_IOC_SET_FILTER text
 	int poll_ms = 20;
 	bool track_tasks = false; // attr.comm + attr.task on each CPU's ring
+	// Other fds whose readiness ends the reader's sleep early (a BPF ring
+	// buffer's epoll fd); the sink reads them in round_end.
+	std::vector<int> wake_fds;
 };
 
 class PerfTracepoints {
