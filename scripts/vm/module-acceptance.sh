@@ -63,14 +63,20 @@ cat $R/rollup_alias.txt
 	--duration 2s --victims mmap --out $R/tracepoint.json > $R/tracepoint.txt 2>&1 \
 	|| bad "ptwalk run --backend tracepoint exited $?"
 
-# ptwalk monitor with the module: catches a walker it knows nothing of
+# ptwalk monitor with the module: catches a walker it knows nothing of; the
+# bpf backend watches the same walks (this kernel's tracepoint arguments,
+# BTF and task storage)
 "$PTWALK" monitor --duration 5s --out $R/monitor.json > $R/monitor.txt 2>&1 &
 mp=$!
+"$PTWALK" monitor --backend bpf --duration 5s --out $R/monitor_bpf.json \
+	> $R/monitor_bpf.txt 2>&1 &
+bp=$!
 sleep 1
 "$PTWALK" run --backend syscall --size 64M --scanner clear_refs --interval 200ms \
 	--duration 2s --victims mmap --quiet --out $R/monitored.json || bad "monitored run exited $?"
 wait $mp || bad "ptwalk monitor exited $?"
-cat $R/monitor.txt
+wait $bp || bad "ptwalk monitor --backend bpf exited $?"
+cat $R/monitor.txt $R/monitor_bpf.txt
 
 # fault injection: a delay per PTE table must show in ns/PTE
 run base --scanner clear_refs --interval 300ms --duration 3s --victims none
