@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor_util import free_port, require, require_root, start_monitor, stop, wait_http
-from ptwalk_cli import PTWALK, REPO
+from monitor_util import free_port, require, require_root, stop, wait_http
+from ptwalk_cli import PTWALK, REPO, tagged_env
 
 DEPLOY = REPO / "deploy"
 
@@ -66,7 +66,9 @@ def _systemd_argv() -> list[str]:
     # SIGTERM is the clean stop; 2 and 4 must not loop restarting
     assert svc["KillSignal"] == "SIGTERM"
     assert set(svc["RestartPreventExitStatus"].split()) == {"2", "4"}
-    return shlex.split(svc["ExecStart"])
+    caps = svc["CapabilityBoundingSet"].split()
+    assert caps == svc["AmbientCapabilities"].split()
+    return shlex.split(svc["ExecStart"]), [c.removeprefix("CAP_").lower() for c in caps]
 
 
 def _daemonset_argv() -> list[str]:
@@ -77,7 +79,7 @@ def _daemonset_argv() -> list[str]:
     assert spec["hostPID"] is True  # /proc of every process on the node
     c = spec["containers"][0]
     caps = set(c["securityContext"]["capabilities"]["add"])
-    assert {"PERFMON", "SYS_ADMIN"} <= caps  # system-wide perf events, tracefs
+    assert {"BPF", "PERFMON", "SYS_ADMIN"} <= caps  # BPF, system-wide perf events, tracefs
     mounts = {m["mountPath"] for m in c["volumeMounts"]}
     assert {"/sys/kernel/tracing", "/sys/kernel/debug"} <= mounts
     port = c["ports"][0]["containerPort"]
@@ -85,12 +87,13 @@ def _daemonset_argv() -> list[str]:
     serve = argv[argv.index("--serve") + 1]
     assert serve.endswith(f":{port}")
     assert doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-    return argv
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    return argv, [x.lower() for x in caps]
 
 
 @pytest.mark.parametrize("which", ["systemd", "kubernetes"])
 def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) -> None:
-    argv = _systemd_argv() if which == "systemd" else _daemonset_argv()
+    argv, caps = _systemd_argv() if which == "systemd" else _daemonset_argv()
     args = _check_argv(argv, which)
     require_root()
     # run it for real, briefly: on a free loopback port (tests listen on
@@ -98,10 +101,21 @@ def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) 
     port = free_port()
     i = args.index("--serve")
     args[i + 1] = f"127.0.0.1:{port}"
-    mon = start_monitor(tmp_path, *args)
+    # with the capabilities the file grants and no others (tracefs is
+    # mounted for it, as the unit's After= and the DaemonSet's mount do)
+    only = ",".join(["-all"] + ["+" + c for c in caps])
+    log = open(tmp_path / "monitor.log", "w")
+    mon = subprocess.Popen(
+        ["unshare", "-m", "sh", "-c",
+         'mount -t tracefs nodev /sys/kernel/tracing && exec setpriv '
+         f'--inh-caps={only} --ambient-caps={only} --bounding-set={only} "$@"', "sh",
+         str(PTWALK), "monitor", *args], stdout=log, stderr=subprocess.STDOUT, text=True,
+        env=tagged_env())
     try:
         body = wait_http(f"http://127.0.0.1:{port}/metrics", mon, 30)
-        assert "ptwalk_monitor_info" in body
+        # those capabilities are enough for the cheap backend
+        assert 'ptwalk_monitor_info{backend="bpf"} 1' in body, body[-2000:]
+        assert "ptwalk_monitor_bpf_run_seconds_total" in body
     finally:
         rc = stop(mon)
     assert rc == 0, (tmp_path / "monitor.log").read_text()
