@@ -9,13 +9,17 @@ through perf), once on the host as it is and once while a busy workload runs
 30 s), all in one run. Reports the monitor's own CPU time (wait4 rusage of
 the monitor process) per million mmap_lock events and as a share of one
 core, with the events it lost; for bpf also the programs' run time in the
-kernel (BPF run-time stats), which the tasks taking mmap_lock pay. Target:
+kernel (BPF run-time stats), which the tasks taking mmap_lock pay. Then
+what those tasks pay, seen from their side: a flat-out fault and mmap load's
+operations per second unwatched and under each backend, interleaved. Target:
 at most 1% of one core at the busy rate. Figures, not assertions: on a
 shared host they are noisy."""
 from __future__ import annotations
 
 import json
 import os
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +65,42 @@ def busy_load(duration_s: int, tmp: Path) -> subprocess.Popen[bytes]:
          "--duration", f"{duration_s}s", "--victims", "fault,mmap", "--op-interval", "0",
          "--backend", "syscall", "--quiet", "--out", str(tmp / "load.json")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def lockers_pay(reps: int, secs: int, tmp: Path) -> None:
+    """What the tasks taking mmap_lock pay for being watched: the victims'
+    operations per second (faults and mmap/munmap, flat out) with no
+    monitor, with each backend, interleaved, the same load each time."""
+    rates: dict[str, list[float]] = {"none": [], "bpf": [], "tracepoint": []}
+    for _ in range(reps):
+        for cond in rates:
+            mon = None
+            if cond != "none":
+                mon = subprocess.Popen([str(PTWALK), "monitor", "--backend", cond, "--duration",
+                                        f"{secs + 60}s", "--quiet"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(2)
+            r = subprocess.run(
+                [str(PTWALK), "run", "--size", "1G", "--scanner", "clear_refs", "--interval", "600s",
+                 "--duration",
+                 f"{secs}s", "--victims", "fault,mmap", "--op-interval", "0", "--backend",
+                 "syscall", "--quiet", "--out", str(tmp / "pay.json")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+            if mon:
+                mon.send_signal(signal.SIGINT)
+                mon.wait(timeout=60)
+            if r.returncode != 0:
+                print(f"  lockers: not measured: ptwalk run exited {r.returncode}: {r.stderr.strip()}")
+                return
+            v = json.loads((tmp / "pay.json").read_text())["victims"]
+            rates[cond].append(sum(x["ops"] for x in v.values()) / secs)
+    base = statistics.median(rates["none"])
+    print(f"what the lockers pay (victims' fault+mmap ops/s, {reps} interleaved runs of {secs} s "
+          f"each; median):")
+    for cond, xs in rates.items():
+        m = statistics.median(xs)
+        print(f"  {cond:<10} {m:>10.0f} ops/s  x{m / base:.3f} of unwatched  "
+              f"(runs: {', '.join(f'{x:.0f}' for x in xs)})")
 
 
 def show(name: str, r: dict[str, Any]) -> None:
@@ -111,6 +151,8 @@ def main() -> int:
         a, t = busy["bpf"], busy["tracepoint"]
         print(f"  bpf/tracepoint monitor CPU per event: "
               f"x{a['cpu_s_per_million'] / t['cpu_s_per_million']:.3f} (intended: far below 1)")
+        with tempfile.TemporaryDirectory() as d:
+            lockers_pay(int(os.environ.get("PTWALK_BENCH_MONITOR_REPS", "3")), 10, Path(d))
     return 0
 
 
