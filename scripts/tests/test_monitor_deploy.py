@@ -107,7 +107,7 @@ def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) 
     log = open(tmp_path / "monitor.log", "w")
     mon = subprocess.Popen(
         ["unshare", "-m", "sh", "-c",
-         'mount -t tracefs nodev /sys/kernel/tracing && exec setpriv '
+         '{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } && exec setpriv '
          f'--inh-caps={only} --ambient-caps={only} --bounding-set={only} "$@"', "sh",
          str(PTWALK), "monitor", *args], stdout=log, stderr=subprocess.STDOUT, text=True,
         env=tagged_env())

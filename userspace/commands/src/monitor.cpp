@@ -367,6 +367,7 @@ Json Session::walk_json(const Walk &w, MmIndex &mmi)
 		y["pid"] = ws.tid;
 		y["tgid"] = ws.tgid;
 		y["comm"] = names_.comm(ws.tid);
+		y["start_ns"] = ws.start_ns;
 		y["wait_ns"] = ws.ns();
 		y["mode"] = lock_mode_name(ws.write);
 		wa.push(std::move(y));

@@ -191,12 +191,14 @@ private:
 		const pid_t tgid = pid_t(r.tgid), tid = pid_t(r.tid);
 		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0};
 		auto owner = [&] {
-			if (!r.owner_tgid)
+			const bool mine = pid_t(r.owner_tgid) == tgid;
+			// its exit tearing down its own mm: nothing to learn
+			if (!r.owner_tgid || (mine && r.foreign == PTW_MM_NONE))
 				return;
-			// the owner locking an mm that is not its own: execve()
-			// building it (or a kernel thread borrowing it)
 			Ev e{r.end_ns, Owner, {}, pid_t(r.owner_tgid), sp};
-			e.building = r.foreign && pid_t(r.owner_tgid) == tgid;
+			// the owner locking an mm while it has another: the one
+			// execve() builds for it
+			e.building = mine && r.foreign == PTW_MM_OTHER;
 			runs_.push(pending_, head_, e);
 		};
 		switch (r.kind) {
@@ -341,7 +343,7 @@ public:
 		DIR *d = opendir(dir.c_str());
 		if (!d)
 			return;
-		std::optional<WalkFile> best;
+		std::vector<WalkFile> files;
 		while (dirent *e = readdir(d)) {
 			if (e->d_name[0] == '.')
 				continue;
@@ -349,14 +351,11 @@ public:
 			ssize_t n = readlinkat(dirfd(d), e->d_name, buf, sizeof(buf) - 1);
 			if (n <= 0)
 				continue;
-			auto f = parse_walk_file(std::string_view(buf, size_t(n)));
-			// prefer a file of another process; the latest fd wins ties
-			if (f && (!best || (best->pid == tgid && f->pid != tgid) ||
-				  (f->pid != tgid) == (best->pid != tgid)))
-				best = f;
+			if (auto f = parse_walk_file(std::string_view(buf, size_t(n))))
+				files.push_back(std::move(*f));
 		}
 		closedir(d);
-		if (best)
+		if (auto best = pick_walk_file(files, tgid))
 			hooks_.fd_evidence(tid, since, *best);
 	}
 

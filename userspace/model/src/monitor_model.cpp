@@ -234,6 +234,26 @@ void MmOwners::prune(uint64_t t)
 
 // --- fd table ---------------------------------------------------------
 
+std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t holder_tgid)
+{
+	std::vector<const WalkFile *> other, own;
+	for (const auto &f : files)
+		(f.pid != holder_tgid ? other : own).push_back(&f);
+	const auto &v = other.empty() ? own : other;
+	if (v.empty())
+		return std::nullopt;
+	WalkFile out = *v.back();
+	for (const WalkFile *f : v) {
+		if (f->pid != out.pid)
+			out.pid = 0; // which one it walks now, the fds do not say
+		if (f->file != out.file)
+			out.file.clear();
+	}
+	if (!out.pid && out.file.empty())
+		return std::nullopt;
+	return out;
+}
+
 std::optional<WalkFile> parse_walk_file(std::string_view link)
 {
 	static const char *kFiles[] = {"clear_refs", "smaps", "smaps_rollup", "pagemap",
@@ -380,14 +400,14 @@ bool WalkTracker::resolve(Walk &w, bool final)
 	std::optional<WalkFile> fd;
 	if (auto it = fd_ev_.find({h.tid, h.start_ns}); it != fd_ev_.end())
 		fd = it->second;
-	if (!o.tgid && o.pending && !final && !fd) {
+	if (!o.tgid && o.pending && !final && !(fd && fd->pid)) {
 		wants_probe_ = true;
 		return false;
 	}
 	if (o.tgid) {
 		w.target_tgid = o.tgid;
 		w.basis = o.teardown ? "exit" : o.basis;
-	} else if (fd) {
+	} else if (fd && fd->pid) {
 		// the walker had /proc/PID/<file> open while it held the lock
 		w.target_tgid = fd->pid;
 		w.basis = "fd_table";
@@ -396,9 +416,10 @@ bool WalkTracker::resolve(Walk &w, bool final)
 		w.why = o.why;
 	}
 	w.self = w.target_tgid && w.target_tgid == h.tgid;
-	if (fd) {
+	if (fd && !fd->file.empty()) {
 		w.kind = fd->file;
-		w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
+		if (fd->pid)
+			w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
 	} else if (o.teardown) {
 		w.kind = "exit";
 	} else if (w.self) {

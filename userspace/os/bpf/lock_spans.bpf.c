@@ -182,7 +182,8 @@ static __always_inline void hold_ended(struct state *s, __u64 mm, __u64 now)
  * perf user of that tracepoint sees). The arguments changed in 6.8-era
  * kernels: (mm, memcg_path, write[, success]) before, (mm, write[,
  * success]) after; each event has a program per form and the loader loads
- * the one the running kernel's BTF prototype matches.
+ * the one the running kernel's BTF prototype matches. Programs are named
+ * ptw_* (a kernel object name has 15 characters): bpftool shows whose.
  */
 static __always_inline int on_start_locking(__u64 mm, __u8 write)
 {
@@ -237,7 +238,7 @@ static __always_inline int on_acquire_returned(__u64 mm, __u8 write, __u8 succes
 	s->phase = HOLDING;
 	s->write = write;
 	s->since = now;
-	s->foreign = (__u64)t->mm != mm;
+	s->foreign = (__u64)t->mm == mm ? PTW_MM_OWN : t->mm ? PTW_MM_OTHER : PTW_MM_NONE;
 	if (tid == prober_tid)
 		emit(PTW_BPF_PROBE, now, now, mm, write, 1, s->foreign);
 	else if (s->foreign)
@@ -265,38 +266,38 @@ static __always_inline int on_released(__u64 mm)
 
 /* (mm, memcg_path, write[, success]): up to the 6.8-era change */
 SEC("raw_tp/mmap_lock_start_locking")
-int start_locking_path(__u64 *ctx)
+int ptw_start_path(__u64 *ctx)
 {
 	return on_start_locking(ctx[0], (__u8)ctx[2]);
 }
 
 SEC("raw_tp/mmap_lock_acquire_returned")
-int acquire_returned_path(__u64 *ctx)
+int ptw_acquire_path(__u64 *ctx)
 {
 	return on_acquire_returned(ctx[0], (__u8)ctx[2], (__u8)ctx[3]);
 }
 
 SEC("raw_tp/mmap_lock_released")
-int released_path(__u64 *ctx)
+int ptw_release_path(__u64 *ctx)
 {
 	return on_released(ctx[0]);
 }
 
 /* (mm, write[, success]): since */
 SEC("raw_tp/mmap_lock_start_locking")
-int start_locking(__u64 *ctx)
+int ptw_start(__u64 *ctx)
 {
 	return on_start_locking(ctx[0], (__u8)ctx[1]);
 }
 
 SEC("raw_tp/mmap_lock_acquire_returned")
-int acquire_returned(__u64 *ctx)
+int ptw_acquire(__u64 *ctx)
 {
 	return on_acquire_returned(ctx[0], (__u8)ctx[1], (__u8)ctx[2]);
 }
 
 SEC("raw_tp/mmap_lock_released")
-int released(__u64 *ctx)
+int ptw_release(__u64 *ctx)
 {
 	return on_released(ctx[0]);
 }

@@ -158,9 +158,9 @@ bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 		return false;
 	}
 	auto &p = m.skel->progs;
-	for (bpf_program *x : {p.start_locking_path, p.acquire_returned_path, p.released_path})
+	for (bpf_program *x : {p.ptw_start_path, p.ptw_acquire_path, p.ptw_release_path})
 		bpf_program__set_autoload(x, form == kWithPath);
-	for (bpf_program *x : {p.start_locking, p.acquire_returned, p.released})
+	for (bpf_program *x : {p.ptw_start, p.ptw_acquire, p.ptw_release})
 		bpf_program__set_autoload(x, form == kWithoutPath);
 	if (int e = lock_spans_bpf__load(m.skel))
 		return fail("BPF load", e);
@@ -215,8 +215,8 @@ BpfLockStats BpfLockSpans::stats() const
 	}
 	s.run_time_counted = m.stats_fd >= 0;
 	const auto &p = m.skel->progs;
-	for (bpf_program *x : {p.start_locking, p.acquire_returned, p.released,
-			       p.start_locking_path, p.acquire_returned_path, p.released_path}) {
+	for (bpf_program *x : {p.ptw_start, p.ptw_acquire, p.ptw_release,
+			       p.ptw_start_path, p.ptw_acquire_path, p.ptw_release_path}) {
 		if (!bpf_program__autoload(x))
 			continue;
 		bpf_prog_info info{};

@@ -468,3 +468,44 @@ TEST(MmOwners, ExecEndsTheOldMmNotTheOneItBuilt)
 	o.ended(100, 9000, "exit");
 	EXPECT_TRUE(o.owner_at(new_mm, 9500, 100).teardown);
 }
+
+// A walker with several processes' files open does not say which one it
+// walks: no target from its fds (the kernel's mm->owner or a probe must
+// tell), and the kind only when its files agree.
+TEST(PickWalkFile, AmbiguousTargetsAreNotGuessed)
+{
+	const pid_t me = 50;
+	auto one = pick_walk_file({{me, "maps"}, {100, "pagemap"}}, me);
+	ASSERT_TRUE(one);
+	EXPECT_EQ(one->pid, 100);
+	EXPECT_EQ(one->file, "pagemap");
+	auto two = pick_walk_file({{100, "pagemap"}, {101, "pagemap"}}, me);
+	ASSERT_TRUE(two);
+	EXPECT_EQ(two->pid, 0);
+	EXPECT_EQ(two->file, "pagemap");
+	EXPECT_FALSE(pick_walk_file({{100, "pagemap"}, {101, "smaps"}}, me));
+	auto own = pick_walk_file({{me, "smaps"}}, me);
+	ASSERT_TRUE(own);
+	EXPECT_EQ(own->pid, me);
+	EXPECT_FALSE(pick_walk_file({}, me));
+}
+
+TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 1000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	std::vector<LockEvent> v;
+	hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, WalkFile{0, "pagemap"});
+	t.advance(6000, false);
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].target_tgid, 0);
+	EXPECT_EQ(out[0].basis, "unknown");
+	EXPECT_EQ(out[0].kind, "pagemap");
+	EXPECT_EQ(out[0].walk_file, "");
+}

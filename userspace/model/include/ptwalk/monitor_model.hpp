@@ -139,6 +139,11 @@ struct WalkFile {
 // /proc/N/task/M/<file>). The walk files: clear_refs, smaps, smaps_rollup,
 // pagemap, numa_maps, maps, mem, cmdline, environ, auxv, status.
 std::optional<WalkFile> parse_walk_file(std::string_view link);
+// What a holder's open walk files (in fd order) say of the walk it is in:
+// a file of another process before its own; when its files name more than
+// one other process, the target is not told (pid 0) and the kind only if
+// they agree on it. nullopt when nothing is told.
+std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t holder_tgid);
 
 // A finished walk: a hold >= min_hold with its owner and waiters.
 struct Walk {

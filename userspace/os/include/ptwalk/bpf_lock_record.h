@@ -37,7 +37,15 @@ struct ptw_bpf_rec {
 	__u8 kind;        /* enum ptw_bpf_kind */
 	__u8 write;
 	__u8 success;
-	__u8 foreign;     /* mm != the task's own mm */
+	__u8 foreign;     /* enum ptw_bpf_mm: whose mm the task locked */
+};
+
+enum ptw_bpf_mm {
+	PTW_MM_OWN = 0,   /* its own (current->mm) */
+	PTW_MM_OTHER = 1, /* not its own: a walk of another process, or the mm
+			   * execve() builds for it */
+	PTW_MM_NONE = 2,  /* the task has no mm: its exit tearing down the
+			   * one it had, or a kernel thread */
 };
 
 /* Per-CPU counters, the "stats" array map's slots. */
