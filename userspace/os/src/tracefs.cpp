@@ -267,6 +267,9 @@ bool Tracefs::open(std::string *err)
 	auto mi = read_file("/proc/self/mountinfo", &rerr);
 	if (mi) {
 		for (const auto &mp : mountinfo_mounts_of(*mi, "tracefs")) {
+			// another ptwalk's own mount goes away when it is done
+			if (mp.find(kPrivatePrefix) != std::string::npos)
+				continue;
 			if (is_dir(mp + "/events")) {
 				root_ = mp;
 				return true;
@@ -280,15 +283,33 @@ bool Tracefs::open(std::string *err)
 			}
 		}
 	}
-	const std::string target = "/sys/kernel/tracing";
-	if (!is_dir(target)) {
+	if (!is_dir("/sys/kernel/tracing")) {
 		if (err)
-			*err = target + ": " + std::strerror(ENOENT) +
+			*err = std::string("/sys/kernel/tracing: ") + std::strerror(ENOENT) +
 			       " (kernel without CONFIG_TRACING?)";
+		return false;
+	}
+	// Our own mount point, not /sys/kernel/tracing: two ptwalks starting
+	// at once would both mount there, and the second gets EBUSY (the same
+	// filesystem on the same mount point), or read the first's mount as
+	// it goes away.
+	std::string target;
+	for (const char *dir : {"/run", "/tmp"}) {
+		std::string t = std::string(dir) + "/" + kPrivatePrefix + "XXXXXX";
+		if (mkdtemp(t.data())) {
+			target = t;
+			break;
+		}
+	}
+	if (target.empty()) {
+		if (err)
+			*err = std::string("a directory to mount tracefs on (/run, /tmp): ") +
+			       std::strerror(errno);
 		return false;
 	}
 	if (mount("nodev", target.c_str(), "tracefs", 0, nullptr) != 0) {
 		int e = errno;
+		rmdir(target.c_str());
 		if (err) {
 			*err = "mount tracefs on " + target + ": " + std::strerror(e);
 			if (e == EPERM)
@@ -299,7 +320,8 @@ bool Tracefs::open(std::string *err)
 		return false;
 	}
 	if (!is_dir(target + "/events")) {
-		umount(target.c_str());
+		umount2(target.c_str(), MNT_DETACH);
+		rmdir(target.c_str());
 		if (err)
 			*err = target + "/events: missing after mounting tracefs";
 		return false;
@@ -334,8 +356,10 @@ std::optional<TraceEventFormat> Tracefs::event_format(std::string_view system,
 void Tracefs::release()
 {
 	if (mounted_by_us_) {
-		// EBUSY (someone else is inside) leaves it mounted: harmless.
-		umount(mount_point_.c_str());
+		// detached even if a reader is still inside; then the empty
+		// directory goes too
+		umount2(mount_point_.c_str(), MNT_DETACH);
+		rmdir(mount_point_.c_str());
 		mounted_by_us_ = false;
 	}
 	root_.clear();

@@ -48,8 +48,9 @@ bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw,
 		    uint64_t &out) noexcept;
 
 // A tracefs mount: found in /proc/self/mountinfo (tracefs, or debugfs with
-// tracing/ under it), else mounted by us at /sys/kernel/tracing. Only a
-// mount we made is unmounted (release() or the destructor). Kept rather than
+// tracing/ under it), else mounted by us on a directory of our own
+// (/run/ptwalk-tracefs.XXXXXX, else under /tmp). Only a mount we made is
+// unmounted, and its directory removed (release() or the destructor). Kept rather than
 // libtracefs: tracefs_tracing_dir() mounts tracefs and leaves it mounted,
 // and ptwalk restores every system setting it changes.
 class Tracefs {
@@ -62,7 +63,9 @@ public:
 	~Tracefs() { release(); }
 
 	// Finds or mounts tracefs. false with *err ("mount tracefs on
-	// /sys/kernel/tracing: Operation not permitted", ...) when impossible.
+	// /run/ptwalk-tracefs.Ab12Cd: Operation not permitted", ...) when
+	// impossible.
+	static constexpr const char *kPrivatePrefix = "ptwalk-tracefs.";
 	bool open(std::string *err);
 	bool is_open() const { return !root_.empty(); }
 	const std::string &root() const { return root_; } // ".../tracing"
