@@ -84,29 +84,21 @@ static int cmp_dur(const void *a, const void *b)
 	return dx < dy ? -1 : dx > dy;
 }
 
-/* one attempt: false, with why, when a call breached its bound */
-static bool one_attempt(struct __test_metadata *_metadata,
-			const struct ptw_budget *budget, char *why, size_t len)
+/*
+ * The walks, timed, of a region of size bytes while the mapper thread runs:
+ * false, with why, when they could not start. *walks_ok false, with why,
+ * when a walk failed.
+ */
+static bool walk_under_mapper(struct span *walks, unsigned int nwalks,
+			      size_t size, bool *walks_ok, char *why, size_t len)
 {
-	const struct ptw_opts *o = &ptw_opts;
-	size_t size = ptw_max_mb(o) << 20;
-	struct span *walks = calloc(o->walks, sizeof(*walks));
-	double factor = budget->v[PB_STALL_FACTOR];
-	double slack = budget->v[PB_STALL_SLACK_NS];
-	uint64_t max_in = 0, max_out = 0, wmax = 0, gap;
-	double worst = -1, worst_bound = 0;
-	unsigned int i, j, n, n_in = 0, worst_i = 0;
-	bool res = true;
 	struct ptw_region r;
+	unsigned int i;
 	pthread_t th;
-	struct span *sorted;
+	uint64_t gap;
 
-	if (!walks || ptw_region_map(&r, PTW_ANON, size, why, len)) {
-		if (!walks)
-			snprintf(why, len, "out of memory");
-		free(walks);
+	if (ptw_region_map(&r, PTW_ANON, size, why, len))
 		return false;
-	}
 	ptw_touch(r.addr, size, true);
 	ptw_clear_refs("1");		/* warm-up walk */
 	atomic_store(&nevents, 0);
@@ -115,15 +107,14 @@ static bool one_attempt(struct __test_metadata *_metadata,
 	if (pthread_create(&th, NULL, mapper, NULL)) {
 		snprintf(why, len, "pthread_create failed");
 		ptw_region_unmap(&r);
-		free(walks);
 		return false;
 	}
 	sleep_ns(50000000);
-	for (i = 0; i < o->walks; i++) {
+	for (i = 0; i < nwalks; i++) {
 		walks[i].start = ptw_now_ns();
 		if (ptw_clear_refs("1")) {
 			snprintf(why, len, "clear_refs: %s", strerror(errno));
-			res = false;
+			*walks_ok = false;
 		}
 		walks[i].end = ptw_now_ns();
 		walks[i].op = 2;
@@ -134,16 +125,32 @@ static bool one_attempt(struct __test_metadata *_metadata,
 	atomic_store(&stop, true);
 	pthread_join(th, NULL);
 	ptw_region_unmap(&r);
+	return true;
+}
 
-	n = atomic_load(&nevents);
+/* The mapper's slow calls against the walks and their bounds. */
+struct stall_verdict {
+	unsigned int n, n_in;		/* slow calls, of them during a walk */
+	uint64_t max_in, max_out;	/* longest during a walk, outside */
+	double worst, worst_bound;	/* highest duration / bound, its bound */
+	unsigned int worst_i;		/* its event */
+};
+
+static void judge_events(const struct span *walks, unsigned int nwalks,
+			 double factor, double slack, struct stall_verdict *v)
+{
+	unsigned int i, j, n = atomic_load(&nevents);
+
+	*v = (struct stall_verdict){ .worst = -1 };
 	if (n > MAX_EVENTS)
 		n = MAX_EVENTS;
+	v->n = n;
 	for (j = 0; j < n; j++) {
 		uint64_t d = events[j].end - events[j].start, wd = 0;
 		bool in = false;
 		double bound;
 
-		for (i = 0; i < o->walks; i++)
+		for (i = 0; i < nwalks; i++)
 			if (walks[i].start < events[j].end &&
 			    walks[i].end > events[j].start) {
 				in = true;
@@ -152,49 +159,84 @@ static bool one_attempt(struct __test_metadata *_metadata,
 			}
 		bound = in ? wd * factor + slack : slack;
 		if (in) {
-			n_in++;
-			max_in = d > max_in ? d : max_in;
+			v->n_in++;
+			v->max_in = d > v->max_in ? d : v->max_in;
 		} else {
-			max_out = d > max_out ? d : max_out;
+			v->max_out = d > v->max_out ? d : v->max_out;
 		}
-		if (d / bound > worst) {
-			worst = d / bound;
-			worst_bound = bound;
-			worst_i = j;
+		if (d / bound > v->worst) {
+			v->worst = d / bound;
+			v->worst_bound = bound;
+			v->worst_i = j;
 		}
 	}
-	sorted = malloc(o->walks * sizeof(*sorted));
-	if (sorted) {
-		memcpy(sorted, walks, o->walks * sizeof(*sorted));
-		qsort(sorted, o->walks, sizeof(*sorted), cmp_dur);
-		wmax = sorted[o->walks - 1].end - sorted[o->walks - 1].start;
-		TH_LOG("%u clear_refs walks of %zu MiB (%zu PTEs): min %.2f "
-			 "median %.2f max %.2f ms", o->walks, size >> 20,
-			 size / ptw_page_size,
-			 (sorted[0].end - sorted[0].start) / 1e6,
-			 (sorted[o->walks / 2].end -
-			  sorted[o->walks / 2].start) / 1e6, wmax / 1e6);
-		free(sorted);
+}
+
+/* Logs the walks' min, median and max; the longest walk (0: unknown). */
+static uint64_t log_walks(struct __test_metadata *_metadata,
+			  const struct span *walks, unsigned int nwalks,
+			  size_t size)
+{
+	struct span *sorted = malloc(nwalks * sizeof(*sorted));
+	uint64_t wmax;
+
+	if (!sorted)
+		return 0;
+	memcpy(sorted, walks, nwalks * sizeof(*sorted));
+	qsort(sorted, nwalks, sizeof(*sorted), cmp_dur);
+	wmax = sorted[nwalks - 1].end - sorted[nwalks - 1].start;
+	TH_LOG("%u clear_refs walks of %zu MiB (%zu PTEs): min %.2f "
+		 "median %.2f max %.2f ms", nwalks, size >> 20,
+		 size / ptw_page_size,
+		 (sorted[0].end - sorted[0].start) / 1e6,
+		 (sorted[nwalks / 2].end -
+		  sorted[nwalks / 2].start) / 1e6, wmax / 1e6);
+	free(sorted);
+	return wmax;
+}
+
+/* one attempt: false, with why, when a call breached its bound */
+static bool one_attempt(struct __test_metadata *_metadata,
+			const struct ptw_budget *budget, char *why, size_t len)
+{
+	const struct ptw_opts *o = &ptw_opts;
+	size_t size = ptw_max_mb(o) << 20;
+	struct span *walks = calloc(o->walks, sizeof(*walks));
+	double factor = budget->v[PB_STALL_FACTOR];
+	double slack = budget->v[PB_STALL_SLACK_NS];
+	struct stall_verdict v;
+	uint64_t wmax;
+	bool res = true;
+
+	if (!walks) {
+		snprintf(why, len, "out of memory");
+		return false;
 	}
+	if (!walk_under_mapper(walks, o->walks, size, &res, why, len)) {
+		free(walks);
+		return false;
+	}
+	judge_events(walks, o->walks, factor, slack, &v);
+	wmax = log_walks(_metadata, walks, o->walks, size);
 	TH_LOG("%llu mmap+munmap pairs (%llu mmap errors); calls > 20 us: "
 		 "%u, %u of them during a walk; longest during a walk %.2f ms, "
 		 "outside %.2f ms", (unsigned long long)nops,
-		 (unsigned long long)op_errors, n, n_in, max_in / 1e6,
-		 max_out / 1e6);
+		 (unsigned long long)op_errors, v.n, v.n_in, v.max_in / 1e6,
+		 v.max_out / 1e6);
 	TH_LOG("bound: walk x %.2f + %.2f ms slack (%s)", factor,
 		 slack / 1e6, budget->source);
 	if (!nops) {
 		snprintf(why, len, "mapper thread made no progress");
 		res = false;
 	}
-	if (worst > 1.0) {
-		struct span *e = &events[worst_i];
+	if (v.worst > 1.0) {
+		struct span *e = &events[v.worst_i];
 
 		snprintf(why, len, "%s stalled %.2f ms > bound %.2f ms "
 			 "(longest overlapping walk x %.2f + slack %.2f ms; "
 			 "walk of %zu PTEs, longest walk %.2f ms)",
 			 e->op ? "munmap" : "mmap", (e->end - e->start) / 1e6,
-			 worst_bound / 1e6, factor, slack / 1e6,
+			 v.worst_bound / 1e6, factor, slack / 1e6,
 			 size / ptw_page_size, wmax / 1e6);
 		res = false;
 	}

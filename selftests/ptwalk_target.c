@@ -360,48 +360,42 @@ bool ptw_cache_flush(void)
 	return true;
 }
 
-int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
-		      bool with_scan, char *why, size_t len)
+/*
+ * The targets of ptw_measure_costs: nsz = o->points x nrep populated
+ * children (index k * nrep + r for size k), then the 1-page baseline, all
+ * alive at once; pts[].ptes set. *spawned: how many to kill afterwards.
+ */
+static int spawn_cost_targets(const struct ptw_opts *o, struct ptw_target *t,
+			      unsigned int nrep, struct ptw_cost_point *pts,
+			      unsigned int *spawned, char *why, size_t len)
 {
-	/*
-	 * Targets: o->replicas independently populated children per size
-	 * (index k * replicas + r), then the 1-page baseline. Replicas guard
-	 * against one child whose memory happens to be slow for the whole
-	 * measurement (seen on this VM: one size 1.8x slower per PTE in every
-	 * repetition); the per-size minimum is over reps x replicas.
-	 */
-	unsigned int nrep = o->replicas ? o->replicas : 1;
-	unsigned int nsz = o->points * nrep, nt = nsz + 1, base = nsz;
-	unsigned int ns = o->reps * nrep;	/* samples per size and walker */
-	uint64_t *samples = calloc((size_t)ns * PW_NR * (o->points + 1),
-				   sizeof(uint64_t));
-	struct ptw_target *t = calloc(nt, sizeof(*t));
-	unsigned int k, rep, w, r, spawned = 0;
-	int ret = -1;
+	unsigned int nsz = o->points * nrep, k;
 
-	if (!samples || !t) {
-		snprintf(why, len, "out of memory");
-		goto out;
-	}
-	ptw_cache_flush_init();
-	/* every child populated and alive at once */
-	for (k = 0; k < nt; k++) {
+	for (k = 0; k <= nsz; k++) {
 		size_t size = k < nsz ? (o->min_mb << (k / nrep)) << 20 :
 			      ptw_page_size;
 
 		if (ptw_target_spawn(&t[k], PTW_ANON, size, why, len))
-			goto out;
-		spawned++;
+			return -1;
+		(*spawned)++;
 		if (t[k].anon_huge_kb) {
 			snprintf(why, len, "4 KiB region got %llu kB "
 				 "AnonHugePages despite MADV_NOHUGEPAGE",
 				 (unsigned long long)t[k].anon_huge_kb);
-			goto out;
+			return -1;
 		}
 		if (k < nsz)
 			pts[k / nrep].ptes = size / ptw_page_size;
 	}
-	/* warm-up: one walk of each kind per target */
+	return 0;
+}
+
+/* warm-up: one walk of each kind per target */
+static int warm_up_targets(struct ptw_target *t, unsigned int nt,
+			   bool with_scan, char *why, size_t len)
+{
+	unsigned int k, w;
+
 	for (k = 0; k < nt; k++)
 		for (w = 0; w < PW_NR; w++) {
 			if (w == PW_PAGEMAP_SCAN && !with_scan)
@@ -410,9 +404,24 @@ int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
 				snprintf(why, len, "%s walk of pid %d failed: %s",
 					 ptw_walker_names[w], t[k].pid,
 					 strerror(errno));
-				goto out;
+				return -1;
 			}
 		}
+	return 0;
+}
+
+/*
+ * The timed walks into samples: per size and walker, ns = o->reps x nrep
+ * samples (the baseline's: o->reps).
+ */
+static void time_cost_walks(const struct ptw_opts *o, struct ptw_target *t,
+			    unsigned int nrep, bool with_scan,
+			    uint64_t *samples)
+{
+	unsigned int nsz = o->points * nrep, nt = nsz + 1, base = nsz;
+	unsigned int ns = o->reps * nrep;
+	unsigned int k, rep, w;
+
 	/*
 	 * Sizes and walkers interleaved within each repetition, so a slow
 	 * phase of this noisy machine hits all sizes alike and the
@@ -442,6 +451,15 @@ int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
 				samples[(sz * PW_NR + w) * ns + idx] =
 					ptw_walk_target(w, &t[k]);
 			}
+}
+
+/* Per size and walker: the minimum and median; the baseline's minimum. */
+static void summarize_cost_samples(const struct ptw_opts *o, unsigned int ns,
+				   bool with_scan, uint64_t *samples,
+				   struct ptw_cost_point *pts)
+{
+	unsigned int k, w, r;
+
 	for (k = 0; k <= o->points; k++)
 		for (w = 0; w < PW_NR; w++) {
 			uint64_t *s0 = samples + (k * PW_NR + w) * ns;
@@ -461,6 +479,37 @@ int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
 					pts[r].base[w] = s0[0];
 			}
 		}
+}
+
+int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
+		      bool with_scan, char *why, size_t len)
+{
+	/*
+	 * Targets: o->replicas independently populated children per size
+	 * (index k * replicas + r), then the 1-page baseline. Replicas guard
+	 * against one child whose memory happens to be slow for the whole
+	 * measurement (seen on this VM: one size 1.8x slower per PTE in every
+	 * repetition); the per-size minimum is over reps x replicas.
+	 */
+	unsigned int nrep = o->replicas ? o->replicas : 1;
+	unsigned int nsz = o->points * nrep, nt = nsz + 1;
+	unsigned int ns = o->reps * nrep;	/* samples per size and walker */
+	uint64_t *samples = calloc((size_t)ns * PW_NR * (o->points + 1),
+				   sizeof(uint64_t));
+	struct ptw_target *t = calloc(nt, sizeof(*t));
+	unsigned int k, spawned = 0;
+	int ret = -1;
+
+	if (!samples || !t) {
+		snprintf(why, len, "out of memory");
+		goto out;
+	}
+	ptw_cache_flush_init();
+	if (spawn_cost_targets(o, t, nrep, pts, &spawned, why, len) ||
+	    warm_up_targets(t, nt, with_scan, why, len))
+		goto out;
+	time_cost_walks(o, t, nrep, with_scan, samples);
+	summarize_cost_samples(o, ns, with_scan, samples, pts);
 	ret = 0;
 out:
 	for (k = 0; k < spawned; k++)

@@ -121,8 +121,8 @@ bool PerfSession::Impl::start_record()
 					 "-p", std::to_string(scanner), "-o", data_path,
 					 "-D", "-1", "--control", ctl.arg()};
 	record_cmd = command_line(argv);
-	auto c = spawn(argv, record_log, record_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
-		       &record_error);
+	auto c = Child::exec(argv, record_log, record_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
+			     &record_error);
 	if (!c)
 		return false;
 	record = std::move(*c);
@@ -190,8 +190,8 @@ bool PerfSession::Impl::start_stat()
 					 "-e", join(stat_events, ","), "-D", "-1", "--control",
 					 ctl.arg()};
 	stat_cmd = command_line(argv);
-	auto c = spawn(argv, stat_log, stat_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
-		       &stat_error);
+	auto c = Child::exec(argv, stat_log, stat_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
+			     &stat_error);
 	if (!c)
 		return false;
 	stat = std::move(*c);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -45,14 +46,13 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 	for (unsigned i = 0; i < sh->nvictims; i++)
 		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
 			 name(c.victims[i]));
-	pid_t wl = fork_child([&] { return workload_main(c, sh); });
-	if (wl < 0) {
+	Child wl = Child::run([&] { return workload_main(c, sh); });
+	if (!wl.started()) {
 		*why = std::string("fork: ") + strerror(errno);
 		return out;
 	}
-	int st;
 	while (sh->workload_state.load() < kReady && !*stop) {
-		if (child_exited(wl, &st)) {
+		if (wl.poll_exit()) {
 			*why = std::string("workload: ") + sh->message;
 			return out;
 		}
@@ -61,8 +61,8 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 	std::string err;
 	std::optional<WalkSize> size;
 	if (!*stop) {
-		size = measure_walk_size(wl, &err);
-		if (auto maps = read_file("/proc/" + std::to_string(wl) + "/maps", nullptr))
+		size = measure_walk_size(wl.pid(), &err);
+		if (auto maps = read_file("/proc/" + std::to_string(wl.pid()) + "/maps", nullptr))
 			out.vmas = parse_vma_layout(*maps, "").all.size();
 	}
 	if (size && !*stop) {
@@ -72,18 +72,18 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 				sh->victims[0].outside.count() < 20;
 		     i++)
 			usleep(10000);
-		pid_t sc = fork_child([&] { return scanner_main(c, wl, sh); });
+		Child sc = Child::run([&] { return scanner_main(c, wl.pid(), sh); });
 		sh->scanner_go = 1;
-		bool done = sc < 0;
+		bool done = !sc.started();
 		while (!done && !*stop)
-			if (!(done = child_exited(sc, &st)))
+			if (!(done = sc.poll_exit()))
 				usleep(20000);
 		if (!done)
-			reap(sc, 5000, SIGTERM);
+			sc.stop(SIGTERM, 5000, Child::kUntilReaped);
 	}
 	sh->stop = 1;
 	sh->exit_now = 1;
-	reap(wl, 5000, 0);
+	wl.stop(0, 5000, Child::kUntilReaped);
 	if (*stop) {
 		*why = "interrupted";
 		return out;

@@ -206,8 +206,7 @@ struct Run {
 	Json result;
 	Json workload = Json::object();
 	Json self_mem = Json::object();
-	pid_t wl = -1, sc_pid = -1;
-	int wl_status = 0, sc_status = 0;
+	Child wl, sc; // the workload, the scanner
 	bool wl_gone = false;
 	uint64_t t_start = 0, t_scan = 0, t_scan_end = 0;
 	std::optional<WalkSize> size0, size1;
@@ -223,9 +222,8 @@ struct Run {
 	{
 		fprintf(stderr, "ptwalk run: %s\n", msg.c_str());
 		sh->stop = sh->exit_now = 1;
-		if (sc_pid > 0)
-			reap(sc_pid, 5000, SIGTERM);
-		reap(wl, 5000, 0);
+		sc.stop(SIGTERM, 5000, Child::kUntilReaped);
+		wl.stop(0, 5000, Child::kUntilReaped);
 		return 1;
 	}
 };
@@ -258,7 +256,7 @@ int wait_populated(Run &r)
 	while (sh->workload_state.load() < kReady) {
 		if (g_signal)
 			break;
-		if (child_exited(r.wl, &r.wl_status)) {
+		if (r.wl.poll_exit()) {
 			r.wl_gone = true;
 			break;
 		}
@@ -276,10 +274,10 @@ int wait_populated(Run &r)
 	if (g_signal || sh->workload_state.load() == kReady)
 		return -1;
 	if (!r.wl_gone)
-		r.wl_status = reap(r.wl, 2000, SIGTERM);
+		r.wl.stop(SIGTERM, 2000, Child::kUntilReaped);
 	std::string msg = sh->message[0] ? sh->message : "workload died";
-	if (WIFSIGNALED(r.wl_status))
-		msg += std::string(" (killed by signal ") + strsignal(WTERMSIG(r.wl_status)) + ")";
+	if (WIFSIGNALED(r.wl.status()))
+		msg += std::string(" (killed by signal ") + strsignal(WTERMSIG(r.wl.status())) + ")";
 	if (sh->workload_state.load() == kSkipped) {
 		fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(r.o.sc.backing), msg.c_str());
 		return 4;
@@ -293,7 +291,7 @@ int wait_populated(Run &r)
 void describe_workload(Run &r)
 {
 	Shared *sh = r.sh;
-	r.workload["pid"] = int(r.wl);
+	r.workload["pid"] = int(r.wl.pid());
 	r.workload["populate_ns"] = sh->populate_ns.load();
 	r.workload["populate_bytes"] = sh->populated_bytes.load();
 	if (sh->populate_ns.load())
@@ -301,10 +299,10 @@ void describe_workload(Run &r)
 						     (double(sh->populate_ns.load()) / 1e9);
 	std::string err;
 	if (!g_signal)
-		r.size0 = measure_walk_size(r.wl, &err);
+		r.size0 = measure_walk_size(r.wl.pid(), &err);
 	if (r.size0)
 		r.workload["size_start"] = r.size0->to_json();
-	if (auto maps = read_file("/proc/" + std::to_string(r.wl) + "/maps", nullptr))
+	if (auto maps = read_file("/proc/" + std::to_string(r.wl.pid()) + "/maps", nullptr))
 		r.workload["vma_layout"] = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
 }
 
@@ -313,7 +311,7 @@ void describe_workload(Run &r)
 int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 {
 	r.backend = pick_backend(r.o.backend);
-	if (g_signal || r.backend->start(r.wl, threads, r.sc_pid))
+	if (g_signal || r.backend->start(r.wl.pid(), threads, r.sc.pid()))
 		return -1;
 	if (r.o.backend != "auto")
 		return r.abort("--backend " + r.o.backend + ": " + r.backend->detail());
@@ -321,13 +319,13 @@ int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 	bool ok = false;
 	if (r.backend->name() == "module") {
 		r.backend = make_tracepoint_backend();
-		ok = r.backend->start(r.wl, threads, r.sc_pid);
+		ok = r.backend->start(r.wl.pid(), threads, r.sc.pid());
 		if (!ok)
 			r.fallback += "; " + r.backend->name() + " unavailable: " + r.backend->detail();
 	}
 	if (!ok) {
 		r.backend = make_syscall_backend();
-		r.backend->start(r.wl, threads, r.sc_pid);
+		r.backend->start(r.wl.pid(), threads, r.sc.pid());
 	}
 	return -1;
 }
@@ -342,7 +340,7 @@ void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &thread
 			r.second_why = "no second view: the primary backend is " + r.backend->name();
 		} else {
 			r.second = make_tracepoint_backend();
-			if (!r.second->start(r.wl, threads, r.sc_pid)) {
+			if (!r.second->start(r.wl.pid(), threads, r.sc.pid())) {
 				r.second_why = "tracepoint view unavailable: " + r.second->detail();
 				r.second.reset();
 			}
@@ -351,7 +349,7 @@ void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &thread
 	if (r.o.perf && !g_signal) {
 		PerfOptions po;
 		po.workdir = (r.o.out_path.empty() ? std::string("ptwalk") : r.o.out_path) + ".perf";
-		if (!r.perf.start(r.sc_pid, r.wl, po))
+		if (!r.perf.start(r.sc.pid(), r.wl.pid(), po))
 			r.perf_json = Json(Json::Object{{"error", r.perf.why()}});
 	}
 }
@@ -362,8 +360,8 @@ int start_scan(Run &r)
 {
 	Shared *sh = r.sh;
 	if (!g_signal) {
-		r.sc_pid = fork_child([&] { return scanner_main(r.o.sc, r.wl, sh); });
-		if (r.sc_pid < 0)
+		r.sc = Child::run([&] { return scanner_main(r.o.sc, r.wl.pid(), sh); });
+		if (!r.sc.started())
 			return r.abort(std::string("fork: ") + strerror(errno));
 	}
 	std::vector<WatchedThread> threads;
@@ -383,13 +381,13 @@ int start_scan(Run &r)
 void scan_and_stop(Run &r)
 {
 	Shared *sh = r.sh;
-	bool sc_done = r.sc_pid < 0;
+	bool sc_done = !r.sc.started();
 	while (!sc_done && !g_signal) {
-		if (child_exited(r.sc_pid, &r.sc_status)) {
+		if (r.sc.poll_exit()) {
 			sc_done = true;
 			break;
 		}
-		if (!r.wl_gone && child_exited(r.wl, &r.wl_status)) {
+		if (!r.wl_gone && r.wl.poll_exit()) {
 			r.wl_gone = true;
 			break;
 		}
@@ -398,17 +396,17 @@ void scan_and_stop(Run &r)
 	r.t_scan_end = now_ns();
 	sh->stop = 1;
 	if (!sc_done)
-		r.sc_status = reap(r.sc_pid, 5000, SIGTERM);
+		r.sc.stop(SIGTERM, 5000, Child::kUntilReaped);
 	for (int i = 0; i < 500 && !r.wl_gone && sh->workload_state.load() != kStopped; i++) {
-		if (child_exited(r.wl, &r.wl_status))
+		if (r.wl.poll_exit())
 			r.wl_gone = true;
 		usleep(10000);
 	}
 	if (!g_signal && !r.wl_gone && sh->workload_state.load() == kStopped) {
 		std::string err;
-		r.size1 = measure_walk_size(r.wl, &err);
+		r.size1 = measure_walk_size(r.wl.pid(), &err);
 		// ptwalk's own memory apart from the mapping: O(1) in --size
-		if (auto st = read_file("/proc/" + std::to_string(r.wl) + "/status", nullptr)) {
+		if (auto st = read_file("/proc/" + std::to_string(r.wl.pid()) + "/status", nullptr)) {
 			const uint64_t rss = parse_status(*st).vm_rss;
 			const uint64_t map = sh->populated_bytes.load();
 			r.self_mem["workload_rss_minus_mapping_bytes"] = rss > map ? rss - map : 0;
@@ -418,7 +416,7 @@ void scan_and_stop(Run &r)
 		r.workload["size_end"] = r.size1->to_json();
 	sh->exit_now = 1;
 	if (!r.wl_gone)
-		r.wl_status = reap(r.wl, 10000, 0);
+		r.wl.stop(0, 10000, Child::kUntilReaped);
 	r.backend->stop();
 	if (r.second)
 		r.second->stop();
@@ -437,9 +435,9 @@ void outcome(Run &r)
 		r.result["interrupted"] = strsignal(g_signal);
 	} else if (r.wl_gone) {
 		r.failure = "workload died during the scan";
-		if (WIFSIGNALED(r.wl_status))
-			r.failure += std::string(" (") + strsignal(WTERMSIG(r.wl_status)) + ")";
-	} else if (!WIFEXITED(r.sc_status) || WEXITSTATUS(r.sc_status) != 0) {
+		if (WIFSIGNALED(r.wl.status()))
+			r.failure += std::string(" (") + strsignal(WTERMSIG(r.wl.status())) + ")";
+	} else if (!WIFEXITED(r.sc.status()) || WEXITSTATUS(r.sc.status()) != 0) {
 		r.failure = std::string("scanner: ") +
 			    (r.sh->scanner_message[0] ? r.sh->scanner_message : "failed");
 	}
@@ -560,8 +558,8 @@ int run_command(RunOptions o)
 	r.result = run_result::header(o);
 	measure_alias_bias_if_needed(r);
 	r.t_start = now_ns();
-	r.wl = fork_child([&] { return workload_main(o.sc, sh); });
-	if (r.wl < 0) {
+	r.wl = Child::run([&] { return workload_main(o.sc, sh); });
+	if (!r.wl.started()) {
 		fprintf(stderr, "ptwalk run: fork: %s\n", strerror(errno));
 		return 1;
 	}

@@ -101,7 +101,7 @@ bool exited_ok(const Child &c)
 bool run_to_completion(const std::vector<std::string> &argv, const std::string &out_path,
 		       const std::string &err_path, int timeout_ms, std::string *err)
 {
-	auto c = spawn(argv, out_path, err_path, {}, err);
+	auto c = Child::exec(argv, out_path, err_path, {}, err);
 	if (!c)
 		return false;
 	if (!c->wait_for(timeout_ms)) {

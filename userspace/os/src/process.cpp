@@ -15,39 +15,15 @@
 
 namespace ptwalk {
 
-void child_setup()
+void Child::enter_function_child(pid_t parent)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent) // died before the line above
+		_exit(127);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, SIG_DFL);
 }
-
-int reap(pid_t pid, int timeout_ms, int first_signal)
-{
-	int status = 0;
-	if (pid <= 0)
-		return status;
-	if (first_signal)
-		kill(pid, first_signal);
-	for (int waited = 0;; waited += 10) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid || (r < 0 && errno == ECHILD))
-			return status;
-		if (waited >= timeout_ms) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return status;
-		}
-		usleep(10000);
-	}
-}
-
-bool child_exited(pid_t pid, int *status)
-{
-	return waitpid(pid, status, WNOHANG) == pid;
-}
-
 
 namespace {
 
@@ -112,6 +88,7 @@ Child &Child::operator=(Child &&o) noexcept
 		pid_ = std::exchange(o.pid_, -1);
 		status_ = o.status_;
 		reaped_ = o.reaped_;
+		own_group_ = o.own_group_;
 	}
 	return *this;
 }
@@ -146,19 +123,24 @@ bool Child::wait_for(int timeout_ms)
 	return true;
 }
 
-std::string Child::stop(int sig, int timeout_ms)
+std::string Child::stop(int sig, int timeout_ms, int kill_wait_ms)
 {
 	if (pid_ <= 0)
 		return "not started";
 	if (poll_exit())
 		return "had exited: " + describe_status(status_);
-	kill(pid_, sig);
+	if (sig)
+		kill(pid_, sig);
 	if (wait_for(timeout_ms))
 		return std::string("stopped by ") + sig_name(sig) + ": " +
 		       describe_status(status_);
 	std::string where = task_states(pid_);
-	kill_group(SIGKILL);
-	wait_for(60000);
+	if (kill_wait_ms < 0) {
+		kill_and_reap();
+	} else {
+		kill_group(SIGKILL);
+		wait_for(kill_wait_ms);
+	}
 	return std::string("did not stop within ") + std::to_string(timeout_ms) +
 	       " ms of " + sig_name(sig) + " (threads: " + where + "); SIGKILLed";
 }
@@ -167,23 +149,25 @@ void Child::kill_and_reap()
 {
 	if (pid_ > 0 && !poll_exit()) {
 		kill_group(SIGKILL);
-		int st;
-		while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-		}
-		status_ = st;
+		int st = 0;
+		pid_t r;
+		do
+			r = waitpid(pid_, &st, 0);
+		while (r < 0 && errno == EINTR);
+		status_ = r == pid_ ? st : -1; // -1: reaped elsewhere (ECHILD)
 		reaped_ = true;
 	}
 }
 
 void Child::kill_group(int sig)
 {
-	if (kill(-pid_, sig) != 0)
+	if (!own_group_ || kill(-pid_, sig) != 0)
 		kill(pid_, sig);
 }
 
-std::optional<Child> spawn(const std::vector<std::string> &argv, const std::string &out_path,
-			   const std::string &err_path, const std::vector<int> &keep_fds,
-			   std::string *err)
+std::optional<Child> Child::exec(const std::vector<std::string> &argv,
+				 const std::string &out_path, const std::string &err_path,
+				 const std::vector<int> &keep_fds, std::string *err)
 {
 	std::vector<char *> cargv;
 	for (const auto &a : argv)
@@ -248,7 +232,7 @@ std::optional<Child> spawn(const std::vector<std::string> &argv, const std::stri
 	}
 	setpgid(pid, pid); // also here: no window where kill(-pid) misses it
 	exec_w.reset();
-	Child child(pid);
+	Child child(pid, true);
 	int e = 0;
 	ssize_t n;
 	do

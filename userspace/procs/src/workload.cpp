@@ -191,123 +191,198 @@ bool map_region(const Scenario &sc, Shared *sh, Region *r)
 	return true;
 }
 
-void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
-		 uint64_t op_interval_ns, unsigned seed)
+// The thread's name ("victim-<kind>"), a 1 ns timer slack, its tid in the
+// slot.
+void name_victim_thread(Victim kind, VictimSlot *slot)
 {
 	char comm[16];
 	snprintf(comm, sizeof(comm), "victim-%s", name(kind));
 	prctl(PR_SET_NAME, comm);
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	slot->tid = int32_t(gettid());
+}
 
-	Rng rng{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^ uint64_t(gettid())};
-	const size_t words = r->len / 8;
-	auto *words_base = reinterpret_cast<volatile uint64_t *>(r->base);
+// The parent measures the walk size first: that read is a walk too.
+void wait_for_victims_go(const Shared *sh)
+{
+	while (!sh->victims_go.load() && !sh->stop.load())
+		usleep(1000);
+}
 
-	// fault victim: its own small region, 4 KiB pages
-	constexpr size_t kFaultPages = 256;
-	Mapping fault_map;
-	if (kind == Victim::fault) {
+// A victim's operation and its state from one to the next. Its members
+// that touch the state are always inlined into victim_loop (op() is the
+// timed region) and the object's address never leaves it, so the state
+// stays in registers as if it were victim_loop's own locals.
+class VictimOp {
+public:
+	static constexpr size_t kFaultPages = 256; // fault victim: 4 KiB pages
+	static constexpr size_t kMmapBytes = 64 << 10;
+
+	[[gnu::always_inline]] VictimOp(Victim kind, const Region *r, unsigned seed)
+		: kind_(kind),
+		  rng_{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^ uint64_t(gettid())},
+		  words_(r->len / 8), words_base_(reinterpret_cast<volatile uint64_t *>(r->base))
+	{
+	}
+
+	// The fault victim's own small region, 4 KiB pages; false when it
+	// cannot be mapped. Nothing to do for the others.
+	[[gnu::always_inline]] bool prepare()
+	{
+		if (kind_ != Victim::fault)
+			return true;
 		void *p = mmap(nullptr, kFaultPages * 4096, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
-			return;
-		fault_map = Mapping(p, kFaultPages * 4096);
+			return false;
+		fault_map_ = Mapping(p, kFaultPages * 4096);
 		madvise(p, kFaultPages * 4096, MADV_NOHUGEPAGE);
+		return true;
 	}
-	size_t fault_next = 0;
-	bool mapped_phase = true;
-	void *mmap_addr = nullptr;
 
-	// the parent measures the walk size first: that read is a walk too
-	while (!sh->victims_go.load() && !sh->stop.load())
-		usleep(1000);
+	// One operation, the timed one (t0: its start, what a write stores).
+	[[gnu::always_inline]] void op(uint64_t t0)
+	{
+		switch (kind_) {
+		case Victim::read:
+			(void)words_base_[rng_.next() % words_];
+			break;
+		case Victim::write:
+			words_base_[rng_.next() % words_] = t0;
+			break;
+		case Victim::fault:
+			static_cast<volatile uint8_t *>(fault_map_.get())[fault_next_ * 4096] = 1;
+			break;
+		case Victim::mmap:
+			if (mapped_phase_) {
+				mmap_addr_ = mmap(nullptr, kMmapBytes, PROT_READ | PROT_WRITE,
+						  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (mmap_addr_ == MAP_FAILED)
+					mmap_addr_ = nullptr;
+			} else if (mmap_addr_) {
+				munmap(mmap_addr_, kMmapBytes);
+				mmap_addr_ = nullptr;
+			}
+			mapped_phase_ = !mapped_phase_;
+			break;
+		}
+	}
+
+	// After an operation, not timed: the fault victim returns its pages
+	// once it has touched them all, so the next touches fault.
+	[[gnu::always_inline]] void after_op()
+	{
+		if (kind_ == Victim::fault && ++fault_next_ == kFaultPages) {
+			madvise(fault_map_.get(), kFaultPages * 4096, MADV_DONTNEED);
+			fault_next_ = 0;
+		}
+	}
+
+	// The mmap victim's last mapping, if any.
+	[[gnu::always_inline]] void finish()
+	{
+		if (mmap_addr_)
+			munmap(mmap_addr_, kMmapBytes);
+	}
+
+private:
+	const Victim kind_;
+	Rng rng_;
+	const size_t words_;
+	volatile uint64_t *const words_base_;
+	Mapping fault_map_;
+	size_t fault_next_ = 0;
+	bool mapped_phase_ = true;
+	void *mmap_addr_ = nullptr;
+};
+
+// The thread's voluntary and involuntary context switches so far.
+struct Switches {
+	long vol = 0, invol = 0;
+};
+
+Switches thread_switches()
+{
+	struct rusage ru;
+	Switches s;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		s.vol = ru.ru_nvcsw;
+		s.invol = ru.ru_nivcsw;
+	}
+	return s;
+}
+
+// After an operation timed [t0, t1] between walk_seq reads s0 and s1: into
+// the slot's histogram for during or outside walks; when slow, also into
+// its slow operations, with whether it slept (v0: the switches before).
+void record_op(VictimSlot *slot, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t t1,
+	       bool track_sleep, const Switches &v0)
+{
+	const bool during = (s0 & 1) || s1 != s0;
+	if (during)
+		slot->during.record(t1 - t0);
+	else
+		slot->outside.record(t1 - t0);
+	const Switches v1 = track_sleep ? thread_switches() : Switches{};
+	if (t1 - t0 >= kSlowOpNs) {
+		// rare: a fetch_add and a store, no allocation, no lock
+		const uint32_t k = slot->nslow.fetch_add(1, std::memory_order_relaxed);
+		const uint32_t slept = !track_sleep ? kSleepUnknown
+				       : (v1.vol != v0.vol ? kOpSlept : 0u) |
+						 (v1.invol != v0.invol ? kOpPreempted : 0u);
+		if (k < kMaxSlowOps)
+			slot->slow[k] = SlowOp{t0, t1,
+					       (during ? kOpDuring : 0u) |
+						       ((s0 & 1) ? kOpBeganDuring : 0u),
+					       slept};
+	}
+}
+
+// --op-interval: sleeps until next + interval, the next deadline returned;
+// no catch-up bursts after a stall.
+uint64_t pace(uint64_t next, uint64_t op_interval_ns)
+{
+	next += op_interval_ns;
+	const uint64_t now = now_ns();
+	if (next > now) {
+		timespec ts{time_t(next / 1000000000ull), long(next % 1000000000ull)};
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+	} else {
+		next = now;
+	}
+	return next;
+}
+
+// A victim thread: its operation over and over until the stop, each timed
+// alone (walk_seq read around the timing says whether a walk overlapped it).
+void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
+		 uint64_t op_interval_ns, unsigned seed)
+{
+	name_victim_thread(kind, slot);
+	VictimOp v(kind, r, seed);
+	if (!v.prepare())
+		return;
+	wait_for_victims_go(sh);
 	// Victims that take mmap_lock also note whether an operation slept
 	// (a voluntary context switch, getrusage): a slow operation that slept
 	// waited for something; one that did not was preempted or frozen.
 	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault;
-	struct Switches {
-		long vol = 0, invol = 0;
-	};
-	auto switches = [] {
-		struct rusage ru;
-		Switches s;
-		if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-			s.vol = ru.ru_nvcsw;
-			s.invol = ru.ru_nivcsw;
-		}
-		return s;
-	};
 	uint64_t next = now_ns();
 	while (!sh->stop.load(std::memory_order_relaxed)) {
-		const Switches v0 = track_sleep ? switches() : Switches{};
+		const Switches v0 = track_sleep ? thread_switches() : Switches{};
 		const uint64_t s0 = sh->walk_seq.load(std::memory_order_acquire);
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t t0 = now_ns();
-		switch (kind) {
-		case Victim::read:
-			(void)words_base[rng.next() % words];
-			break;
-		case Victim::write:
-			words_base[rng.next() % words] = t0;
-			break;
-		case Victim::fault:
-			static_cast<volatile uint8_t *>(fault_map.get())[fault_next * 4096] = 1;
-			break;
-		case Victim::mmap:
-			if (mapped_phase) {
-				mmap_addr = mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE,
-						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				if (mmap_addr == MAP_FAILED)
-					mmap_addr = nullptr;
-			} else if (mmap_addr) {
-				munmap(mmap_addr, 64 << 10);
-				mmap_addr = nullptr;
-			}
-			mapped_phase = !mapped_phase;
-			break;
-		}
+		v.op(t0);
 		const uint64_t t1 = now_ns();
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t s1 = sh->walk_seq.load(std::memory_order_acquire);
-		const bool during = (s0 & 1) || s1 != s0;
-		if (during)
-			slot->during.record(t1 - t0);
-		else
-			slot->outside.record(t1 - t0);
-		const Switches v1 = track_sleep ? switches() : Switches{};
-		if (t1 - t0 >= kSlowOpNs) {
-			// rare: a fetch_add and a store, no allocation, no lock
-			const uint32_t k = slot->nslow.fetch_add(1, std::memory_order_relaxed);
-			const uint32_t slept = !track_sleep ? kSleepUnknown
-					       : (v1.vol != v0.vol ? kOpSlept : 0u) |
-							 (v1.invol != v0.invol ? kOpPreempted : 0u);
-			if (k < kMaxSlowOps)
-				slot->slow[k] = SlowOp{t0, t1,
-						       (during ? kOpDuring : 0u) |
-							       ((s0 & 1) ? kOpBeganDuring : 0u),
-						       slept};
-		}
-
-		if (kind == Victim::fault && ++fault_next == kFaultPages) {
-			// not timed: returns the pages so the next touches fault
-			madvise(fault_map.get(), kFaultPages * 4096, MADV_DONTNEED);
-			fault_next = 0;
-		}
-		if (op_interval_ns) {
-			next += op_interval_ns;
-			const uint64_t now = now_ns();
-			if (next > now) {
-				timespec ts{time_t(next / 1000000000ull),
-					    long(next % 1000000000ull)};
-				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-			} else {
-				next = now; // no catch-up bursts after a stall
-			}
-		}
+		record_op(slot, s0, s1, t0, t1, track_sleep, v0);
+		v.after_op();
+		if (op_interval_ns)
+			next = pace(next, op_interval_ns);
 	}
-	if (mmap_addr)
-		munmap(mmap_addr, 64 << 10);
+	v.finish();
 }
 
 } // namespace

@@ -372,6 +372,103 @@ bool perf_in_path()
 
 } // namespace
 
+namespace {
+
+// A child with size bytes of populated anonymous memory (4 KiB pages) that
+// writes a byte to ready_w, then idles. Its pid, or -1.
+pid_t fork_populated_target(size_t size, int ready_w)
+{
+	pid_t target = fork();
+	if (target == 0) {
+		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(2);
+		madvise(p, size, MADV_NOHUGEPAGE); // 4 KiB PTEs to walk
+		for (size_t i = 0; i < size; i += 4096)
+			static_cast<volatile char *>(p)[i] = 1;
+		char c = 'r';
+		if (write(ready_w, &c, 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	return target;
+}
+
+// A child that waits for a byte on go_r, then writes clear_refs for ~2 s.
+// Its pid, or -1.
+pid_t fork_clear_refs_scanner(const std::string &clear_refs, int go_r)
+{
+	pid_t scanner = fork();
+	if (scanner == 0) {
+		char g;
+		if (read(go_r, &g, 1) != 1)
+			_exit(2);
+		uint64_t end = now_ns() + 2000000000ull;
+		while (now_ns() < end) {
+			int fd = open(clear_refs.c_str(), O_WRONLY);
+			if (fd < 0)
+				_exit(3);
+			if (write(fd, "1", 1) != 1)
+				_exit(4);
+			close(fd);
+		}
+		_exit(0);
+	}
+	return scanner;
+}
+
+// perf record's part: cpu-clock samples, a page-table walk among the top
+// kernel symbols.
+void expect_walk_sampled(const Json *perf)
+{
+	const Json *rec = perf->find("record");
+	ASSERT_TRUE(rec);
+	EXPECT_EQ(rec->find("error"), nullptr);
+	EXPECT_EQ(str(rec->find("event")), "cpu-clock");
+	EXPECT_GT(num(rec->find("samples")), 0);
+	const Json *top = rec->find("top_kernel_symbols");
+	ASSERT_TRUE(top && top->is_array());
+	ASSERT_GT(top->size(), 0u);
+	bool walk_symbol = false;
+	for (size_t i = 0; i < top->size(); ++i) {
+		std::string s = str(top->at(i).find("symbol"));
+		if (s.find("clear_refs") != std::string::npos ||
+		    s.find("walk_") != std::string::npos || s.find("pte") != std::string::npos)
+			walk_symbol = true;
+	}
+	EXPECT_TRUE(walk_symbol);
+}
+
+// perf stat's part: the mmap_lock events counted; ptwalk:* counted when
+// ptwalk.ko is loaded, else said to be absent (j: the whole result).
+void expect_lock_events_counted(const Json &j, const Json *perf)
+{
+	const Json *stat = perf->find("stat");
+	ASSERT_TRUE(stat);
+	EXPECT_EQ(stat->find("error"), nullptr);
+	const Json *ev = stat->find("events");
+	ASSERT_TRUE(ev);
+	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_start_locking")), 0);
+	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_acquire_returned")), 0);
+	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_released")), 0);
+	EXPECT_EQ(stat->find("missing"), nullptr);
+	bool ptwalk_said = false;
+	const Json *u = stat->find("unsupported");
+	ASSERT_TRUE(u);
+	for (size_t i = 0; i < u->size(); ++i)
+		if (str(u->at(i).find("event")) == "ptwalk:*")
+			ptwalk_said = str(u->at(i).find("reason")).find("ptwalk.ko") !=
+				      std::string::npos;
+	if (!ptwalk_said)
+		for (const char *name : {"ptwalk:"})
+			(void)name, ptwalk_said = j.dump().find("\"ptwalk:") != std::string::npos;
+	EXPECT_TRUE(ptwalk_said);
+}
+
+} // namespace
+
 TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 {
 	if (geteuid() != 0)
@@ -389,22 +486,8 @@ TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 	Fd go_r(go[0]), go_w(go[1]);
 
 	// The target: 256 MiB of populated anonymous memory, then idle.
-	pid_t target = fork();
+	pid_t target = fork_populated_target(kSize, ready_w.get());
 	ASSERT_GE(target, 0) << std::strerror(errno);
-	if (target == 0) {
-		void *p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		if (p == MAP_FAILED)
-			_exit(2);
-		madvise(p, kSize, MADV_NOHUGEPAGE); // 4 KiB PTEs to walk
-		for (size_t i = 0; i < kSize; i += 4096)
-			static_cast<volatile char *>(p)[i] = 1;
-		char c = 'r';
-		if (write(ready_w.get(), &c, 1) != 1)
-			_exit(3);
-		for (;;)
-			pause();
-	}
 	kids.pids.push_back(target);
 	ready_w.reset();
 	char c;
@@ -412,23 +495,8 @@ TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 
 	// The scanner: waits for "go", then writes clear_refs for ~2 s.
 	std::string clear_refs = "/proc/" + std::to_string(target) + "/clear_refs";
-	pid_t scanner = fork();
+	pid_t scanner = fork_clear_refs_scanner(clear_refs, go_r.get());
 	ASSERT_GE(scanner, 0) << std::strerror(errno);
-	if (scanner == 0) {
-		char g;
-		if (read(go_r.get(), &g, 1) != 1)
-			_exit(2);
-		uint64_t end = now_ns() + 2000000000ull;
-		while (now_ns() < end) {
-			int fd = open(clear_refs.c_str(), O_WRONLY);
-			if (fd < 0)
-				_exit(3);
-			if (write(fd, "1", 1) != 1)
-				_exit(4);
-			close(fd);
-		}
-		_exit(0);
-	}
 	kids.pids.push_back(scanner);
 	go_r.reset();
 
@@ -454,42 +522,6 @@ TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 	const Json *perf = j.find("perf");
 	ASSERT_TRUE(perf);
 	EXPECT_FALSE(str(perf->find("version")).empty());
-	const Json *rec = perf->find("record");
-	ASSERT_TRUE(rec);
-	EXPECT_EQ(rec->find("error"), nullptr);
-	EXPECT_EQ(str(rec->find("event")), "cpu-clock");
-	EXPECT_GT(num(rec->find("samples")), 0);
-	const Json *top = rec->find("top_kernel_symbols");
-	ASSERT_TRUE(top && top->is_array());
-	ASSERT_GT(top->size(), 0u);
-	bool walk_symbol = false;
-	for (size_t i = 0; i < top->size(); ++i) {
-		std::string s = str(top->at(i).find("symbol"));
-		if (s.find("clear_refs") != std::string::npos ||
-		    s.find("walk_") != std::string::npos || s.find("pte") != std::string::npos)
-			walk_symbol = true;
-	}
-	EXPECT_TRUE(walk_symbol);
-
-	const Json *stat = perf->find("stat");
-	ASSERT_TRUE(stat);
-	EXPECT_EQ(stat->find("error"), nullptr);
-	const Json *ev = stat->find("events");
-	ASSERT_TRUE(ev);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_start_locking")), 0);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_acquire_returned")), 0);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_released")), 0);
-	EXPECT_EQ(stat->find("missing"), nullptr);
-	// ptwalk:* is counted when ptwalk.ko is loaded, else said to be absent.
-	bool ptwalk_said = false;
-	const Json *u = stat->find("unsupported");
-	ASSERT_TRUE(u);
-	for (size_t i = 0; i < u->size(); ++i)
-		if (str(u->at(i).find("event")) == "ptwalk:*")
-			ptwalk_said = str(u->at(i).find("reason")).find("ptwalk.ko") !=
-				      std::string::npos;
-	if (!ptwalk_said)
-		for (const char *name : {"ptwalk:"})
-			(void)name, ptwalk_said = j.dump().find("\"ptwalk:") != std::string::npos;
-	EXPECT_TRUE(ptwalk_said);
+	ASSERT_NO_FATAL_FAILURE(expect_walk_sampled(perf));
+	expect_lock_events_counted(j, perf);
 }

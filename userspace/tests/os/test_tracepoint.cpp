@@ -545,6 +545,50 @@ TEST(TracepointBackend, SyscallBackendIsTrivial)
 	EXPECT_EQ(make_tracepoint_backend()->name(), "tracepoint");
 }
 
+namespace {
+
+// len bytes of populated anonymous memory in 4 KiB pages (unmapped on
+// failure: check it).
+Mapping populated_4k(size_t len)
+{
+	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return Mapping();
+	madvise(p, len, MADV_NOHUGEPAGE); // 4 KiB PTEs: a walk of len/4096 entries
+	for (size_t off = 0; off < len; off += 4096)
+		static_cast<volatile char *>(p)[off] = 1;
+	return Mapping(p, len);
+}
+
+// Each clear_refs walk seen as one write hold within its syscall; the
+// mapper stalled behind one at least, and said so in the kernel view d.
+void expect_write_holds_and_stalls(const std::vector<WalkSpan> &walks,
+				   const std::vector<WalkKernelView> &views, const std::string &d)
+{
+	unsigned with_write = 0, stalls = 0;
+	uint64_t hold_sum = 0;
+	for (size_t i = 0; i < views.size(); i++) {
+		const auto &v = views[i];
+		const uint64_t span = walks[i].end_ns - walks[i].start_ns;
+		if (v.has_lock && v.lock_mode == "write" && v.lock_hold_ns > 0) {
+			with_write++;
+			// kernel and user timestamps share CLOCK_MONOTONIC: the
+			// hold lies within the syscall
+			EXPECT_LE(v.lock_hold_ns + v.lock_wait_ns, span) << "walk " << i;
+			EXPECT_EQ(v.lock_acquisitions, 1u) << "walk " << i;
+		}
+		stalls += v.stalls;
+		hold_sum += v.lock_hold_ns;
+	}
+	printf("  walks with a write hold: %u/%zu, mean hold %.3f ms, stalls %u\n", with_write,
+	       views.size(), with_write ? double(hold_sum) / with_write / 1e6 : 0.0, stalls);
+	EXPECT_EQ(with_write, views.size());
+	EXPECT_GE(stalls, 1u);
+	EXPECT_GE(json_int(d, "attributed"), 1) << d.substr(0, 2000);
+}
+
+} // namespace
+
 // Live: a thread mmaps/munmaps while another thread of this process writes
 // /proc/self/clear_refs over 256 MiB of populated anonymous 4 KiB pages.
 TEST(TracepointLive, ClearRefsHoldsAndStalls)
@@ -560,13 +604,8 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	if (geteuid() != 0)
 		SKIP_OR_FAIL("needs root for tracefs and system-wide perf events");
 
-	const size_t len = 256u << 20;
-	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(p, MAP_FAILED) << strerror(errno);
-	Mapping mem(p, len);
-	madvise(p, len, MADV_NOHUGEPAGE); // 4 KiB PTEs: a walk of ~65k entries
-	for (size_t off = 0; off < len; off += 4096)
-		static_cast<volatile char *>(p)[off] = 1;
+	Mapping mem = populated_4k(256u << 20); // a walk of ~65k entries
+	ASSERT_TRUE(mem) << strerror(errno);
 
 	std::atomic<bool> stop{false}, go{false};
 	std::atomic<pid_t> mmap_tid{0}, walker_tid{0};
@@ -633,26 +672,7 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	       (unsigned long long)mmap_ops.load());
 	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d.substr(0, 2000);
 	EXPECT_EQ(json_int(d, "lost_events"), 0) << "the kernel dropped events";
-	unsigned with_write = 0, stalls = 0;
-	uint64_t hold_sum = 0;
-	for (size_t i = 0; i < views.size(); i++) {
-		const auto &v = views[i];
-		const uint64_t span = walks[i].end_ns - walks[i].start_ns;
-		if (v.has_lock && v.lock_mode == "write" && v.lock_hold_ns > 0) {
-			with_write++;
-			// kernel and user timestamps share CLOCK_MONOTONIC: the
-			// hold lies within the syscall
-			EXPECT_LE(v.lock_hold_ns + v.lock_wait_ns, span) << "walk " << i;
-			EXPECT_EQ(v.lock_acquisitions, 1u) << "walk " << i;
-		}
-		stalls += v.stalls;
-		hold_sum += v.lock_hold_ns;
-	}
-	printf("  walks with a write hold: %u/%zu, mean hold %.3f ms, stalls %u\n", with_write,
-	       views.size(), with_write ? double(hold_sum) / with_write / 1e6 : 0.0, stalls);
-	EXPECT_EQ(with_write, views.size());
-	EXPECT_GE(stalls, 1u);
-	EXPECT_GE(json_int(d, "attributed"), 1) << d.substr(0, 2000);
+	expect_write_holds_and_stalls(walks, views, d);
 #undef SKIP_OR_FAIL
 }
 

@@ -55,7 +55,7 @@ struct Control {
 		return true;
 	}
 	// The child's ends keep their numbers across exec: never 0-2, which
-	// spawn() replaces with /dev/null and the logs.
+	// Child::exec() replaces with /dev/null and the logs.
 	static int above_stdio(int fd)
 	{
 		if (fd >= 3)
