@@ -17,6 +17,7 @@
 #include "ptwalk/signals.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/units.hpp"
+#include "monitor_json.hpp"
 
 namespace ptwalk {
 
@@ -77,46 +78,42 @@ Recorded collect(const MonitorOptions &o)
 }
 
 // One walk as the JSON holds it; *cells: its stalls for the table row.
-Json walk_json(uint64_t seq, const ModuleWalk &w, const Recorded &r, std::string *cells)
+ModuleHold walk_hold(uint64_t seq, const ModuleWalk &w, const Recorded &r, std::string *cells)
 {
-	Json h = Json::object();
-	h["seq"] = seq;
-	h["kind"] = w.kind;
-	h["start_ns"] = w.start_ns;
-	h["duration_ns"] = w.duration_ns;
-	h["span_ns"] = w.end_ns - w.start_ns;
-	h["pte_tables"] = w.pte_tables;
-	h["pte_slots"] = w.pte_slots;
-	h["lock_hold_ns"] = w.lock_hold_ns;
-	h["mode"] = w.lock_mode;
-	h["tlb_flushes"] = w.tlb_flushes;
-	h["holder"] = Json(Json::Object{{"pid", w.walker_pid}, {"comm", w.walker_comm}});
+	ModuleHold h;
+	h.seq = seq;
+	h.kind = w.kind;
+	h.start_ns = w.start_ns;
+	h.duration_ns = w.duration_ns;
+	h.span_ns = w.end_ns - w.start_ns;
+	h.pte_tables = w.pte_tables;
+	h.pte_slots = w.pte_slots;
+	h.lock_hold_ns = w.lock_hold_ns;
+	h.mode = w.lock_mode;
+	h.tlb_flushes = w.tlb_flushes;
+	h.holder = {w.walker_pid, std::nullopt, w.walker_comm, std::nullopt};
 	// the module names the target itself (the walked task's tgid)
 	auto c = r.comms.find(w.target_tgid);
-	h["target"] = Json(Json::Object{{"tgid", w.target_tgid},
-					 {"comm", c != r.comms.end() ? c->second : std::string("?")},
-					 {"basis", std::string("module")}});
-	Json wa = Json::array();
+	h.target = {w.target_tgid, c != r.comms.end() ? c->second : std::string("?"), "module",
+		    std::nullopt, std::nullopt};
 	for (auto &[k, s] : r.stalls) {
 		if (s.walk_seq != seq)
 			continue;
-		wa.push(Json(Json::Object{{"pid", s.waiter_pid}, {"comm", s.waiter_comm},
-					  {"wait_ns", s.wait_ns}, {"mode", s.mode}}));
+		h.waiters.push_back({s.waiter_pid, std::nullopt, s.waiter_comm, std::nullopt,
+				     s.wait_ns, s.mode});
 		char cell[96];
 		snprintf(cell, sizeof(cell), " %d %s %.2f", s.waiter_pid, s.waiter_comm.c_str(),
 			 double(s.wait_ns) / 1e6);
 		*cells += cell;
 	}
-	h["waiters"] = std::move(wa);
 	return h;
 }
 
-void print_row(const ModuleWalk &w, const Json &h, const std::string &cells, uint64_t t0)
+void print_row(const ModuleWalk &w, const ModuleHold &h, const std::string &cells, uint64_t t0)
 {
 	char walker[64], target[64];
 	snprintf(walker, sizeof(walker), "%d %s", w.walker_pid, w.walker_comm.c_str());
-	snprintf(target, sizeof(target), "%d %s", w.target_tgid,
-		 h.find("target")->find("comm")->string().value_or("?").c_str());
+	snprintf(target, sizeof(target), "%d %s", w.target_tgid, h.target.comm.c_str());
 	printf("%9.3f %-13s %-22s %-22s %10.2f %10llu %9.2f%s\n",
 	       double(int64_t(w.start_ns - t0)) / 1e9, w.kind.c_str(), walker, target,
 	       double(w.duration_ns) / 1e6, (unsigned long long)w.pte_slots,
@@ -152,12 +149,12 @@ int run_module_monitor(const MonitorOptions &o)
 		       "HOLD_MS", "STALLS (pid comm wait_ms)");
 	for (auto &[seq, w] : r.walks) {
 		std::string cells;
-		Json h = walk_json(seq, w, r, &cells);
+		ModuleHold h = walk_hold(seq, w, r, &cells);
 		if (!o.quiet && (w.lock_hold_ns >= o.min_hold_ns || w.duration_ns >= o.min_hold_ns)) {
 			print_row(w, h, cells, r.t0);
 			shown++;
 		}
-		arr.push(std::move(h));
+		arr.push(Json(Json::Value(h)));
 	}
 	j["walks"] = std::move(arr);
 	if (!o.quiet)

@@ -31,6 +31,7 @@
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/signals.hpp"
 #include "ptwalk/tracefs.hpp"
+#include "monitor_json.hpp"
 #include "monitor_tasks.hpp"
 #include "monitor_trace.hpp"
 
@@ -340,40 +341,26 @@ private:
 
 Json Session::walk_json(const Walk &w, MmIndex &mmi)
 {
-	Json x = Json::object();
-	x["start_ns"] = w.hold.start_ns;
-	x["hold_ns"] = w.hold.ns();
-	x["mode"] = lock_mode_name(w.hold.write);
-	x["kind"] = w.kind;
-	x["mm"] = mmi.label(w.hold.mm);
-	Json &ho = x["holder"];
-	ho["pid"] = w.hold.tid;
-	ho["tgid"] = w.hold.tgid;
-	ho["comm"] = names_.comm(w.hold.tid);
-	ho["process_comm"] = names_.comm(w.hold.tgid);
-	Json &t = x["target"];
-	t["tgid"] = w.target_tgid;
-	t["comm"] = w.target_tgid ? target_comm(w.target_tgid) : "?";
-	t["basis"] = w.basis;
-	t["self"] = w.self;
+	MonitorHold x;
+	x.start_ns = w.hold.start_ns;
+	x.hold_ns = w.hold.ns();
+	x.mode = lock_mode_name(w.hold.write);
+	x.kind = w.kind;
+	x.mm = mmi.label(w.hold.mm);
+	x.holder = {w.hold.tid, w.hold.tgid, names_.comm(w.hold.tid), names_.comm(w.hold.tgid)};
+	x.target.tgid = w.target_tgid;
+	x.target.comm = w.target_tgid ? target_comm(w.target_tgid) : "?";
+	x.target.basis = w.basis;
+	x.target.self = w.self;
 	if (!w.why.empty())
-		t["why"] = w.why;
+		x.target.why = w.why;
 	if (!w.walk_file.empty())
-		x["walk_file"] = w.walk_file;
-	x["waiters_total"] = uint64_t(w.waiters_total);
-	Json wa = Json::array();
-	for (const auto &ws : w.waiters) {
-		Json y = Json::object();
-		y["pid"] = ws.tid;
-		y["tgid"] = ws.tgid;
-		y["comm"] = names_.comm(ws.tid);
-		y["start_ns"] = ws.start_ns;
-		y["wait_ns"] = ws.ns();
-		y["mode"] = lock_mode_name(ws.write);
-		wa.push(std::move(y));
-	}
-	x["waiters"] = std::move(wa);
-	return x;
+		x.walk_file = w.walk_file;
+	x.waiters_total = w.waiters_total;
+	for (const auto &ws : w.waiters)
+		x.waiters.push_back({ws.tid, ws.tgid, names_.comm(ws.tid), ws.start_ns, ws.ns(),
+				     lock_mode_name(ws.write)});
+	return Json(Json::Value(x));
 }
 
 Json Session::to_json()

@@ -59,3 +59,41 @@ TEST(Json, Accessors)
 	EXPECT_EQ(j.find("d")->number(), 2.5);
 	EXPECT_EQ(j.find("missing"), nullptr);
 }
+
+// nlohmann's numbers: the shortest text that reads back to the same double
+// (an integral double keeps its ".0"), integers as integers.
+TEST(Json, DoublesPrintShortestRoundTrip)
+{
+	Json j = Json::object();
+	j["a"] = 0.1;
+	j["b"] = 2.0;
+	j["c"] = 1e300;
+	j["d"] = -0.0;
+	j["i"] = int64_t(-9223372036854775807ll - 1);
+	EXPECT_EQ(j.dump(), "{\"a\":0.1,\"b\":2.0,\"c\":1e+300,\"d\":-0.0,"
+			    "\"i\":-9223372036854775808}");
+}
+
+// A sequence cut short is one U+FFFD (its maximal valid prefix, as Python's
+// decoder with errors="replace" does), keys too, and dump never throws.
+TEST(Json, InvalidUtf8BecomesReplacementCharacter)
+{
+	const std::string fffd = "\xef\xbf\xbd";
+	EXPECT_EQ(ptwalk::json_escape("\xe2\x82" "A"), fffd + "A");
+	EXPECT_EQ(ptwalk::json_escape("\xf0\x9f\x98"), fffd);
+	Json j = Json::object();
+	j["k\xff"] = Json::array();
+	j["k\xff"].push("v\xc0");
+	EXPECT_EQ(j.dump(), "{\"k" + fffd + "\":[\"v" + fffd + "\"]}");
+	EXPECT_EQ(j.dump(1), "{\n \"k" + fffd + "\": [\"v" + fffd + "\"]\n}");
+}
+
+TEST(Json, PrettyLayout)
+{
+	Json j = Json::object();
+	j["e"] = Json::object();
+	j["ea"] = Json::array();
+	j["m"] = Json(Json::Array{Json(1), Json::object(), Json("x")});
+	EXPECT_EQ(j.dump(2), "{\n  \"e\": {},\n  \"ea\": [],\n  \"m\": [\n    1,\n    {},\n"
+			     "    \"x\"\n  ]\n}");
+}

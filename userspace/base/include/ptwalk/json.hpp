@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
-// A small ordered JSON value: enough to build and print ptwalk's results.
+// ptwalk's JSON value: nlohmann::ordered_json (members keep their insertion
+// order) behind the small interface the results are built with. The text is
+// nlohmann's: its escaping, its numbers, invalid UTF-8 replaced by U+FFFD.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace ptwalk {
 
 class Json {
 public:
+	using Value = nlohmann::ordered_json;
 	using Array = std::vector<Json>;
 	using Object = std::vector<std::pair<std::string, Json>>; // keeps order
 
@@ -32,15 +36,17 @@ public:
 	Json(const char *s) : v_(std::string(s)) {}
 	Json(std::string s) : v_(std::move(s)) {}
 	Json(std::string_view s) : v_(std::string(s)) {}
-	Json(Array a) : v_(std::move(a)) {}
-	Json(Object o) : v_(std::move(o)) {}
+	Json(Array a);
+	Json(Object o);
+	// A value built with nlohmann (a typed struct's to_json).
+	explicit Json(Value v) : v_(std::move(v)) {}
 
-	static Json array() { return Json(Array{}); }
-	static Json object() { return Json(Object{}); }
+	static Json array() { return Json(Value::array()); }
+	static Json object() { return Json(Value::object()); }
 
-	bool is_null() const { return std::holds_alternative<std::monostate>(v_); }
-	bool is_object() const { return std::holds_alternative<Object>(v_); }
-	bool is_array() const { return std::holds_alternative<Array>(v_); }
+	bool is_null() const { return v_.is_null(); }
+	bool is_object() const { return v_.is_object(); }
+	bool is_array() const { return v_.is_array(); }
 
 	// Object access: inserts a null member when missing (turns null into {}).
 	Json &operator[](std::string_view key);
@@ -57,18 +63,28 @@ public:
 	std::optional<std::string> string() const;
 	std::optional<bool> boolean() const;
 
-	// Compact when indent < 0, else pretty with that many spaces.
+	// Compact when indent < 0, else pretty with that many spaces (arrays of
+	// scalars stay on one line). Never throws: bytes that are not UTF-8 (a
+	// comm or a path from the kernel) become U+FFFD, NaN and Inf null.
 	std::string dump(int indent = -1) const;
 
+	const Value &value() const { return v_; }
+	Value &value() { return v_; }
+
 private:
+	// A member of v_ seen as a Json: Json is exactly one Value.
+	static Json &wrap(Value &v) { return reinterpret_cast<Json &>(v); }
+	static const Json &wrap(const Value &v) { return reinterpret_cast<const Json &>(v); }
 	void dump_to(std::string &out, int indent, int depth) const;
-	std::variant<std::monostate, bool, int64_t, uint64_t, double,
-		     std::string, Array, Object>
-		v_;
+
+	Value v_;
 };
 
-// JSON string escaping (RFC 8259), exposed for tests. Bytes that are not
-// valid UTF-8 become U+FFFD: the result stays readable as UTF-8.
+static_assert(sizeof(Json) == sizeof(Json::Value) && alignof(Json) == alignof(Json::Value));
+static_assert(std::is_standard_layout_v<Json>);
+
+// A string as JSON text without its quotes (nlohmann's escaping; bytes that
+// are not valid UTF-8 become U+FFFD: the result stays readable as UTF-8).
 std::string json_escape(std::string_view s);
 
 } // namespace ptwalk

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+// The holds of a ptwalk.monitor/1 result (results/SCHEMA.md) as typed
+// structs, each written by its nlohmann to_json in the schema's member
+// order. The tracepoint, perf and bpf backends write MonitorHold, the module
+// backend ModuleHold ("walks"); holder, target and waiter are shared, and a
+// member a backend does not know (an empty optional) stays out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptwalk/json.hpp"
+
+namespace ptwalk {
+
+struct MonitorHolder {
+	int64_t pid = 0;
+	std::optional<int64_t> tgid;
+	std::string comm;
+	std::optional<std::string> process_comm; // the thread group leader's
+};
+
+struct MonitorTarget {
+	int64_t tgid = 0; // 0: unknown
+	std::string comm;
+	std::string basis; // probe | mm_owner | fd_table | exit | unknown | module
+	std::optional<bool> self;
+	std::optional<std::string> why; // unknown: the reason
+};
+
+struct MonitorWaiter {
+	int64_t pid = 0;
+	std::optional<int64_t> tgid;
+	std::string comm;
+	std::optional<uint64_t> start_ns; // tracepoint and bpf
+	uint64_t wait_ns = 0;
+	std::string mode;
+};
+
+struct MonitorHold {
+	uint64_t start_ns = 0, hold_ns = 0;
+	std::string mode, kind, mm;
+	MonitorHolder holder;
+	MonitorTarget target;
+	std::optional<std::string> walk_file;
+	uint64_t waiters_total = 0;
+	std::vector<MonitorWaiter> waiters; // longest first
+};
+
+struct ModuleHold {
+	uint64_t seq = 0;
+	std::string kind;
+	uint64_t start_ns = 0, duration_ns = 0, span_ns = 0;
+	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0;
+	std::string mode;
+	uint64_t tlb_flushes = 0;
+	MonitorHolder holder;
+	MonitorTarget target;
+	std::vector<MonitorWaiter> waiters;
+};
+
+void to_json(Json::Value &j, const MonitorHolder &h);
+void to_json(Json::Value &j, const MonitorTarget &t);
+void to_json(Json::Value &j, const MonitorWaiter &w);
+void to_json(Json::Value &j, const MonitorHold &h);
+void to_json(Json::Value &j, const ModuleHold &h);
+
+} // namespace ptwalk
