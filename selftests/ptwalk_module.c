@@ -162,14 +162,7 @@ FIXTURE(module) {
 	bool spawned;
 };
 
-FIXTURE_VARIANT(module) {
-	int backing;
-};
-
-FIXTURE_VARIANT_ADD(module, anon) { .backing = PTW_ANON };
-FIXTURE_VARIANT_ADD(module, thp) { .backing = PTW_THP };
-FIXTURE_VARIANT_ADD(module, shmem) { .backing = PTW_SHMEM };
-FIXTURE_VARIANT_ADD(module, file) { .backing = PTW_FILE };
+PTW_BACKING_VARIANTS(module);
 
 FIXTURE_SETUP(module)
 {

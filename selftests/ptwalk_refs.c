@@ -86,14 +86,7 @@ FIXTURE(refs) {
 	bool mapped;
 };
 
-FIXTURE_VARIANT(refs) {
-	int backing;
-};
-
-FIXTURE_VARIANT_ADD(refs, anon) { .backing = PTW_ANON };
-FIXTURE_VARIANT_ADD(refs, thp) { .backing = PTW_THP };
-FIXTURE_VARIANT_ADD(refs, shmem) { .backing = PTW_SHMEM };
-FIXTURE_VARIANT_ADD(refs, file) { .backing = PTW_FILE };
+PTW_BACKING_VARIANTS(refs);
 
 FIXTURE_SETUP(refs)
 {

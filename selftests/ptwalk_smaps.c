@@ -16,14 +16,7 @@ FIXTURE(smaps) {
 	bool ready, mapped;
 };
 
-FIXTURE_VARIANT(smaps) {
-	int backing;
-};
-
-FIXTURE_VARIANT_ADD(smaps, anon) { .backing = PTW_ANON };
-FIXTURE_VARIANT_ADD(smaps, thp) { .backing = PTW_THP };
-FIXTURE_VARIANT_ADD(smaps, shmem) { .backing = PTW_SHMEM };
-FIXTURE_VARIANT_ADD(smaps, file) { .backing = PTW_FILE };
+PTW_BACKING_VARIANTS(smaps);
 
 /* the region itself is mapped by each test: rollup reads Rss before it */
 FIXTURE_SETUP(smaps)

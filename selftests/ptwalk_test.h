@@ -40,6 +40,19 @@
 } while (0)
 
 /*
+ * The four backings every per-backing fixture runs over, declared once:
+ * FIXTURE_VARIANT(name) with its backing, and a variant for each.
+ */
+#define PTW_BACKING_VARIANTS(name)					\
+FIXTURE_VARIANT(name) {							\
+	int backing;							\
+};									\
+FIXTURE_VARIANT_ADD(name, anon) { .backing = PTW_ANON };		\
+FIXTURE_VARIANT_ADD(name, thp) { .backing = PTW_THP };			\
+FIXTURE_VARIANT_ADD(name, shmem) { .backing = PTW_SHMEM };		\
+FIXTURE_VARIANT_ADD(name, file) { .backing = PTW_FILE }
+
+/*
  * budget_file: the budget the tests of this program load (--budget,
  * $PTWALK_BUDGET, budgets/<host class>.budget, budgets/default.budget,
  * built-in defaults) is readable and well formed. A broken file fails
