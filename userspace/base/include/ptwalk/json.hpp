@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <variant>
 #include <utility>
 #include <vector>
 
@@ -36,17 +36,17 @@ public:
 	Json(const char *s) : v_(std::string(s)) {}
 	Json(std::string s) : v_(std::move(s)) {}
 	Json(std::string_view s) : v_(std::string(s)) {}
-	Json(Array a);
-	Json(Object o);
+	Json(Array a) : v_(std::move(a)) {}
+	Json(Object o) : v_(std::move(o)) {}
 	// A value built with nlohmann (a typed struct's to_json).
-	explicit Json(Value v) : v_(std::move(v)) {}
+	explicit Json(const Value &v);
 
-	static Json array() { return Json(Value::array()); }
-	static Json object() { return Json(Value::object()); }
+	static Json array() { return Json(Array{}); }
+	static Json object() { return Json(Object{}); }
 
-	bool is_null() const { return v_.is_null(); }
-	bool is_object() const { return v_.is_object(); }
-	bool is_array() const { return v_.is_array(); }
+	bool is_null() const { return std::holds_alternative<std::monostate>(v_); }
+	bool is_object() const { return std::holds_alternative<Object>(v_); }
+	bool is_array() const { return std::holds_alternative<Array>(v_); }
 
 	// Object access: inserts a null member when missing (turns null into {}).
 	Json &operator[](std::string_view key);
@@ -64,24 +64,19 @@ public:
 	std::optional<bool> boolean() const;
 
 	// Compact when indent < 0, else pretty with that many spaces (arrays of
-	// scalars stay on one line). Never throws: bytes that are not UTF-8 (a
-	// comm or a path from the kernel) become U+FFFD, NaN and Inf null.
+	// scalars stay on one line). The text is nlohmann's (value()). Never
+	// throws: bytes that are not UTF-8 (a comm or a path from the kernel)
+	// become U+FFFD, NaN and Inf null.
 	std::string dump(int indent = -1) const;
-
-	const Value &value() const { return v_; }
-	Value &value() { return v_; }
+	// The same value as nlohmann's.
+	Value value() const;
 
 private:
-	// A member of v_ seen as a Json: Json is exactly one Value.
-	static Json &wrap(Value &v) { return reinterpret_cast<Json &>(v); }
-	static const Json &wrap(const Value &v) { return reinterpret_cast<const Json &>(v); }
-	void dump_to(std::string &out, int indent, int depth) const;
-
-	Value v_;
+	// The tree is ptwalk's own so that a member is a Json a caller can hold
+	// a reference to; nlohmann writes it (value(), dump()).
+	std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object>
+		v_;
 };
-
-static_assert(sizeof(Json) == sizeof(Json::Value) && alignof(Json) == alignof(Json::Value));
-static_assert(std::is_standard_layout_v<Json>);
 
 // A string as JSON text without its quotes (nlohmann's escaping; bytes that
 // are not valid UTF-8 become U+FFFD: the result stays readable as UTF-8).
