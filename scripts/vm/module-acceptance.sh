@@ -65,10 +65,10 @@ cat $R/rollup_alias.txt
 
 # ptwalk monitor with the module: catches a walker it knows nothing of; the
 # bpf backend watches the same walks (this kernel's tracepoint arguments,
-# BTF and task storage)
+# BTF and task storage), with a threshold well below their ~1 ms holds
 "$PTWALK" monitor --duration 5s --out $R/monitor.json > $R/monitor.txt 2>&1 &
 mp=$!
-"$PTWALK" monitor --backend bpf --duration 5s --out $R/monitor_bpf.json \
+"$PTWALK" monitor --backend bpf --min-hold 200us --duration 5s --out $R/monitor_bpf.json \
 	> $R/monitor_bpf.txt 2>&1 &
 bp=$!
 sleep 1
