@@ -162,10 +162,17 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
             and h["target"]["tgid"] == target]
     assert held and all(h["target"]["basis"] in ("mm_owner", "probe") for h in held), held
     lost = bpf["lost_events"]
+    # Both read the clock in a probe on the same tracepoint call, the
+    # module's first: they differ by what runs between the two probes, a few
+    # microseconds, more when an interrupt lands there (up to 0.1 ms seen
+    # under TCG in 67 walks). Typically close; each within 0.5 ms + 5%.
+    diffs = []
     for w in seen:
         m = [h for h in held if abs(h["start_ns"] - w["start_ns"]) < w["span_ns"] + 1_000_000]
         if not m:
             assert lost, ("bpf missed a walk, nothing lost", w)
             continue
-        assert abs(m[0]["hold_ns"] - w["lock_hold_ns"]) <= max(50_000, 0.05 * w["lock_hold_ns"]), \
-            (m[0], w)
+        d = m[0]["hold_ns"] - w["lock_hold_ns"]
+        assert abs(d) <= 500_000 + 0.05 * w["lock_hold_ns"], (m[0], w)
+        diffs.append(abs(d))
+    assert diffs and statistics.median(diffs) <= 50_000, sorted(diffs)
