@@ -186,7 +186,7 @@ public:
 		t1_ = now_ns();
 		interrupted_ = StopSignals::caught() != 0;
 		h_ = health();
-		h_.unpaired = tracker_->unpaired() + trace_.unpaired_in_kernel();
+		h_.unpaired = tracker_->unpaired() + trace_.counts().unpaired_in_kernel;
 		h_.probe_facts = tracker_->probe_facts();
 		metrics_.set_health(h_);
 		server_.stop();
@@ -294,16 +294,14 @@ private:
 	MonitorHealth health() const
 	{
 		MonitorHealth h;
-		h.events = trace_.events();
-		h.lost = trace_.lost();
+		const MonitorTrace::Counts c = trace_.counts();
+		h.events = c.events;
+		h.lost = c.lost;
 		h.probes = prober_.probes();
 		h.fd_scans = trace_.fd_scans();
 		h.backend = backend();
-		if (trace_.bpf_used()) {
-			const BpfLockStats b = trace_.bpf_stats();
-			if (b.run_time_counted)
-				h.kernel_run_ns = int64_t(b.run_ns);
-		}
+		if (c.bpf && c.bpf->run_time_counted)
+			h.kernel_run_ns = int64_t(c.bpf->run_ns);
 		// unpaired/probe_facts live on the reader thread: read after stop
 		return h;
 	}

@@ -26,6 +26,8 @@
 #include <thread>
 #include <unistd.h>
 #include <functional>
+#include <optional>
+#include <type_traits>
 #include <string_view>
 
 #include "ptwalk/bpf_lock_spans.hpp"
@@ -148,19 +150,27 @@ public:
 	bool bpf_failed() const { return bpf_failed_; }
 	// the kernel side's counters (live while running, final after stop)
 	BpfLockStats bpf_stats() const { return bpf_.is_open() ? bpf_.stats() : bpf_stats_; }
-	uint64_t lost() const
+	// The trace's counters, the kernel side's read once.
+	struct Counts {
+		uint64_t events = 0;             // lock events seen
+		uint64_t lost = 0;               // rings full, program runs skipped
+		uint64_t unpaired_in_kernel = 0; // bpf: paired there
+		std::optional<BpfLockStats> bpf;
+	};
+	Counts counts() const
 	{
-		if (!bpf_used_)
-			return perf_.lost();
-		const BpfLockStats b = bpf_stats();
-		return perf_.lost() + b.dropped + b.misses;
+		Counts c;
+		c.lost = perf_.lost();
+		if (!bpf_used_) {
+			c.events = events_.load();
+			return c;
+		}
+		c.bpf = bpf_stats();
+		c.events = c.bpf->events;
+		c.lost += c.bpf->dropped + c.bpf->misses;
+		c.unpaired_in_kernel = c.bpf->unpaired;
+		return c;
 	}
-	uint64_t events() const
-	{
-		return bpf_used_ ? bpf_stats().events : events_.load();
-	}
-	uint64_t unpaired_in_kernel() const { return bpf_used_ ? bpf_stats().unpaired : 0; }
-	uint64_t records() const { return records_.load(); }
 	uint64_t fd_scans() const { return fd_scans_.load(); }
 	size_t ring_bytes_per_cpu() const { return perf_.ring_bytes_per_cpu(); }
 	const std::string &memcg_field() const { return decoder_.memcg_field(); }
@@ -175,19 +185,27 @@ public:
 
 private:
 	enum Kind : uint8_t { Lock, Exit, Exec, Fork, Hold, Wait, Probe, Owner };
+	// One entry of the time-ordered stream, kept small: the tracepoint
+	// backend moves every lock event through it.
 	struct Ev {
 		uint64_t t;
 		Kind kind;
-		LockEvent lock;
-		pid_t pid;
-		LockSpan span; // Hold, Wait
 		bool building = false; // Owner: see WalkTracker::owner_fact
+		pid_t pid = 0;         // Exit, Exec, Fork, Owner
+		union {
+			LockEvent lock; // Lock, Probe
+			LockSpan span;  // Hold, Wait, Owner (its mm)
+		};
+		Ev(uint64_t at, Kind k, const LockEvent &e) : t(at), kind(k), lock(e) {}
+		Ev(uint64_t at, Kind k, const LockSpan &sp, pid_t p = 0)
+			: t(at), kind(k), pid(p), span(sp) {}
+		Ev(uint64_t at, Kind k, pid_t p) : t(at), kind(k), pid(p), span() {}
 	};
+	static_assert(std::is_trivially_copyable_v<Ev> && sizeof(Ev) <= 56);
 	// The BPF program's records, in the order it emitted them: each at
 	// the time it was emitted (a span's end), as the trace's time runs.
 	void take(const ptw_bpf_rec &r)
 	{
-		n_records_++;
 		const pid_t tgid = pid_t(r.tgid), tid = pid_t(r.tid);
 		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0};
 		auto owner = [&] {
@@ -195,7 +213,7 @@ private:
 			// its exit tearing down its own mm: nothing to learn
 			if (!r.owner_tgid || (mine && r.foreign == PTW_MM_NONE))
 				return;
-			Ev e{r.end_ns, Owner, {}, pid_t(r.owner_tgid), sp};
+			Ev e(r.end_ns, Owner, sp, pid_t(r.owner_tgid));
 			// the owner locking an mm while it has another: the one
 			// execve() builds for it
 			e.building = mine && r.foreign == PTW_MM_OTHER;
@@ -204,11 +222,11 @@ private:
 		switch (r.kind) {
 		case PTW_BPF_HOLD:
 			owner();
-			runs_.push(pending_, head_, Ev{r.end_ns, Hold, {}, 0, sp});
+			runs_.push(pending_, head_, Ev(r.end_ns, Hold, sp));
 			released(tid);
 			break;
 		case PTW_BPF_WAIT:
-			runs_.push(pending_, head_, Ev{r.end_ns, Wait, {}, 0, sp});
+			runs_.push(pending_, head_, Ev(r.end_ns, Wait, sp));
 			break;
 		case PTW_BPF_FOREIGN_ACQUIRE:
 			owner();
@@ -225,7 +243,7 @@ private:
 			e.tid = tid;
 			e.type = LockEventType::AcquireReturned;
 			e.write = r.write != 0;
-			runs_.push(pending_, head_, Ev{r.start_ns, Probe, e, 0, {}});
+			runs_.push(pending_, head_, Ev(r.start_ns, Probe, e));
 			break;
 		}
 		}
@@ -241,7 +259,7 @@ private:
 		LockEvent e;
 		if (decoder_.decode(s, e)) {
 			n_events_++;
-			runs_.push(pending_, head_, Ev{e.time_ns, Lock, e, 0, {}});
+			runs_.push(pending_, head_, Ev(e.time_ns, Lock, e));
 			// entries stay (marked idle) rather than churn the allocator
 			// at every acquisition; bounded in round_end
 			if (e.type == LockEventType::AcquireReturned && e.success) {
@@ -263,12 +281,12 @@ private:
 			else
 				gd = s.pid == s.tid; // older kernels: the leader's exit
 			if (gd)
-				runs_.push(pending_, head_, Ev{s.time_ns, Exit, {}, s.pid, {}});
+				runs_.push(pending_, head_, Ev(s.time_ns, Exit, s.pid));
 		} else if (has_exec_ && type == exec_.id) {
-			runs_.push(pending_, head_, Ev{s.time_ns, Exec, {}, s.pid, {}});
+			runs_.push(pending_, head_, Ev(s.time_ns, Exec, s.pid));
 		} else if (has_fork_ && type == fork_.id &&
 			   read_field_u64(*fork_.find("child_pid"), s.raw, v)) {
-			runs_.push(pending_, head_, Ev{s.time_ns, Fork, {}, pid_t(v), {}});
+			runs_.push(pending_, head_, Ev(s.time_ns, Fork, pid_t(v)));
 		}
 	}
 	// BPF: while a walk of another process's mm is in flight and its
@@ -290,7 +308,6 @@ private:
 	{
 		if (bpf_.is_open()) {
 			bpf_.consume([this](const ptw_bpf_rec &r) { take(r); });
-			records_.store(n_records_, std::memory_order_relaxed);
 		}
 		events_.store(n_events_, std::memory_order_relaxed);
 		// walks in flight for >= 1 ms: what does the walker have open?
@@ -388,8 +405,6 @@ private:
 	BpfLockSpans bpf_;
 	BpfLockStats bpf_stats_; // after stop
 	bool bpf_failed_ = false, bpf_used_ = false;
-	uint64_t n_records_ = 0;
-	std::atomic<uint64_t> records_{0};
 	std::vector<Ev> pending_; // [head_, size): not yet handed to the model
 	size_t head_ = 0;
 	struct ByTime {

@@ -43,6 +43,27 @@ int log_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
+// libbpf's messages while a loader runs: the last one is kept as the
+// reason of a failure, none is printed; the previous printer is restored.
+struct LogCapture {
+	std::string text;
+	libbpf_print_fn_t old;
+	LogCapture()
+	{
+		std::lock_guard<std::mutex> g(g_log_mu);
+		g_log = &text;
+		old = libbpf_set_print(log_libbpf);
+	}
+	~LogCapture()
+	{
+		std::lock_guard<std::mutex> g(g_log_mu);
+		libbpf_set_print(old);
+		g_log = nullptr;
+	}
+	LogCapture(const LogCapture &) = delete;
+	LogCapture &operator=(const LogCapture &) = delete;
+};
+
 constexpr int kWithPath = 1, kWithoutPath = 2;
 
 // The arguments of mmap_lock_start_locking in the running kernel, from its
@@ -116,22 +137,12 @@ void BpfLockSpans::close() { impl_->close(); }
 bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 {
 	close();
-	std::string log;
-	{
-		std::lock_guard<std::mutex> g(g_log_mu);
-		g_log = &log;
-	}
-	libbpf_print_fn_t old = libbpf_set_print(log_libbpf);
-	auto fail = [&](const char *what, int e) {
-		libbpf_set_print(old);
-		{
-			std::lock_guard<std::mutex> g(g_log_mu);
-			g_log = nullptr;
-		}
+	LogCapture log;
+	auto fail = [&](const std::string &what, int e) {
 		if (err) {
-			*err = std::string(what) + ": " + strerror(e < 0 ? -e : e);
-			if (!log.empty())
-				*err += " (libbpf: " + log + ")";
+			*err = e ? what + ": " + strerror(e < 0 ? -e : e) : what;
+			if (e && !log.text.empty())
+				*err += " (libbpf: " + log.text + ")";
 		}
 		impl_->close();
 		return false;
@@ -146,17 +157,8 @@ bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 	// one program per event for the running kernel's form of the
 	// tracepoints' arguments
 	int form = 0;
-	if (std::string e = tracepoint_form(&form); !e.empty()) {
-		libbpf_set_print(old);
-		{
-			std::lock_guard<std::mutex> g(g_log_mu);
-			g_log = nullptr;
-		}
-		if (err)
-			*err = e;
-		impl_->close();
-		return false;
-	}
+	if (std::string e = tracepoint_form(&form); !e.empty())
+		return fail(e, 0);
 	auto &p = m.skel->progs;
 	for (bpf_program *x : {p.ptw_start_path, p.ptw_acquire_path, p.ptw_release_path})
 		bpf_program__set_autoload(x, form == kWithPath);
@@ -171,9 +173,6 @@ bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 		return fail("BPF ring buffer", errno);
 	if (c.run_time_stats)
 		m.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME); // < 0: not counted
-	libbpf_set_print(old);
-	std::lock_guard<std::mutex> g(g_log_mu);
-	g_log = nullptr;
 	return true;
 }
 
