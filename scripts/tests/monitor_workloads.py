@@ -13,6 +13,12 @@ own names):
           writes 1 to /proc/P/clear_refs or reads /proc/P/smaps every S
           seconds (as wss does); prints one JSON line per walk:
           {"start_ns": CLOCK_MONOTONIC, "ns": duration, "pid": own pid}.
+  holder  --comm C --pid P
+          reads /proc/P/pagemap over P's largest mappings flat out, each
+          read(2) holding a reference to P's mm from start to end, until P
+          has exited: when P exits during a read, the reader drops the mm's
+          last reference and the kernel tears the mm down (exit_mmap) in
+          the reader. Prints its pid, then "reading".
 """
 from __future__ import annotations
 
@@ -80,6 +86,27 @@ def walker(a: argparse.Namespace) -> None:
             time.sleep(a.interval)
 
 
+def holder(a: argparse.Namespace) -> None:
+    set_comm(a.comm)
+    spans = []
+    with open(f"/proc/{a.pid}/maps") as f:
+        for ln in f:
+            lo, hi = (int(x, 16) for x in ln.split()[0].split("-"))
+            spans.append((hi - lo, lo))
+    size, lo = max(spans)
+    # one read(2) covers every mapping of the memfd's size (8 bytes a page)
+    starts = sorted(s for n, s in spans if n == size)
+    first, last = starts[0], starts[-1] + size
+    buf = bytearray((last - first) // 4096 * 8)
+    fd = os.open(f"/proc/{a.pid}/pagemap", os.O_RDONLY)
+    print(os.getpid(), flush=True)
+    print("reading", flush=True)
+    # pagemap_read() returns 0 once the mm has no users left
+    while os.preadv(fd, [buf], first // 4096 * 8) > 0:
+        pass
+    os.close(fd)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -95,11 +122,11 @@ def main() -> int:
     w.add_argument("--file", choices=["clear_refs", "smaps"], required=True)
     w.add_argument("--interval", type=float, default=1.0)
     w.add_argument("--count", type=int, default=5)
+    h = sub.add_parser("holder")
+    h.add_argument("--comm", required=True)
+    h.add_argument("--pid", type=int, required=True)
     a = p.parse_args()
-    if a.cmd == "target":
-        target(a)
-    else:
-        walker(a)
+    {"target": target, "walker": walker, "holder": holder}[a.cmd](a)
     return 0
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from monitor_util import kill, require, require_root, run_walker, start_target, unique_comm
+from monitor_util import (WORKLOADS, kill, require, require_root, run_walker, start_target,
+                          unique_comm)
 from ptwalk_cli import PTWALK, load, tagged_env
 
 
@@ -123,14 +124,18 @@ def test_mapper_style_exit_and_reused_address(tmp_path: Path, backend: str) -> N
     assert own, "the mapper's own holds were not seen"
     mm = own[0]["mm"]
     assert all(h["mm"] == mm for h in own if h["kind"] != "exit")
-    teardown = [h for h in own if h["kind"] == "exit"]
+    # the mapper's exit tears its mm down in the mapper, or in a reader
+    # when one was inside its read(2) and dropped the last reference
+    teardown = sorted((h for h in holds if h["kind"] == "exit" and h["target"]["tgid"] == tpid),
+                      key=lambda h: h["start_ns"])
     require(bool(teardown) or m["lost_events"] == 0,
             f"the teardown hold was not seen and {m['lost_events']} events were lost "
             "(kernel ring overrun on a loaded host): nothing to check")
     assert teardown, "the mapper's exit teardown hold was not seen"
-    td = teardown[-1]
-    assert all(h["target"]["tgid"] == tpid and h["target"]["self"]
-               and h["target"]["basis"] == "exit" for h in teardown), teardown
+    assert all(h["mm"] == mm and h["holder"]["comm"] in (tcomm, rcomm)
+               and h["target"]["basis"] == "exit"
+               and h["target"]["self"] == (h["holder"]["tgid"] == tpid)
+               for h in teardown), teardown
     td = teardown[0]
     td_end = teardown[-1]["start_ns"] + teardown[-1]["hold_ns"]
     # every hold on the mapper's mm during its life is named: the mapper
@@ -153,7 +158,59 @@ def test_mapper_style_exit_and_reused_address(tmp_path: Path, backend: str) -> N
             assert t["tgid"] in (tpid, h["holder"]["tgid"], 0), h
             if t["tgid"] == 0:
                 assert t.get("why"), h
-            if t["tgid"] == tpid:
+            if t["tgid"] == tpid and h not in teardown:
                 assert h["start_ns"] < td["start_ns"], h
     print(f"mapper mm holds {len(on_mm)}, reader walks {len(readers)}, "
           f"holds on the address after exit {len(reused)}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_teardown_run_by_the_last_reader_is_the_owners_exit(tmp_path: Path, backend: str) -> None:
+    """A /proc reader inside its read(2) when the target exits holds the
+    mm's last reference: the kernel tears the mm down (exit_mmap: unmap
+    under the read lock, then the write lock) in the reader. That hold is
+    the target's exit, not a pagemap walk of 4M PTEs lasting as long."""
+    require_root()
+    tcomm, rcomm = unique_comm("pwt-td"), unique_comm("pwt-hold")
+    # 64 VMAs of 256 MiB (aliased): 4M PTEs, a teardown of many ms
+    target, tpid = start_target(tcomm, 256, 64)
+    reader = None
+    try:
+        mon = _monitor(tmp_path, "120s", backend)
+        time.sleep(3)  # the monitor's start and first probe pass
+        reader = subprocess.Popen(["/usr/bin/python3", str(WORKLOADS), "holder", "--comm", rcomm,
+                                   "--pid", str(tpid)],
+                                  stdout=subprocess.PIPE, text=True, env=tagged_env())
+        assert reader.stdout is not None
+        rpid = int(reader.stdout.readline())
+        assert reader.stdout.readline().strip() == "reading"
+        time.sleep(0.5)  # reading flat out: a read(2) of 32 MiB in flight
+        target.kill()
+        target.wait(timeout=60)
+        assert reader.wait(timeout=120) == 0
+        m = _finish(mon, tmp_path)
+    finally:
+        kill(target)
+        if reader:
+            kill(reader)
+    require(m["lost_events"] == 0,
+            f"{m['lost_events']} events were lost (kernel ring overrun): nothing to check")
+    exits = [h for h in m["holds"] if h["kind"] == "exit" and h["target"]["tgid"] == tpid]
+    by_reader = [h for h in exits if h["holder"]["tgid"] == rpid]
+    by_target = [h for h in exits if h["holder"]["tgid"] == tpid]
+    # the read in flight held the last reference: at most 2 us between
+    # reads (a Python loop) against ~100 ms in each
+    assert by_reader and not by_target, (by_reader, by_target)
+    for h in by_reader:
+        assert h["target"]["basis"] == "exit" and not h["target"]["self"], h
+    unmap = [h for h in by_reader if h["mode"] == "read"]
+    assert unmap and max(h["hold_ns"] for h in unmap) >= 1_000_000, by_reader
+    # no other hold of the reader's on the target is called its teardown,
+    # and none after it is a walk of 4M PTEs: the reader's pagemap reads
+    # hold the lock a 2 MiB chunk at a time
+    td_start = min(h["start_ns"] for h in by_reader)
+    walks = [h for h in m["holds"] if h["holder"]["tgid"] == rpid and h not in by_reader
+             and not h["target"]["self"]]
+    assert all(h["start_ns"] < td_start and h["kind"] != "exit" for h in walks), walks
+    print(f"teardown holds by the reader: "
+          f"{[(h['mode'], h['hold_ns']) for h in by_reader]}, other reader holds {len(walks)}")

@@ -207,7 +207,8 @@ private:
 	void take(const ptw_bpf_rec &r)
 	{
 		const pid_t tgid = pid_t(r.tgid), tid = pid_t(r.tid);
-		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0};
+		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0,
+				  r.teardown != 0};
 		auto owner = [&] {
 			const bool mine = pid_t(r.owner_tgid) == tgid;
 			// its exit tearing down its own mm: nothing to learn

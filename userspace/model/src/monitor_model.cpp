@@ -175,7 +175,13 @@ void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 		it->second = std::move(keep);
 }
 
-MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
+bool MmOwners::ended_before(uint64_t mm, uint64_t t) const
+{
+	auto it = lives_.find(mm);
+	return it != lives_.end() && !it->second.empty() && it->second.back().end_ns < t;
+}
+
+MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder, bool teardown) const
 {
 	Owner o;
 	auto it = lives_.find(mm);
@@ -192,8 +198,10 @@ MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
 	for (size_t i = 0; i < v.size(); i++) {
 		const MmLife &l = v[i];
 		const uint64_t prev_end = i ? v[i - 1].end_ns : 0;
-		// the owner's own task tearing its mm down after exit/exec
-		if (t > l.end_ns && holder == l.tgid &&
+		// the mm torn down after its owner's exit/exec: by the owner's
+		// own task, or by whoever dropped the last reference to it (a
+		// /proc reader still inside its read when the owner exited)
+		if (t > l.end_ns && (holder == l.tgid || teardown) &&
 		    (i + 1 == v.size() || t < v[i + 1].first_fact_ns)) {
 			o.tgid = l.tgid;
 			o.teardown = true;
@@ -207,6 +215,7 @@ MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder) const
 			}
 			o.tgid = l.tgid;
 			o.basis = l.basis;
+			o.teardown = teardown; // its end not seen yet
 			return o;
 		}
 	}
@@ -293,15 +302,32 @@ WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
 {
 }
 
+// exit_mmap() unmaps under the read lock, then takes the write lock at
+// once to free the page tables: its task's write lock within this of its
+// read unlock, on an mm whose owner has ended, is that teardown
+constexpr uint64_t kTeardownGapNs = 1'000'000;
+
 void WalkTracker::pair(const LockEvent &e)
 {
 	State &st = states_[std::make_pair(e.tid, e.mm)];
 	switch (e.type) {
-	case LockEventType::StartLocking:
+	case LockEventType::StartLocking: {
 		if (st.phase != Phase::Idle)
 			unpaired_++; // lost acquire_returned or released
-		st = State{Phase::Waiting, e.write, e.time_ns};
+		// Only with the tracepoints: a teardown run by whoever dropped the
+		// mm's last reference (a /proc reader) looks like that reader's
+		// walk until the write lock follows (the bpf program reads
+		// mm_users instead). No walk of another mm takes its read lock
+		// then its write lock this way: after its owner's end no
+		// get_task_mm() succeeds.
+		const bool teardown = e.write && st.phase == Phase::Idle && st.read_end &&
+				      e.time_ns - st.read_end <= kTeardownGapNs &&
+				      owners_.ended_before(e.mm, st.read_end);
+		if (teardown)
+			teardown_follows(e.tid, e.mm, st.read_end);
+		st = State{Phase::Waiting, e.write, teardown, e.time_ns};
 		break;
+	}
 	case LockEventType::AcquireReturned:
 		if (st.phase == Phase::Waiting) {
 			wait(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
@@ -311,15 +337,28 @@ void WalkTracker::pair(const LockEvent &e)
 		} else {
 			unpaired_++; // lost start_locking (or released)
 		}
-		st = e.success ? State{Phase::Holding, e.write, e.time_ns} : State{};
+		st = e.success ? State{Phase::Holding, e.write, st.teardown, e.time_ns} : State{};
 		break;
 	case LockEventType::Released:
 		if (st.phase == Phase::Holding)
-			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true});
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true,
+				      st.teardown});
 		else
 			unpaired_++;
-		st = State{};
+		st = State{.read_end = st.phase == Phase::Holding && !st.write ? e.time_ns : 0};
 		break;
+	}
+}
+
+// The read hold a teardown's write lock follows: the teardown's unmap.
+void WalkTracker::teardown_follows(pid_t tid, uint64_t mm, uint64_t read_end)
+{
+	for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+		LockSpan &h = it->walk.hold;
+		if (h.tid == tid && h.mm == mm && h.end_ns == read_end) {
+			h.teardown = true;
+			return;
+		}
 	}
 }
 
@@ -396,7 +435,7 @@ void WalkTracker::hold(const LockSpan &h)
 bool WalkTracker::resolve(Walk &w, bool final)
 {
 	const LockSpan &h = w.hold;
-	auto o = owners_.owner_at(h.mm, h.start_ns, h.tgid);
+	auto o = owners_.owner_at(h.mm, h.start_ns, h.tgid, h.teardown);
 	std::optional<WalkFile> fd;
 	if (auto it = fd_ev_.find({h.tid, h.start_ns}); it != fd_ev_.end())
 		fd = it->second;
@@ -416,12 +455,14 @@ bool WalkTracker::resolve(Walk &w, bool final)
 		w.why = o.why;
 	}
 	w.self = w.target_tgid && w.target_tgid == h.tgid;
-	if (fd && !fd->file.empty()) {
-		w.kind = fd->file;
-		if (fd->pid)
-			w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
-	} else if (o.teardown) {
+	if (fd && !fd->file.empty() && fd->pid)
+		w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
+	if (o.teardown || h.teardown) {
+		// a reader's teardown: the hold is the owner's exit, not the
+		// reader's walk (walk_file says which read ran it)
 		w.kind = "exit";
+	} else if (fd && !fd->file.empty()) {
+		w.kind = fd->file;
 	} else if (w.self) {
 		w.kind = "own"; // the process's own mmap/munmap/fault/exit
 	} else {

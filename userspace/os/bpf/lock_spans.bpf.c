@@ -23,8 +23,13 @@ const volatile __u64 min_wait_ns = 1000;
 const volatile __u32 prober_tid = 0;
 
 /* the kernel's types, only the fields read here (relocated by name) */
+typedef struct {
+	int counter;
+} atomic_t;
+
 struct mm_struct {
 	struct task_struct *owner; /* CONFIG_MEMCG */
+	atomic_t mm_users;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -44,7 +49,8 @@ struct state {
 	__u8 phase;
 	__u8 write;
 	__u8 foreign;
-	__u8 pad[5];
+	__u8 teardown; /* mm_users was 0 when the lock was taken */
+	__u8 pad[4];
 };
 
 /* a task's states, one per mm it locks at once: its own and, in a walk,
@@ -109,7 +115,7 @@ static __always_inline __u32 owner_tgid(struct mm_struct *mm)
 }
 
 static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm,
-				 __u8 write, __u8 success, __u8 foreign)
+				 __u8 write, __u8 success, __u8 foreign, __u8 teardown)
 {
 	struct ptw_bpf_rec *r;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -124,7 +130,8 @@ static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm,
 	r->mm = mm;
 	r->tgid = id >> 32;
 	r->tid = (__u32)id;
-	r->owner_tgid = (kind == PTW_BPF_HOLD || kind == PTW_BPF_FOREIGN_ACQUIRE) ?
+	/* a torn-down mm's owner pointer is stale or NULL: no fact */
+	r->owner_tgid = (kind == PTW_BPF_HOLD || kind == PTW_BPF_FOREIGN_ACQUIRE) && !teardown ?
 		owner_tgid((struct mm_struct *)mm) : 0;
 	/* no owner to read: a task's own mm (current->mm) is its process's */
 	if (!r->owner_tgid && kind == PTW_BPF_HOLD && !foreign)
@@ -133,6 +140,8 @@ static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm,
 	r->write = write;
 	r->success = success;
 	r->foreign = foreign;
+	r->teardown = teardown;
+	__builtin_memset(r->pad, 0, sizeof(r->pad));
 	bpf_ringbuf_submit(r, 0);
 	count(PTW_BPF_RECORDS);
 }
@@ -169,9 +178,9 @@ static __always_inline void hold_ended(struct state *s, __u64 mm, __u64 now)
 {
 	if (now - s->since >= min_hold_ns) {
 		bpf_map_update_elem(&long_end, &mm, &now, BPF_ANY);
-		emit(PTW_BPF_HOLD, s->since, now, mm, s->write, 1, s->foreign);
+		emit(PTW_BPF_HOLD, s->since, now, mm, s->write, 1, s->foreign, s->teardown);
 	} else if (s->foreign) {
-		emit(PTW_BPF_FOREIGN_RELEASE, s->since, now, mm, s->write, 1, 1);
+		emit(PTW_BPF_FOREIGN_RELEASE, s->since, now, mm, s->write, 1, 1, 0);
 	}
 }
 
@@ -223,7 +232,7 @@ static __always_inline int on_acquire_returned(__u64 mm, __u8 write, __u8 succes
 		if (now - s->since >= min_wait_ns && tid != prober_tid &&
 		    (le = bpf_map_lookup_elem(&long_end, &mm)) && s->since < *le) {
 			count(PTW_BPF_WAITS_BEHIND);
-			emit(PTW_BPF_WAIT, s->since, now, mm, write, success, 0);
+			emit(PTW_BPF_WAIT, s->since, now, mm, write, success, 0, 0);
 		}
 	} else if (s->phase == HOLDING && s->write && !write) {
 		/* mmap_write_downgrade(): the write hold ends, a read hold starts */
@@ -239,10 +248,14 @@ static __always_inline int on_acquire_returned(__u64 mm, __u8 write, __u8 succes
 	s->write = write;
 	s->since = now;
 	s->foreign = (__u64)t->mm == mm ? PTW_MM_OWN : t->mm ? PTW_MM_OTHER : PTW_MM_NONE;
+	/* exit_mmap() runs once mm_users is 0, in whichever task dropped
+	 * the last reference: the owner's exit or exec, or a /proc reader */
+	s->teardown = s->foreign != PTW_MM_OWN &&
+		      BPF_CORE_READ((struct mm_struct *)mm, mm_users.counter) == 0;
 	if (tid == prober_tid)
-		emit(PTW_BPF_PROBE, now, now, mm, write, 1, s->foreign);
+		emit(PTW_BPF_PROBE, now, now, mm, write, 1, s->foreign, 0);
 	else if (s->foreign)
-		emit(PTW_BPF_FOREIGN_ACQUIRE, now, now, mm, write, 1, 1);
+		emit(PTW_BPF_FOREIGN_ACQUIRE, now, now, mm, write, 1, 1, 0);
 	return 0;
 }
 

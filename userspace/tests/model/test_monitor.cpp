@@ -384,6 +384,82 @@ TEST(Http, ServesOnLoopbackAndRejectsWhatItShould)
 
 // The bpf backend: spans paired in the kernel, in the order they ended, and
 // the kernel's mm->owner; the same walk comes out as from the events.
+// A /proc reader still inside its read when the owner exits holds the mm's
+// last reference: exit_mmap() runs in the reader (read lock to unmap, then
+// at once the write lock to free the page tables). Both holds are the
+// owner's teardown, not the reader's walk; the reader's walks before and
+// a write lock that does not follow a read hold at once are not.
+TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
+{
+	const pid_t prober = 999;
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 100'000;
+	c.prober_tid = prober;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+		      [](uint64_t) { return pid_t(100); });
+	std::vector<LockEvent> v;
+	hold(v, 5, prober, kMm, false, 500, 500, 510);   // probe: kMm is 100's
+	hold(v, 300, 300, kMm, false, 600, 600, 1600);   // the reader walks 100
+	feed(t, v);
+	t.fd_evidence(300, 600, WalkFile{100, "pagemap"});
+	t.task_end(100, 1700, false);
+	v.clear();
+	hold(v, 300, 300, kMm, false, 1800, 1800, 9000);        // unmap_vmas()
+	hold(v, 300, 300, kMm, true, 9000 + 400'000, 9000 + 400'000, 9000 + 420'000);
+	feed(t, v);
+	t.fd_evidence(300, 1800, WalkFile{100, "pagemap"});
+	// a clear_refs writer that got the mm before the exit: write, but
+	// not at once after a read hold of its own
+	v.clear();
+	hold(v, 301, 301, kMm, true, 430'000, 430'000, 440'000);
+	feed(t, v);
+	t.advance(10'000'000, true);
+	ASSERT_EQ(out.size(), 4u);
+	std::sort(out.begin(), out.end(),
+		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
+	EXPECT_EQ(out[0].kind, "pagemap");
+	EXPECT_FALSE(out[0].hold.teardown);
+	for (int i : {1, 2}) {
+		SCOPED_TRACE(i);
+		EXPECT_TRUE(out[i].hold.teardown);
+		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].target_tgid, 100);
+		EXPECT_EQ(out[i].basis, "exit");
+		EXPECT_FALSE(out[i].self);
+	}
+	EXPECT_EQ(out[1].walk_file, "/proc/100/pagemap");
+	EXPECT_FALSE(out[3].hold.teardown);
+	EXPECT_NE(out[3].kind, "exit");
+}
+
+// The same under the bpf backend: the kernel says which hold is a
+// teardown (mm_users was 0), before the owner's end is seen or with no
+// owner fact at all.
+TEST(WalkTracker, KernelMarkedTeardownIsTheOwnersExit)
+{
+	std::vector<Walk> out;
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = 10'000;
+	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	t.owner_fact(kMm, 100, 500);
+	LockSpan td{1000, 5000, kMm, 300, 300, false, true, true};
+	t.span(td, true);
+	LockSpan walk{6000, 8000, kMm + 64, 300, 300, false, true};
+	t.span(walk, true);
+	t.fd_evidence(300, 6000, WalkFile{100, "smaps"});
+	t.advance(100'000, true);
+	ASSERT_EQ(out.size(), 2u);
+	EXPECT_EQ(out[0].kind, "exit");
+	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_FALSE(out[0].self);
+	EXPECT_EQ(out[1].kind, "smaps"); // an ordinary walk stays one
+}
+
 TEST(WalkTracker, KernelPairedSpansAndOwnerGiveTheSameWalk)
 {
 	std::vector<Walk> out;

@@ -113,13 +113,17 @@ public:
 
 	struct Owner {
 		pid_t tgid = 0;          // 0: unknown
-		bool teardown = false;   // holder is the owner, after its end
+		bool teardown = false;   // the mm torn down after its owner's end
 		bool pending = false;    // unknown, but a later probe may tell
 		std::string why;         // when unknown
 		const char *basis = "";  // known: the life's basis (probe | mm_owner)
 	};
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
-	Owner owner_at(uint64_t mm, uint64_t t, pid_t holder_tgid) const;
+	// teardown: the hold is known to be the mm's teardown (whoever holds it)
+	Owner owner_at(uint64_t mm, uint64_t t, pid_t holder_tgid, bool teardown = false) const;
+	// The mm's latest owner had ended (exit, exec) before t, and no
+	// fact has named a new one since.
+	bool ended_before(uint64_t mm, uint64_t t) const;
 	// Drops lives ended before t (bounded memory in a long run).
 	void prune(uint64_t t);
 	size_t keys() const { return lives_.size(); }
@@ -216,11 +220,14 @@ private:
 	void wait(const LockSpan &w);
 	void hold(const LockSpan &h);
 	bool resolve(Walk &w, bool final);
+	void teardown_follows(pid_t tid, uint64_t mm, uint64_t read_end);
 	enum class Phase : uint8_t { Idle, Waiting, Holding };
 	struct State {
 		Phase phase = Phase::Idle;
 		bool write = false;
+		bool teardown = false;    // a write lock of exit_mmap() (see pair)
 		uint64_t since = 0;
+		uint64_t read_end = 0;    // Idle: the end of its last read hold
 	};
 	struct KeyHash {
 		size_t operator()(const std::pair<pid_t, uint64_t> &k) const noexcept

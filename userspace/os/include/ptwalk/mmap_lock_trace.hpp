@@ -43,6 +43,9 @@ struct LockSpan {
 	pid_t tgid = 0, tid = 0;
 	bool write = false;
 	bool success = true; // waits: the lock was acquired
+	// holds: the mm's teardown (exit_mmap()), run by whoever dropped its
+	// last reference: the owner's exit or exec, or a /proc reader
+	bool teardown = false;
 	uint64_t ns() const { return end_ns - start_ns; }
 	bool overlaps(uint64_t s, uint64_t e) const { return start_ns < e && end_ns > s; }
 };
