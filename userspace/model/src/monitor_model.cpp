@@ -152,6 +152,7 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, boo
 
 void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 {
+	ended_[tgid] = t;
 	auto it = by_tgid_.find(tgid);
 	if (it == by_tgid_.end())
 		return;
@@ -173,6 +174,12 @@ void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 		by_tgid_.erase(it);
 	else
 		it->second = std::move(keep);
+}
+
+bool MmOwners::process_ended(pid_t tgid, uint64_t t) const
+{
+	auto it = ended_.find(tgid);
+	return it != ended_.end() && it->second <= t;
 }
 
 bool MmOwners::ended_before(uint64_t mm, uint64_t t) const
@@ -237,8 +244,9 @@ void MmOwners::prune(uint64_t t)
 		else
 			++it;
 	}
-	for (auto it = born_.begin(); it != born_.end();)
-		it = it->second < t ? born_.erase(it) : std::next(it);
+	for (auto *m : {&born_, &ended_})
+		for (auto it = m->begin(); it != m->end();)
+			it = it->second < t ? m->erase(it) : std::next(it);
 }
 
 // --- fd table ---------------------------------------------------------
@@ -303,8 +311,7 @@ WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
 }
 
 // exit_mmap() unmaps under the read lock, then takes the write lock at
-// once to free the page tables: its task's write lock within this of its
-// read unlock, on an mm whose owner has ended, is that teardown
+// once to free the page tables
 constexpr uint64_t kTeardownGapNs = 1'000'000;
 
 void WalkTracker::pair(const LockEvent &e)
@@ -314,18 +321,14 @@ void WalkTracker::pair(const LockEvent &e)
 	case LockEventType::StartLocking: {
 		if (st.phase != Phase::Idle)
 			unpaired_++; // lost acquire_returned or released
-		// Only with the tracepoints: a teardown run by whoever dropped the
-		// mm's last reference (a /proc reader) looks like that reader's
-		// walk until the write lock follows (the bpf program reads
-		// mm_users instead). No walk of another mm takes its read lock
-		// then its write lock this way: after its owner's end no
-		// get_task_mm() succeeds.
-		const bool teardown = e.write && st.phase == Phase::Idle && st.read_end &&
-				      e.time_ns - st.read_end <= kTeardownGapNs &&
-				      owners_.ended_before(e.mm, st.read_end);
-		if (teardown)
-			teardown_follows(e.tid, e.mm, st.read_end);
-		st = State{Phase::Waiting, e.write, teardown, e.time_ns};
+		// Only with the tracepoints (the bpf program reads mm_users): a
+		// teardown run by whoever dropped the mm's last reference (a
+		// /proc reader) looks like that reader's walk until the write
+		// lock follows. Confirmed or not at resolve().
+		const bool after_read = e.write && st.phase == Phase::Idle && st.read_end &&
+					e.time_ns - st.read_end <= kTeardownGapNs;
+		const uint64_t read_start = after_read ? write_follows(e.tid, e.mm, st.read_end) : 0;
+		st = State{Phase::Waiting, e.write, after_read, e.time_ns, 0, read_start};
 		break;
 	}
 	case LockEventType::AcquireReturned:
@@ -337,12 +340,18 @@ void WalkTracker::pair(const LockEvent &e)
 		} else {
 			unpaired_++; // lost start_locking (or released)
 		}
-		st = e.success ? State{Phase::Holding, e.write, st.teardown, e.time_ns} : State{};
+		st = e.success ? State{Phase::Holding, e.write, st.after_read, e.time_ns, 0, st.read_start}
+			       : State{};
 		break;
 	case LockEventType::Released:
+		if (st.phase == Phase::Holding && st.after_read) {
+			// the write hold's file is the one its read hold was reading
+			if (auto f = fd_ev_.find({e.tid, st.read_start}); f != fd_ev_.end())
+				fd_ev_.emplace(std::make_pair(e.tid, st.since), f->second);
+		}
 		if (st.phase == Phase::Holding)
-			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true,
-				      st.teardown});
+			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, st.write, true},
+			     st.after_read);
 		else
 			unpaired_++;
 		st = State{.read_end = st.phase == Phase::Holding && !st.write ? e.time_ns : 0};
@@ -350,16 +359,34 @@ void WalkTracker::pair(const LockEvent &e)
 	}
 }
 
-// The read hold a teardown's write lock follows: the teardown's unmap.
-void WalkTracker::teardown_follows(pid_t tid, uint64_t mm, uint64_t read_end)
+// The read hold a write lock follows at once: exit_mmap()'s unmap, maybe.
+// Its start when it is pending (long enough to be reported), else 0.
+uint64_t WalkTracker::write_follows(pid_t tid, uint64_t mm, uint64_t read_end)
 {
 	for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
-		LockSpan &h = it->walk.hold;
+		const LockSpan &h = it->walk.hold;
 		if (h.tid == tid && h.mm == mm && h.end_ns == read_end) {
-			h.teardown = true;
-			return;
+			it->teardown_shape = true;
+			return h.start_ns;
 		}
 	}
+	return 0;
+}
+
+// The shape is a teardown when the mm is no live process's: its last
+// named owner has ended, or, never named, the process whose /proc file
+// the holder reads has. (No walk takes a read then at once a write lock
+// of one mm, and after its owner's end no get_task_mm() succeeds.)
+bool WalkTracker::teardown_shape_confirmed(const Pending &p,
+					   const std::optional<WalkFile> &fd) const
+{
+	const LockSpan &h = p.walk.hold;
+	if (!p.teardown_shape)
+		return false;
+	if (owners_.ended_before(h.mm, h.end_ns))
+		return true;
+	return !owners_.owner_at(h.mm, h.start_ns, h.tgid).tgid && fd && fd->pid &&
+	       fd->pid != h.tgid && owners_.process_ended(fd->pid, h.end_ns);
 }
 
 void WalkTracker::lock(const LockEvent &e)
@@ -417,12 +444,13 @@ void WalkTracker::wait(const LockSpan &w)
 	}
 }
 
-void WalkTracker::hold(const LockSpan &h)
+void WalkTracker::hold(const LockSpan &h, bool teardown_shape)
 {
 	if (h.ns() < cfg_.min_hold_ns)
 		return;
 	Pending p;
 	p.walk.hold = h;
+	p.teardown_shape = teardown_shape;
 	pending_.push_back(std::move(p));
 	pending_mms_[h.mm]++;
 	if (on_task_)
@@ -432,13 +460,33 @@ void WalkTracker::hold(const LockSpan &h)
 		on_foreign_(h);
 }
 
-bool WalkTracker::resolve(Walk &w, bool final)
+// The task's fd table named one of pid's /proc files in one of its holds.
+bool WalkTracker::reads_proc_of(pid_t tid, pid_t pid) const
 {
-	const LockSpan &h = w.hold;
-	auto o = owners_.owner_at(h.mm, h.start_ns, h.tgid, h.teardown);
+	for (auto it = fd_ev_.lower_bound({tid, 0}); it != fd_ev_.end() && it->first.first == tid; ++it)
+		if (it->second.pid == pid)
+			return true;
+	return false;
+}
+
+bool WalkTracker::resolve(Pending &p, bool final)
+{
+	Walk &w = p.walk;
+	LockSpan &h = w.hold;
 	std::optional<WalkFile> fd;
 	if (auto it = fd_ev_.find({h.tid, h.start_ns}); it != fd_ev_.end())
 		fd = it->second;
+	if (!h.teardown && teardown_shape_confirmed(p, fd))
+		h.teardown = true;
+	auto o = owners_.owner_at(h.mm, h.start_ns, h.tgid, h.teardown);
+	if (o.teardown && o.tgid != h.tgid && !reads_proc_of(h.tid, o.tgid)) {
+		// Another task tearing down the mm is the owner's last reader
+		// only while it reads one of the owner's /proc files; else the
+		// address was reused by an mm no fact named (its process's own,
+		// torn down by its exec or exit)
+		o = MmOwners::Owner{};
+		o.why = "the mm's teardown; no fact named its owner (the address was reused)";
+	}
 	if (!o.tgid && o.pending && !final && !(fd && fd->pid)) {
 		wants_probe_ = true;
 		return false;
@@ -481,7 +529,7 @@ void WalkTracker::advance(uint64_t now, bool final)
 			continue;
 		}
 		const bool timed_out = final || now >= end + cfg_.resolve_timeout_ns;
-		if (!resolve(w, timed_out)) {
+		if (!resolve(*it, timed_out)) {
 			++it;
 			continue;
 		}

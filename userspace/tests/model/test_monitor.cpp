@@ -49,6 +49,22 @@ void feed(WalkTracker &t, std::vector<LockEvent> v)
 		t.lock(e);
 }
 
+// 1 us holds count, waiters may end 100 ns later, probes wait timeout
+WalkTracker::Config small_config(uint64_t timeout_ns, pid_t prober = 0)
+{
+	WalkTracker::Config c;
+	c.min_hold_ns = 1000;
+	c.grace_ns = 100;
+	c.resolve_timeout_ns = timeout_ns;
+	c.prober_tid = prober;
+	return c;
+}
+
+WalkTracker::Emit collect(std::vector<Walk> &out)
+{
+	return [&out](const Walk &w) { out.push_back(w); };
+}
+
 } // namespace
 
 TEST(MmOwners, ProbeNamesAnIdleOwnerBeforeAndAfter)
@@ -132,12 +148,7 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 {
 	const pid_t prober = 999;
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 10'000;
-	c.prober_tid = prober;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+	WalkTracker t(small_config(10'000, prober), collect(out),
 		      [](uint64_t at) { return at >= 5000 && at <= 5100 ? pid_t(100) : pid_t(0); });
 	std::vector<LockEvent> v;
 	// walker 300 holds the idle target's mm for write 2000 ns
@@ -168,11 +179,7 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 1000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
 	feed(t, v);
@@ -188,11 +195,7 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 1000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
 	hold(v, 300, 300, kMm, true, 3500, 3500, 3600); // too short
@@ -209,12 +212,7 @@ TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
 {
 	const pid_t prober = 999;
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 100'000;
-	c.prober_tid = prober;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+	WalkTracker t(small_config(100'000, prober), collect(out),
 		      [](uint64_t at) { return at < 2000 ? pid_t(100) : pid_t(400); });
 	std::vector<LockEvent> v;
 	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
@@ -393,12 +391,7 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 {
 	const pid_t prober = 999;
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 100'000;
-	c.prober_tid = prober;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); },
+	WalkTracker t(small_config(100'000, prober), collect(out),
 		      [](uint64_t) { return pid_t(100); });
 	std::vector<LockEvent> v;
 	hold(v, 5, prober, kMm, false, 500, 500, 510);   // probe: kMm is 100's
@@ -435,39 +428,75 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	EXPECT_NE(out[3].kind, "exit");
 }
 
+// With the tracepoints and an owner never named: the shape is a teardown
+// only when the process whose /proc file the holder reads has ended; the
+// same shape on a live process's mm (its own read, then an mmap) is not.
+TEST(WalkTracker, TeardownShapeOfAnUnnamedMmNeedsTheReadProcessEnded)
+{
+	std::vector<Walk> out;
+	WalkTracker t(small_config(100'000), collect(out), nullptr);
+	t.task_end(100, 500, false);
+	// the fd table is read while the read hold is in flight
+	std::vector<LockEvent> v;
+	hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, WalkFile{100, "pagemap"});
+	v.clear();
+	hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
+	hold(v, 301, 301, kMm + 64, false, 20'000, 20'000, 29'000); // 101 lives
+	feed(t, v);
+	t.fd_evidence(301, 20'000, WalkFile{101, "smaps"});
+	v.clear();
+	hold(v, 301, 301, kMm + 64, true, 29'500, 29'500, 32'000);
+	feed(t, v);
+	t.advance(1'000'000, true);
+	ASSERT_EQ(out.size(), 4u);
+	std::sort(out.begin(), out.end(),
+		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
+	for (int i : {0, 1}) {
+		SCOPED_TRACE(i);
+		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].target_tgid, 100);
+		EXPECT_EQ(out[i].basis, "fd_table");
+	}
+	EXPECT_EQ(out[2].kind, "smaps");
+	EXPECT_NE(out[3].kind, "exit");
+}
+
 // The same under the bpf backend: the kernel says which hold is a
-// teardown (mm_users was 0), before the owner's end is seen or with no
-// owner fact at all.
+// teardown (mm_users was 0), even before the owner's end is seen. Another
+// process's teardown of an mm last named as someone else's, while it
+// reads none of that one's /proc files, is an mm no fact named (its own,
+// at an address reused, torn down by its exec): not credited to anyone.
 TEST(WalkTracker, KernelMarkedTeardownIsTheOwnersExit)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 10'000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(10'000), collect(out), nullptr);
 	t.owner_fact(kMm, 100, 500);
-	LockSpan td{1000, 5000, kMm, 300, 300, false, true, true};
-	t.span(td, true);
-	LockSpan walk{6000, 8000, kMm + 64, 300, 300, false, true};
-	t.span(walk, true);
+	t.owner_fact(kMm + 128, 200, 500);
+	t.task_end(200, 600, false);
+	t.span(LockSpan{1000, 5000, kMm, 300, 300, false, true, true}, true);
+	t.fd_evidence(300, 1000, WalkFile{100, "pagemap"});
+	t.span(LockSpan{6000, 8000, kMm + 64, 300, 300, false, true}, true);
 	t.fd_evidence(300, 6000, WalkFile{100, "smaps"});
+	t.span(LockSpan{9000, 12000, kMm + 128, 400, 400, false, true, true}, true);
 	t.advance(100'000, true);
-	ASSERT_EQ(out.size(), 2u);
+	ASSERT_EQ(out.size(), 3u);
 	EXPECT_EQ(out[0].kind, "exit");
 	EXPECT_EQ(out[0].target_tgid, 100);
+	EXPECT_EQ(out[0].basis, "exit");
 	EXPECT_FALSE(out[0].self);
 	EXPECT_EQ(out[1].kind, "smaps"); // an ordinary walk stays one
+	EXPECT_EQ(out[2].kind, "exit");
+	EXPECT_EQ(out[2].target_tgid, 0); // never 200
+	EXPECT_EQ(out[2].basis, "unknown");
+	EXPECT_FALSE(out[2].why.empty());
 }
 
 TEST(WalkTracker, KernelPairedSpansAndOwnerGiveTheSameWalk)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 10'000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(10'000), collect(out), nullptr);
 	// walker 300 holds tgid 100's mm for write [1000, 3000]; a thread of
 	// the target waited [1500, 3010]; a hold shorter than min_hold is
 	// never handed on by the kernel, so none is fed here
@@ -488,11 +517,7 @@ TEST(WalkTracker, KernelPairedSpansAndOwnerGiveTheSameWalk)
 TEST(WalkTracker, KernelOwnerOfAReusedAddressIsTheNewProcess)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 10'000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(10'000), collect(out), nullptr);
 	t.owner_fact(kMm, 100, 3000);
 	t.span(LockSpan{1000, 3000, kMm, 300, 300, false, true}, true);
 	t.task_end(100, 4000, false); // the owner exits; the address is reused
@@ -569,11 +594,7 @@ TEST(PickWalkFile, AmbiguousTargetsAreNotGuessed)
 TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 {
 	std::vector<Walk> out;
-	WalkTracker::Config c;
-	c.min_hold_ns = 1000;
-	c.grace_ns = 100;
-	c.resolve_timeout_ns = 1000;
-	WalkTracker t(c, [&](const Walk &w) { out.push_back(w); }, nullptr);
+	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
 	feed(t, v);

@@ -110,6 +110,8 @@ public:
 	// A process (tgid) began at t (fork or exec): it cannot have owned an
 	// mm before.
 	void born(pid_t tgid, uint64_t t) { born_[tgid] = t; }
+	// The process ended (exit, exec) at or before t.
+	bool process_ended(pid_t tgid, uint64_t t) const;
 
 	struct Owner {
 		pid_t tgid = 0;          // 0: unknown
@@ -131,7 +133,7 @@ public:
 private:
 	std::unordered_map<uint64_t, std::vector<MmLife>> lives_;
 	std::unordered_map<pid_t, std::vector<uint64_t>> by_tgid_; // open lives
-	std::unordered_map<pid_t, uint64_t> born_;
+	std::unordered_map<pid_t, uint64_t> born_, ended_;
 };
 
 // A /proc walk file in a task's fd table: /proc/PID/<file>.
@@ -216,18 +218,22 @@ public:
 private:
 	// LockPairer's state machine, but a task's state is dropped once idle:
 	// memory stays bounded by the tasks in flight in a run of weeks.
+	struct Pending;
 	void pair(const LockEvent &e);
 	void wait(const LockSpan &w);
-	void hold(const LockSpan &h);
-	bool resolve(Walk &w, bool final);
-	void teardown_follows(pid_t tid, uint64_t mm, uint64_t read_end);
+	void hold(const LockSpan &h, bool teardown_shape = false);
+	bool resolve(Pending &p, bool final);
+	uint64_t write_follows(pid_t tid, uint64_t mm, uint64_t read_end);
+	bool teardown_shape_confirmed(const Pending &p, const std::optional<WalkFile> &fd) const;
+	bool reads_proc_of(pid_t tid, pid_t pid) const;
 	enum class Phase : uint8_t { Idle, Waiting, Holding };
 	struct State {
 		Phase phase = Phase::Idle;
 		bool write = false;
-		bool teardown = false;    // a write lock of exit_mmap() (see pair)
+		bool after_read = false;  // a write lock at once after a read hold (see pair)
 		uint64_t since = 0;
 		uint64_t read_end = 0;    // Idle: the end of its last read hold
+		uint64_t read_start = 0;  // after_read: the start of that hold, if pending
 	};
 	struct KeyHash {
 		size_t operator()(const std::pair<pid_t, uint64_t> &k) const noexcept
@@ -239,6 +245,9 @@ private:
 	struct Pending {
 		Walk walk;
 		uint64_t max_wait_end = 0;
+		// exit_mmap()'s shape (tracepoints): a read hold followed at once
+		// by the write lock, or that write hold
+		bool teardown_shape = false;
 	};
 	Config cfg_;
 	Emit emit_;
