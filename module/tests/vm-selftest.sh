@@ -207,6 +207,14 @@ while [ $i -lt 20 ]; do
 	sleep 0.3
 	i=$((i + 1))
 done
+# the last load records the walks that follow it: 0.3 s may hold none
+# under single-threaded TCG (a walker restarting, an rt kernel), so wait
+# for one, up to 20 s
+n=0
+while [ $n -lt 200 ] && [ "$(wc -l < $DBG/walks)" -eq 0 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
 kill $BGPID 2>/dev/null
 wait $BGPID 2>/dev/null
 BGPID=
