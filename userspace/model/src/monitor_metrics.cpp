@@ -31,7 +31,9 @@ void MonitorMetrics::add_walk(const std::string &walker, const std::string &targ
 	for (auto &[k, q] : recent_)
 		while (!q.empty() && std::get<0>(q.front()) < now_s - kRecentWindowS)
 			q.pop_front();
-	if (self)
+	// the gauges are of walks by another process: not the target's own
+	// locks, nor its teardown run by a reader
+	if (self || kind == "exit")
 		return;
 	auto &r = recent_[{w, t}];
 	r.emplace_back(now_s, longest, hold_s);
@@ -86,7 +88,7 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 		 "longest mmap_lock hold of a walk of target by walker (another process) that ended in the last 60 s (0: none)");
 	recent("ptwalk_monitor_recent_hold_max_seconds", 2);
 	x.family("ptwalk_monitor_target_basis_total", "counter",
-		 "walks by how the target was named: probe, mm_owner, fd_table, exit (own teardown) or unknown");
+		 "walks by how the target was named: probe, mm_owner, fd_table, exit (the mm's teardown after its owner's end) or unknown");
 	for (const auto &[b, n] : basis_)
 		x.sample("ptwalk_monitor_target_basis_total", {{"basis", b}}, double(n));
 

@@ -290,13 +290,18 @@ TEST(MonitorMetrics, RendersLabelsAndOtherPastTheLimit)
 	m.add_walk("cat", "idle", "smaps", "read", 0.2, {}, 0, true, false, "probe", 101);
 	m.add_walk("cat", "", "unknown", "write", 0.002, {}, 0, false, false, "unknown", 102);
 	m.add_walk("idle", "idle", "own", "write", 0.5, {}, 0, true, true, "probe", 102);
+	// idle's exit torn down by perl's read: idle's exit, not perl's walk
+	m.add_walk("perl", "idle", "exit", "read", 0.7, {}, 0, true, false, "exit", 102);
 	std::string t = m.render(102, 1.5, 1e9);
 	EXPECT_NE(t.find("ptwalk_monitor_walks_total{walker=\"perl\",target=\"idle\",kind=\"smaps\",mode=\"read\"} 1"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("walker=\"other\",target=\"idle\""), std::string::npos);
 	EXPECT_NE(t.find("target=\"unknown\""), std::string::npos);
-	// the recent gauges: walks by another process only (not idle's own 0.5 s)
+	// the recent gauges: walks by another process only (not idle's own
+	// 0.5 s, nor its teardown's 0.7 s)
 	EXPECT_NE(t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"other\",target=\"idle\"} 0.2\n"),
+		  std::string::npos) << t;
+	EXPECT_NE(t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0.04\n"),
 		  std::string::npos) << t;
 	EXPECT_NE(t.find("ptwalk_monitor_recent_wait_max_seconds{walker=\"perl\",target=\"idle\"} 0.03\n"),
 		  std::string::npos);
