@@ -182,10 +182,12 @@ bool MmOwners::process_ended(pid_t tgid, uint64_t t) const
 	return it != ended_.end() && it->second <= t;
 }
 
-bool MmOwners::ended_before(uint64_t mm, uint64_t t) const
+pid_t MmOwners::ended_owner(uint64_t mm, uint64_t t) const
 {
 	auto it = lives_.find(mm);
-	return it != lives_.end() && !it->second.empty() && it->second.back().end_ns < t;
+	if (it == lives_.end() || it->second.empty() || it->second.back().end_ns >= t)
+		return 0;
+	return it->second.back().tgid;
 }
 
 MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder, bool teardown) const
@@ -373,18 +375,20 @@ uint64_t WalkTracker::write_follows(pid_t tid, uint64_t mm, uint64_t read_end)
 	return 0;
 }
 
-// The shape is a teardown when the mm is no live process's: its last
+// The shape is a teardown when the mm is no live process's and the
+// holder was its owner or is reading the owner's /proc files: its last
 // named owner has ended, or, never named, the process whose /proc file
-// the holder reads has. (No walk takes a read then at once a write lock
-// of one mm, and after its owner's end no get_task_mm() succeeds.)
+// the holder reads has. (A process's own madvise then munmap has the
+// shape too, but on a live mm; after its owner's end no get_task_mm()
+// succeeds, so no new walk of a dead mm begins.)
 bool WalkTracker::teardown_shape_confirmed(const Pending &p,
 					   const std::optional<WalkFile> &fd) const
 {
 	const LockSpan &h = p.walk.hold;
 	if (!p.teardown_shape)
 		return false;
-	if (owners_.ended_before(h.mm, h.end_ns))
-		return true;
+	if (pid_t dead = owners_.ended_owner(h.mm, h.end_ns))
+		return dead == h.tgid || reads_proc_of(h.tid, dead);
 	return !owners_.owner_at(h.mm, h.start_ns, h.tgid).tgid && fd && fd->pid &&
 	       fd->pid != h.tgid && owners_.process_ended(fd->pid, h.end_ns);
 }

@@ -123,9 +123,9 @@ public:
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
 	// teardown: the hold is known to be the mm's teardown (whoever holds it)
 	Owner owner_at(uint64_t mm, uint64_t t, pid_t holder_tgid, bool teardown = false) const;
-	// The mm's latest owner had ended (exit, exec) before t, and no
-	// fact has named a new one since.
-	bool ended_before(uint64_t mm, uint64_t t) const;
+	// The mm's latest owner when it had ended (exit, exec) before t and
+	// no fact has named a new one since; else 0.
+	pid_t ended_owner(uint64_t mm, uint64_t t) const;
 	// Drops lives ended before t (bounded memory in a long run).
 	void prune(uint64_t t);
 	size_t keys() const { return lives_.size(); }
