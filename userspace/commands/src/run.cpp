@@ -232,8 +232,8 @@ void measure_alias_bias_if_needed(Run &r)
 	if (sc.backing != Backing::alias)
 		return;
 	if (r.o.calibrate_size == 0) {
-		r.result.alias_calibration = Json(Json::Object{
-			{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
+		r.result.alias_calibration = AliasCalibration{
+			"disabled (--calibrate-size 0): aliased figures are uncorrected"};
 		return;
 	}
 	if (!r.o.quiet)
@@ -468,10 +468,9 @@ void assemble_walks(Run &r)
 		wsize->entries = wsize->pte_slots;
 		r.result.workload.ptes_source = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
 	}
-	const Json *ratios = nullptr;
-	if (r.result.alias_calibration)
-		ratios = r.result.alias_calibration->find("ratio");
-	r.result.walks = run_result::walks(*sh, nw, views, wsize ? &*wsize : nullptr, ratios,
+	const auto &cal = r.result.alias_calibration;
+	r.result.walks = run_result::walks(*sh, nw, views, wsize ? &*wsize : nullptr,
+					   cal ? &*cal : nullptr,
 					   workload_rss_reference(r.result.workload));
 	r.result.walks_dropped = sh->walks_dropped.load();
 	r.result.kernel_view = std::move(kv);

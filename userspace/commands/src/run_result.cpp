@@ -86,8 +86,8 @@ void add_view(WalkEntry &j, const WalkKernelView &v)
 }
 
 // The scanner's record of one walk, against the workload's size (ws, may
-// be null) and the calibrated alias ratios (may be null).
-WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const Json *ratios,
+// be null) and the alias calibration (may be null).
+WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const AliasCalibration *cal,
 		     uint64_t rss_ref)
 {
 	WalkEntry j;
@@ -102,9 +102,8 @@ WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const Json *ratios
 		if (ws->entries) {
 			const double nspte = double(w.end_ns - w.start_ns) / double(ws->entries);
 			j.ns_per_pte = nspte;
-			const Json *r = ratios ? ratios->find(w.kind) : nullptr;
-			if (r && r->number())
-				j.ns_per_pte_corrected = nspte * *r->number();
+			if (auto r = cal ? cal->ratio_of(j.kind) : std::nullopt)
+				j.ns_per_pte_corrected = nspte * *r;
 		}
 	}
 	if (w.bytes)
@@ -126,11 +125,11 @@ WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const Json *ratios
 
 std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
 			     const std::vector<WalkKernelView> &views, const WalkSize *ws,
-			     const Json *ratios, uint64_t rss_ref)
+			     const AliasCalibration *cal, uint64_t rss_ref)
 {
 	std::vector<WalkEntry> walks;
 	for (uint32_t i = 0; i < nw; i++) {
-		walks.push_back(walk_entry(sh.walks[i], ws, ratios, rss_ref));
+		walks.push_back(walk_entry(sh.walks[i], ws, cal, rss_ref));
 		if (i < views.size() && views[i].seen)
 			add_view(walks.back(), views[i]);
 	}

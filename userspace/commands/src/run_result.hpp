@@ -23,11 +23,12 @@ RunResult header(const RunOptions &o);
 // "scenario": what was asked for.
 ScenarioInfo scenario(const Scenario &sc);
 // "walks": the scanner's records with what the backend saw of each
-// (views), the workload's PTE counts (ws, may be null), the calibrated alias
-// ratios (may be null) and its uncontended Rss (for smaps_rollup coverage).
+// (views), the workload's PTE counts (ws, may be null), the alias
+// calibration (cal, may be null) and its uncontended Rss (for smaps_rollup
+// coverage).
 std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
 			     const std::vector<WalkKernelView> &views, const WalkSize *ws,
-			     const Json *ratios, uint64_t rss_ref);
+			     const AliasCalibration *cal, uint64_t rss_ref);
 // "victims": each victim's latencies outside and during walks.
 std::vector<VictimEntry> victims(const Shared &sh);
 // The victims' slow operations, their own clocks' view for the validation;

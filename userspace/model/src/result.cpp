@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptwalk/fd.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/units.hpp"
 #include "ptwalk/vma_layout.hpp"
 
@@ -19,15 +20,8 @@ namespace ptwalk {
 
 namespace {
 
-// Walk kinds in the order tables list them.
-constexpr const char *kWalkKinds[] = {
-	"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
-	"smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan",
-};
-
-// Reads a numeric member of a Json passed through (the alias calibration,
-// the kernel's facts, the backend's view) as double; nullopt when absent or
-// not numeric.
+// Reads a numeric member of a Json passed through (the kernel's facts, the
+// backend's view) as double; nullopt when absent or not numeric.
 std::optional<double> num(const Json &j, std::string_view key)
 {
 	const Json *v = j.find(key);
@@ -178,34 +172,28 @@ void print_header(const RunResult &r, FILE *out)
 
 // The calibration of an aliased run's bias: its ratio per kind, or the
 // range it found where its sizes disagree, and why.
-void print_calibration(const Json &cal, FILE *out)
+void print_calibration(const AliasCalibration &cal, FILE *out)
 {
-	if (!cal.find("ratio")) {
-		fprintf(out, "  no calibration: %s\n", str(cal, "skipped").c_str());
+	if (cal.skipped) {
+		fprintf(out, "  no calibration: %s\n", cal.skipped->c_str());
 		return;
 	}
 	fprintf(out, "  calibration up to %s, same run: distinct/aliased ns/PTE =",
-		format_bytes(uint64_t(num(cal, "size_bytes").value_or(0))).c_str());
-	const Json *ra = cal.find("ratio");
-	const Json *ck = cal.find("kinds");
+		format_bytes(cal.size_bytes).c_str());
 	for (const char *k : kWalkKinds) {
-		if (auto v = num(*ra, k)) {
+		if (auto v = cal.ratio_of(k)) {
 			fprintf(out, " %s %.2f", k, *v);
-		} else if (const Json *e = ck ? ck->find(k) : nullptr) {
-			const Json *rg = e->find("cost_ratio_range");
-			if (rg && rg->size() == 2)
-				fprintf(out, " %s %.2f-%.2f (not applied)", k,
-					rg->at(0).number().value_or(0),
-					rg->at(1).number().value_or(0));
+		} else if (const KindVerdict *e = cal.verdict(k)) {
+			fprintf(out, " %s %.2f-%.2f (not applied)", k, e->cost_ratio_range.first,
+				e->cost_ratio_range.second);
 		}
 	}
 	fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
 		     "for distinct pages, only where the calibrated sizes agree "
-		     "within %.0f%%\n", num(cal, "tolerance").value_or(0.15) * 100);
-	if (ck)
-		for (const char *k : kWalkKinds)
-			if (const Json *e = ck->find(k); e && e->find("why"))
-				fprintf(out, "  %s: %s\n", k, str(*e, "why").c_str());
+		     "within %.0f%%\n", cal.tolerance * 100);
+	for (const char *k : kWalkKinds)
+		if (const KindVerdict *e = cal.verdict(k); e && e->why)
+			fprintf(out, "  %s: %s\n", k, e->why->c_str());
 }
 
 // An aliased run: what it is, and the calibration of its bias.

@@ -320,8 +320,7 @@ void to_json(Json::Value &j, const RunResult &r)
 	j["argv"] = r.argv;
 	j["kernel"] = r.kernel.value();
 	j["host"] = r.host.value();
-	if (r.alias_calibration)
-		j["alias_calibration"] = r.alias_calibration->value();
+	put_optional(j, "alias_calibration", r.alias_calibration);
 	put_optional(j, "interrupted", r.interrupted);
 	put_optional(j, "error", r.error);
 	j["scenario"] = r.scenario;

@@ -9,6 +9,7 @@
 
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/result_types.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/units.hpp"
 
 namespace ptwalk {
@@ -59,13 +60,6 @@ constexpr KindLocking kLocking[] = {
 
 constexpr uint64_t kPmdBytes = 2ull << 20;
 constexpr uint64_t kSeqBuf = 4096;
-
-// A member of the alias calibration (Json as the calibration gives it).
-std::optional<double> num(const Json *j, std::string_view key)
-{
-	const Json *v = j ? j->find(key) : nullptr;
-	return v ? v->number() : std::nullopt;
-}
 
 // Mean bytes per VMA of the read walks of `kind` (the seq_file record size).
 double record_bytes(const std::vector<WalkEntry> &walks, std::string_view kind, double vmas)
@@ -244,21 +238,15 @@ uint64_t smaps_vmas_per_read(double record_bytes)
 
 namespace {
 
-constexpr const char *kEstimatedKinds[] = {"clear_refs", "clear_refs_anon", "clear_refs_file",
-					    "softdirty", "smaps", "smaps_rollup", "maps",
-					    "numa_maps", "pagemap", "pagemap_scan"};
-
 // The estimate from the scaled figures raw_max/raw_p50: as is for distinct
 // pages; for aliased ones, corrected by the calibration's ratios when it
 // has them for this kind, else a range, else uncorrected (and said so).
-void estimate(StallEstimate::Kind &e, bool aliased, const Json *cal, double raw_max,
-	      double raw_p50)
+void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal,
+	      double raw_max, double raw_p50)
 {
-	const char *k = e.kind.c_str();
-	const Json *ratio = cal ? cal->find("ratio") : nullptr;
-	const Json *sratio = cal ? cal->find("stall_ratio") : nullptr;
-	const Json *ck = cal && cal->find("kinds") ? cal->find("kinds")->find(k) : nullptr;
-	auto r = num(ratio, k), sr = num(sratio, k);
+	const auto r = cal ? cal->ratio_of(e.kind) : std::nullopt;
+	const auto sr = cal ? cal->stall_ratio_of(e.kind) : std::nullopt;
+	const KindVerdict *ck = cal ? cal->verdict(e.kind) : nullptr;
 	if (!aliased) {
 		e.status = "distinct";
 		e.why = "distinct pages: no aliasing correction needed";
@@ -268,20 +256,18 @@ void estimate(StallEstimate::Kind &e, bool aliased, const Json *cal, double raw_
 		e.estimate_max_ns = uint64_t(raw_max * *r * *sr);
 		e.estimate_p50_ns = uint64_t(raw_p50 * *r * *sr);
 		return;
-	} else if (ck && ck->find("factor_range")) {
-		const Json *fr = ck->find("factor_range");
-		const double lo = fr->at(0).number().value_or(1);
-		const double hi = fr->at(1).number().value_or(1);
+	} else if (ck) {
+		const auto [lo, hi] = ck->factor_range;
 		e.status = "range";
-		e.why = ck->find("why") ? ck->find("why")->string().value_or("") : std::string();
+		e.why = ck->why.value_or("");
 		e.estimate_max_range_ns = {uint64_t(raw_max * lo), uint64_t(raw_max * hi)};
 		e.estimate_p50_range_ns = {uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)};
 		return;
 	} else {
 		e.status = "uncorrected";
 		std::string why = "no calibration for this kind";
-		if (cal && cal->find("skipped"))
-			why = cal->find("skipped")->string().value_or(why);
+		if (cal && cal->skipped)
+			why = *cal->skipped;
 		e.why = why + ": the aliased per-PTE cost, scaled to the layout";
 	}
 	e.estimate_max_ns = uint64_t(raw_max);
@@ -362,14 +348,14 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 		L.u_largest = std::min<uint64_t>(spec.bytes, uint64_t(L.size));
 		L.u_vmas = (uint64_t(L.size) + L.u_largest - 1) / L.u_largest;
 	}
-	for (const char *k : kEstimatedKinds)
+	for (const char *k : kWalkKinds)
 		L.nkinds += find_kind(result.walk_summary, k) != nullptr;
 
 	StallEstimate out;
 	out.layout = describe(spec);
 	out.layout_vmas = L.u_vmas;
 	out.layout_largest_vma_bytes = L.u_largest;
-	for (const char *k : kEstimatedKinds) {
+	for (const char *k : kWalkKinds) {
 		const KindSummary *s = find_kind(result.walk_summary, k);
 		const KindLocking *kl = kind_locking(k);
 		if (kl && s && s->duration)

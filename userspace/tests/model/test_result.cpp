@@ -169,16 +169,20 @@ RunResult alias_run()
 	a.scenario.profile = "smaps";
 	a.scenario.interval_ns = 1000000000;
 	a.scenario.duration_ns = 10000000000ull;
-	Json cal = Json::object();
-	cal["size_bytes"] = uint64_t(8) << 30;
-	cal["tolerance"] = 0.15;
-	cal["kinds"] = Json(Json::Object{
-		{"clear_refs", Json(Json::Object{{"cost_ratio_range", Json(Json::Array{0.6, 0.9})},
-						 {"factor_range", Json(Json::Array{0.5, 0.95})},
-						 {"why", "cost ratio differs"}})},
-		{"smaps", Json(Json::Object{{"cost_ratio_range", Json(Json::Array{0.8, 0.84})}})}});
-	cal["ratio"] = Json(Json::Object{{"smaps", 0.82}});
-	cal["stall_ratio"] = Json(Json::Object{{"smaps", 1.1}});
+	AliasCalibration cal;
+	cal.size_bytes = uint64_t(8) << 30;
+	cal.tolerance = 0.15;
+	KindVerdict cr;
+	cr.kind = "clear_refs";
+	cr.cost_ratio_range = {0.6, 0.9};
+	cr.factor_range = {0.5, 0.95};
+	cr.why = "cost ratio differs";
+	KindVerdict sm;
+	sm.kind = "smaps";
+	sm.cost_ratio_range = {0.8, 0.84};
+	cal.kinds = {cr, sm};
+	cal.ratio = {{"smaps", 0.82}};
+	cal.stall_ratio = {{"smaps", 1.1}};
 	a.alias_calibration = cal;
 	a.backend = "module";
 	a.backend_detail = "ptwalk.ko";
@@ -316,4 +320,67 @@ TEST(ResultJson, MembersInTheirOrder)
 	EXPECT_EQ(keys(j["validation"]), (Keys{"stalls", "stalls_tracepoint", "views", "walks"}));
 	EXPECT_TRUE(j["validation"]["stalls"].contains("not_behind_walk"));
 	EXPECT_EQ(j["tool"].dump(), R"({"name":"ptwalk","version":"0.1.0"})");
+}
+
+namespace {
+
+KindCalibration measured(const char *kind, double d, double a, bool stall, bool astall)
+{
+	KindCalibration e;
+	e.kind = kind;
+	e.distinct_ns_per_pte = d;
+	e.aliased_ns_per_pte = a;
+	e.cost_ratio = d / a;
+	e.distinct_walk_max_ns = uint64_t(d * 1000);
+	e.aliased_walk_max_ns = uint64_t(a * 1000);
+	e.distinct_stall_max_ns = uint64_t(d * 500);
+	e.aliased_stall_max_ns = uint64_t(a * 300);
+	e.distinct_stall_ops = stall ? 3 : 0;
+	e.aliased_stall_ops = astall ? 4 : 0;
+	e.predicted_distinct_stall_ns = uint64_t(d * 900);
+	e.predicted_aliased_stall_ns = uint64_t(a * 200);
+	if (stall)
+		e.stall_model_ratio = (d * 500) / (d * 900);
+	if (astall)
+		e.aliased_model_ratio = (a * 300) / (a * 200);
+	return e;
+}
+
+} // namespace
+
+// What measure_alias_bias() assembles, judged: smaps agrees at both sizes,
+// clear_refs' victim saw no stall at one (the kinds of a size in the order
+// measured, the verdict's in the walk kinds' order).
+TEST(ResultGolden, CalibrationAsAssembledByKeys)
+{
+	AliasCalibration cal;
+	cal.size_bytes = uint64_t(8) << 30;
+	cal.reps = 5;
+	cal.aliased_physical_bytes = uint64_t(1) << 30;
+	cal.distinct_ns_per_pte = {{"smaps", 40.0}, {"clear_refs", 10.0}};
+	cal.aliased_ns_per_pte = {{"smaps", 50.0}, {"clear_refs", 12.5}};
+	const double d[2][2] = {{39.0, 10.0}, {40.0, 10.0}};
+	const double a[2][2] = {{50.0, 12.0}, {50.0, 12.5}};
+	for (int i = 0; i < 2; i++)
+		cal.sizes.push_back({uint64_t(2 + 6 * i) << 30, uint64_t(1) << 30,
+				     uint64_t(2 + 6 * i),
+				     {measured("smaps", d[i][0], a[i][0], true, i == 0),
+				      measured("clear_refs", d[i][1], a[i][1], i == 1, true)}});
+	judge_alias_bias(cal);
+	EXPECT_EQ(text(cal), golden("alias_calibration.json"));
+
+	// one size: nothing corrected, and the tolerance given
+	AliasCalibration one;
+	KindCalibration pm;
+	pm.kind = "pagemap";
+	pm.cost_ratio = 0.9;
+	pm.stall_model_ratio = 1.0;
+	one.sizes.push_back({uint64_t(2) << 30, 0, 0, {pm}});
+	judge_alias_bias(one, 0.1);
+	const Json::Value got = one;
+	const Json::Value want = Json::Value::parse(golden("alias_calibration_one_size.json"));
+	for (const char *k : {"tolerance", "kinds", "ratio", "stall_ratio"})
+		EXPECT_EQ(got[k], want[k]) << k;
+
+	EXPECT_EQ(text(AliasCalibration{"interrupted"}), "{\n \"skipped\": \"interrupted\"\n}\n");
 }

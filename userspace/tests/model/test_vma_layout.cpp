@@ -122,7 +122,7 @@ const StallEstimate::Kind *kind(const RunResult &r, std::string_view k)
 	return nullptr;
 }
 
-RunResult aliased_result(Json cal)
+RunResult aliased_result(AliasCalibration cal)
 {
 	RunResult r;
 	r.scenario.size_bytes = 8 * GiB;
@@ -146,7 +146,7 @@ RunResult aliased_result(Json cal)
 
 TEST(StallEstimate, OneVmaLayoutScalesTheYieldingKindOnly)
 {
-	RunResult r = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r, LayoutSpec{});
 	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
 	ASSERT_TRUE(sr);
@@ -159,70 +159,68 @@ TEST(StallEstimate, OneVmaLayoutScalesTheYieldingKindOnly)
 	EXPECT_EQ(cr->model_stall_max_ns, 100000000u);
 	EXPECT_EQ(cr->estimate_max_ns, 100000000u);
 	// the layout as measured reproduces the model for it
-	RunResult r2 = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r2 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r2, LayoutSpec{LayoutSpec::aliased, 0});
 	EXPECT_EQ(kind(r2, "smaps_rollup")->estimate_max_ns, 12500000u);
 	// VMAs of 2 GiB: a quarter
-	RunResult r3 = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r3 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r3, LayoutSpec{LayoutSpec::size, 2 * GiB});
 	EXPECT_EQ(kind(r3, "smaps_rollup")->estimate_max_ns, 25000000u);
 }
 
 namespace {
 
-Json one_size(uint64_t size, double cost_ratio, double stall_ratio)
+SizeCalibration one_size(uint64_t size, double cost_ratio, double stall_ratio)
 {
-	Json k = Json::object();
-	k["smaps_rollup"] = Json(Json::Object{{"cost_ratio", cost_ratio},
-					      {"stall_model_ratio", stall_ratio}});
-	return Json(Json::Object{{"size_bytes", size}, {"kinds", std::move(k)}});
+	KindCalibration k;
+	k.kind = "smaps_rollup";
+	k.cost_ratio = cost_ratio;
+	k.stall_model_ratio = stall_ratio;
+	return SizeCalibration{size, 0, 0, {k}};
+}
+
+AliasCalibration judged(std::initializer_list<SizeCalibration> sizes)
+{
+	AliasCalibration cal;
+	cal.sizes = sizes;
+	judge_alias_bias(cal);
+	return cal;
 }
 
 } // namespace
 
 TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 {
-	Json cal = Json::object();
-	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
-	judge_alias_bias(cal);
+	const AliasCalibration cal =
+		judged({one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
 	// 10% apart: corrected, by the mean
-	EXPECT_NEAR(cal.find("ratio")->find("smaps_rollup")->number().value(), 0.84, 1e-9);
-	EXPECT_NEAR(cal.find("stall_ratio")->find("smaps_rollup")->number().value(), 1.05, 1e-9);
-	EXPECT_FALSE(cal.find("kinds")->find("smaps_rollup")->find("why"));
+	EXPECT_NEAR(cal.ratio_of("smaps_rollup").value(), 0.84, 1e-9);
+	EXPECT_NEAR(cal.stall_ratio_of("smaps_rollup").value(), 1.05, 1e-9);
+	EXPECT_FALSE(cal.verdict("smaps_rollup")->why);
 
-	Json bad = Json::object();
-	bad["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_alias_bias(bad);
-	EXPECT_FALSE(bad.find("ratio")->find("smaps_rollup"));
-	EXPECT_FALSE(bad.find("stall_ratio")->find("smaps_rollup"));
-	const Json *e = bad.find("kinds")->find("smaps_rollup");
-	EXPECT_NE(e->find("why")->string().value().find("cost ratio differs"), std::string::npos);
-	EXPECT_NEAR(e->find("factor_range")->at(0).number().value(), 0.60, 1e-9);
-	EXPECT_NEAR(e->find("factor_range")->at(1).number().value(), 0.90, 1e-9);
+	const AliasCalibration bad =
+		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
+	EXPECT_FALSE(bad.ratio_of("smaps_rollup"));
+	EXPECT_FALSE(bad.stall_ratio_of("smaps_rollup"));
+	const KindVerdict *e = bad.verdict("smaps_rollup");
+	EXPECT_NE(e->why.value().find("cost ratio differs"), std::string::npos);
+	EXPECT_NEAR(e->factor_range.first, 0.60, 1e-9);
+	EXPECT_NEAR(e->factor_range.second, 0.90, 1e-9);
 
 	// the stall disagreeing alone keeps the cost correction, not the stall one
-	Json st = Json::object();
-	st["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
-	judge_alias_bias(st);
-	EXPECT_TRUE(st.find("ratio")->find("smaps_rollup"));
-	EXPECT_FALSE(st.find("stall_ratio")->find("smaps_rollup"));
-	EXPECT_NE(st.find("kinds")->find("smaps_rollup")->find("why")->string().value().find(
-			  "stall vs model"),
-		  std::string::npos);
+	const AliasCalibration st = judged({one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
+	EXPECT_TRUE(st.ratio_of("smaps_rollup"));
+	EXPECT_FALSE(st.stall_ratio_of("smaps_rollup"));
+	EXPECT_NE(st.verdict("smaps_rollup")->why.value().find("stall vs model"), std::string::npos);
 
 	// one size: nothing is called corrected
-	Json one = Json::object();
-	one["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 1.0)});
-	judge_alias_bias(one);
-	EXPECT_FALSE(one.find("ratio")->find("smaps_rollup"));
+	EXPECT_FALSE(judged({one_size(2 * GiB, 0.9, 1.0)}).ratio_of("smaps_rollup"));
 }
 
 TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 {
-	Json cal = Json::object();
-	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_alias_bias(cal);
-	RunResult r = aliased_result(cal);
+	RunResult r = aliased_result(
+		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)}));
 	add_stall_estimates(r, LayoutSpec{});
 	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
 	EXPECT_EQ(sr->status, "range");
@@ -231,10 +229,8 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 	EXPECT_EQ(sr->estimate_max_range_ns->second, 90000000u);
 	EXPECT_NE(sr->why.value().find("differs"), std::string::npos);
 
-	Json good = Json::object();
-	good["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)});
-	judge_alias_bias(good);
-	RunResult r2 = aliased_result(good);
+	RunResult r2 = aliased_result(
+		judged({one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)}));
 	add_stall_estimates(r2, LayoutSpec{});
 	const StallEstimate::Kind *c = kind(r2, "smaps_rollup");
 	EXPECT_EQ(c->status, "corrected");

@@ -4,7 +4,8 @@
 // members, and each part's nlohmann to_json writes it once, in the schema's
 // member order. A member that is present only sometimes is an optional: an
 // empty one stays out. Parts that reach the result as JSON from elsewhere
-// stay Json, passed through as they came.
+// (the kernel's and host's facts, a backend's view, perf's summary) stay
+// Json, passed through as they came.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptwalk/alias_calibration.hpp"
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/procfs.hpp"
@@ -176,7 +178,7 @@ struct RunResult {
 	std::string started_at;
 	std::vector<std::string> argv;
 	Json kernel, host; // as os's kernel_info() and host_info() give them
-	std::optional<Json> alias_calibration; // as the calibration gives it
+	std::optional<AliasCalibration> alias_calibration; // the alias backing
 	std::optional<std::string> interrupted, error;
 	ScenarioInfo scenario;
 	std::string backend, backend_detail;
