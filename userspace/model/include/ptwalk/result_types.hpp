@@ -172,7 +172,8 @@ struct Validation {
 	std::optional<std::string> second_view; // --cross-check without one: why
 };
 
-// The whole document, its members in the schema's order.
+// The whole document, its members in the schema's order (schema and tool
+// are constants: to_json writes them).
 struct RunResult {
 	bool complete = false;
 	std::string started_at;
