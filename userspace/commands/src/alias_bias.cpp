@@ -2,11 +2,10 @@
 #include "ptwalk/alias_bias.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 #include <vector>
 
@@ -129,20 +128,6 @@ double hold_fraction(const char *kind, uint64_t size, uint64_t vmas, uint64_t vp
 	       double(size);
 }
 
-std::string pct(double x)
-{
-	char b[32];
-	snprintf(b, sizeof(b), "%.0f%%", x * 100);
-	return b;
-}
-
-std::string fmt2(double x)
-{
-	char b[32];
-	snprintf(b, sizeof(b), "%.2f", x);
-	return b;
-}
-
 } // namespace
 
 uint64_t default_alias_bias_size(uint64_t avail)
@@ -162,199 +147,115 @@ std::vector<uint64_t> alias_bias_sizes(uint64_t largest)
 	return {small, largest};
 }
 
-void judge_alias_bias(Json &cal, double tol)
+namespace {
+
+// One kind at one size: distinct pages (each mapped once, one VMA) against
+// pages aliased onto `phys` bytes. Empty, and *skipped says why, when
+// either side could not be measured.
+std::optional<KindCalibration> calibrate_kind(const Scenario &sc, const char *k, uint64_t size,
+					      uint64_t phys, int reps,
+					      const volatile sig_atomic_t *stop,
+					      std::string *skipped)
 {
-	const Json *sizes = cal.find("sizes");
-	if (!sizes)
-		return;
-	// kind -> per-size cost ratio, stall model ratio
-	std::map<std::string, std::vector<std::pair<uint64_t, std::pair<double, double>>>> per;
-	std::vector<std::string> order;
-	for (size_t i = 0; i < sizes->size(); i++) {
-		const Json &s = sizes->at(i);
-		const uint64_t sz = uint64_t(s.find("size_bytes") ? s.find("size_bytes")->number().value_or(0) : 0);
-		const Json *ks = s.find("kinds");
-		if (!ks)
-			continue;
-		for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty",
-				      "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap",
-				      "pagemap_scan"}) {
-			const Json *e = ks->find(k);
-			if (!e)
-				continue;
-			auto cr = e->find("cost_ratio") ? e->find("cost_ratio")->number() : std::nullopt;
-			auto sr = e->find("stall_model_ratio")
-					  ? e->find("stall_model_ratio")->number()
-					  : std::nullopt;
-			if (!cr)
-				continue;
-			if (!per.count(k))
-				order.push_back(k);
-			per[k].push_back({sz, {*cr, sr.value_or(NAN)}});
-		}
+	Scenario c = sc;
+	c.size = size;
+	c.victims = {Victim::mmap};
+	c.profile = parse_profile(k).value_or(sc.profile);
+	c.interval_ns = 10000000; // the victim runs between walks too
+	c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
+	c.max_iterations = uint64_t(reps);
+	// Both sides are the same kind of mapping (a memfd, MAP_SHARED, 4 KiB
+	// pages); only the number of times each page is mapped differs, so the
+	// cost ratio isolates aliasing from the backing.
+	c.backing = Backing::alias;
+	std::string why;
+	c.physical = size; // every page mapped once: distinct pages, one VMA
+	Measured d = measure(c, stop, &why);
+	if (!d.ok) {
+		*skipped = "distinct-page calibration (" + std::string(k) + ", " +
+			   format_bytes(size) + "): " + why;
+		return std::nullopt;
 	}
-	Json kinds = Json::object(), ratio = Json::object(), sratio = Json::object();
-	for (auto &k : order) {
-		auto &v = per[k];
-		double clo = INFINITY, chi = -INFINITY, slo = INFINITY, shi = -INFINITY;
-		double flo = INFINITY, fhi = -INFINITY, csum = 0, ssum = 0;
-		bool stall_ok = true;
-		for (auto &[sz, p] : v) {
-			clo = std::min(clo, p.first);
-			chi = std::max(chi, p.first);
-			csum += p.first;
-			if (std::isnan(p.second) || p.second <= 0) {
-				stall_ok = false;
-				continue;
-			}
-			slo = std::min(slo, p.second);
-			shi = std::max(shi, p.second);
-			ssum += p.second;
-			flo = std::min(flo, p.first * p.second);
-			fhi = std::max(fhi, p.first * p.second);
-		}
-		Json e = Json::object();
-		e["sizes"] = uint64_t(v.size());
-		e["cost_ratio_range"] = Json(Json::Array{clo, chi});
-		const double cspread = clo > 0 ? (chi - clo) / clo : INFINITY;
-		e["cost_spread"] = std::isfinite(cspread) ? Json(cspread) : Json();
-		const bool cost_ok = v.size() >= 2 && cspread <= tol;
-		std::string why;
-		if (v.size() < 2)
-			why = "one size only: agreement between sizes cannot be checked";
-		else if (!cost_ok)
-			why = "cost ratio differs between sizes by " + pct(cspread) + " (" +
-			      fmt2(clo) + " to " + fmt2(chi) + "; more than " + pct(tol) + ")";
-		double sspread = INFINITY;
-		if (stall_ok && slo > 0) {
-			sspread = (shi - slo) / slo;
-			e["stall_model_ratio_range"] = Json(Json::Array{slo, shi});
-			e["stall_spread"] = sspread;
-			e["factor_range"] = Json(Json::Array{flo, fhi});
-		} else {
-			e["factor_range"] = Json(Json::Array{clo, chi});
-			const std::string w = "no stall seen by the mmap victim at some size";
-			why += (why.empty() ? "" : "; ") + w;
-		}
-		const bool s_ok = stall_ok && v.size() >= 2 && sspread <= tol;
-		if (stall_ok && v.size() >= 2 && !s_ok)
-			why += (why.empty() ? "" : "; ") + std::string("stall vs model differs between sizes by ") +
-			       pct(sspread) + " (" + fmt2(slo) + " to " + fmt2(shi) + "; more than " +
-			       pct(tol) + ")";
-		e["cost_corrected"] = cost_ok;
-		e["stall_corrected"] = cost_ok && s_ok;
-		if (!why.empty())
-			e["why"] = why;
-		if (cost_ok)
-			ratio[k] = csum / double(v.size());
-		if (cost_ok && s_ok)
-			sratio[k] = ssum / double(v.size());
-		kinds[k] = std::move(e);
+	c.physical = phys;
+	Measured a = measure(c, stop, &why);
+	if (!a.ok) {
+		*skipped = "aliased calibration (" + std::string(k) + ", " + format_bytes(size) +
+			   "): " + why;
+		return std::nullopt;
 	}
-	cal["tolerance"] = tol;
-	cal["kinds"] = std::move(kinds);
-	cal["ratio"] = std::move(ratio);
-	cal["stall_ratio"] = std::move(sratio);
+	const uint64_t nvmas = (size + phys - 1) / phys;
+	const uint64_t vpr = smaps_vmas_per_read(a.vmas ? a.read_bytes / double(a.vmas) : 0);
+	KindCalibration e;
+	e.kind = k;
+	e.distinct_ns_per_pte = d.ns_per_pte;
+	e.aliased_ns_per_pte = a.ns_per_pte;
+	e.cost_ratio = a.ns_per_pte > 0 ? d.ns_per_pte / a.ns_per_pte : 0;
+	e.distinct_walk_max_ns = uint64_t(d.walk_max_ns);
+	e.aliased_walk_max_ns = uint64_t(a.walk_max_ns);
+	e.distinct_stall_max_ns = uint64_t(d.stall_max_ns);
+	e.aliased_stall_max_ns = uint64_t(a.stall_max_ns);
+	e.distinct_stall_ops = d.stall_ops;
+	e.aliased_stall_ops = a.stall_ops;
+	// The stall model: a writer waits for the walk of the share of the
+	// mapping under the longest hold. Checked on the distinct side against
+	// its own walk (so the cost noise cancels); the estimate then takes the
+	// cost from the aliased walk x ratio.
+	const double pred_d = d.walk_max_ns * hold_fraction(k, size, 1, vpr);
+	const double pred_a = a.walk_max_ns * hold_fraction(k, size, nvmas, vpr);
+	e.predicted_distinct_stall_ns = uint64_t(pred_d);
+	e.predicted_aliased_stall_ns = uint64_t(pred_a);
+	if (pred_d > 0 && d.stall_ops)
+		e.stall_model_ratio = d.stall_max_ns / pred_d;
+	if (pred_a > 0 && a.stall_ops)
+		e.aliased_model_ratio = a.stall_max_ns / pred_a;
+	return e;
 }
 
-Json measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
-		     const volatile sig_atomic_t *stop)
+// The run's own physical backing (the struct pages a walk meets, and so
+// how cache-hot they are, are what aliasing changes), but at least two VMAs.
+uint64_t aliased_physical(const Scenario &sc, uint64_t size)
 {
-	Json j = Json::object();
+	return std::max<uint64_t>(std::min<uint64_t>(sc.physical, size / 2) & ~uint64_t(4095),
+				  4096);
+}
+
+} // namespace
+
+AliasCalibration measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes,
+				    int reps, const volatile sig_atomic_t *stop)
+{
+	AliasCalibration cal;
 	if (sizes.empty()) {
-		j["skipped"] = "no calibration size";
-		return j;
+		cal.skipped = "no calibration size";
+		return cal;
 	}
 	std::vector<const char *> kinds;
 	for (const char *k : profile_walks(sc.profile))
 		if (std::find_if(kinds.begin(), kinds.end(),
 				 [&](const char *x) { return !strcmp(x, k); }) == kinds.end())
 			kinds.push_back(k);
-	Json per_size = Json::array();
-	Json last_d = Json::object(), last_a = Json::object();
 	for (uint64_t size : sizes) {
-		Json s = Json::object();
-		// the run's own physical backing (the struct pages a walk meets,
-		// and so how cache-hot they are, are what aliasing changes), but
-		// at least two VMAs
-		const uint64_t phys = std::max<uint64_t>(
-			std::min<uint64_t>(sc.physical, size / 2) & ~uint64_t(4095), 4096);
-		s["size_bytes"] = size;
-		s["aliased_physical_bytes"] = phys;
-		s["aliased_vmas"] = (size + phys - 1) / phys;
-		Json ks = Json::object();
+		const uint64_t phys = aliased_physical(sc, size);
+		SizeCalibration s{size, phys, (size + phys - 1) / phys, {}};
 		for (const char *k : kinds) {
-			Scenario c = sc;
-			c.size = size;
-			c.victims = {Victim::mmap};
-			c.profile = parse_profile(k).value_or(sc.profile);
-			c.interval_ns = 10000000; // the victim runs between walks too
-			c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
-			c.max_iterations = uint64_t(reps);
-			// Both sides are the same kind of mapping (a memfd, MAP_SHARED,
-			// 4 KiB pages); only the number of times each page is mapped
-			// differs, so the cost ratio isolates aliasing from the backing.
-			c.backing = Backing::alias;
-			std::string why;
-			c.physical = size; // every page mapped once: distinct pages, one VMA
-			Measured d = measure(c, stop, &why);
-			if (!d.ok) {
-				j["skipped"] = "distinct-page calibration (" + std::string(k) + ", " +
-					       format_bytes(size) + "): " + why;
-				return j;
-			}
-			c.physical = phys;
-			Measured a = measure(c, stop, &why);
-			if (!a.ok) {
-				j["skipped"] = "aliased calibration (" + std::string(k) + ", " +
-					       format_bytes(size) + "): " + why;
-				return j;
-			}
-			const uint64_t nvmas = (size + phys - 1) / phys;
-			const uint64_t vpr = smaps_vmas_per_read(
-				a.vmas ? a.read_bytes / double(a.vmas) : 0);
-			Json e = Json::object();
-			e["distinct_ns_per_pte"] = d.ns_per_pte;
-			e["aliased_ns_per_pte"] = a.ns_per_pte;
-			const double cr = a.ns_per_pte > 0 ? d.ns_per_pte / a.ns_per_pte : 0;
-			e["cost_ratio"] = cr;
-			e["distinct_walk_max_ns"] = uint64_t(d.walk_max_ns);
-			e["aliased_walk_max_ns"] = uint64_t(a.walk_max_ns);
-			e["distinct_stall_max_ns"] = uint64_t(d.stall_max_ns);
-			e["aliased_stall_max_ns"] = uint64_t(a.stall_max_ns);
-			e["distinct_stall_ops"] = d.stall_ops;
-			e["aliased_stall_ops"] = a.stall_ops;
-			// The stall model: a writer waits for the walk of the share of
-			// the mapping under the longest hold. Checked on the distinct
-			// side against its own walk (so the cost noise cancels); the
-			// estimate then takes the cost from the aliased walk x ratio.
-			const double pred_d = d.walk_max_ns * hold_fraction(k, size, 1, vpr);
-			const double pred_a = a.walk_max_ns * hold_fraction(k, size, nvmas, vpr);
-			e["predicted_distinct_stall_ns"] = uint64_t(pred_d);
-			e["predicted_aliased_stall_ns"] = uint64_t(pred_a);
-			if (pred_d > 0 && d.stall_ops)
-				e["stall_model_ratio"] = d.stall_max_ns / pred_d;
-			if (pred_a > 0 && a.stall_ops)
-				e["aliased_model_ratio"] = a.stall_max_ns / pred_a;
-			if (size == sizes.back()) {
-				last_d[k] = d.ns_per_pte;
-				last_a[k] = a.ns_per_pte;
-			}
-			ks[k] = std::move(e);
+			std::string skipped;
+			auto e = calibrate_kind(sc, k, size, phys, reps, stop, &skipped);
+			if (!e)
+				return AliasCalibration{skipped};
+			s.kinds.push_back(*e);
 		}
-		s["kinds"] = std::move(ks);
-		per_size.push(std::move(s));
+		cal.sizes.push_back(std::move(s));
 	}
 	// the largest size, as before: what the walks' raw figures compare with
-	j["size_bytes"] = sizes.back();
-	j["reps"] = reps;
-	j["aliased_physical_bytes"] = std::max<uint64_t>(
-		std::min<uint64_t>(sc.physical, sizes.back() / 2) & ~uint64_t(4095), 4096);
-	j["distinct_ns_per_pte"] = std::move(last_d);
-	j["aliased_ns_per_pte"] = std::move(last_a);
-	j["sizes"] = std::move(per_size);
-	judge_alias_bias(j);
-	return j;
+	cal.size_bytes = sizes.back();
+	cal.reps = reps;
+	cal.aliased_physical_bytes = aliased_physical(sc, sizes.back());
+	for (const auto &e : cal.sizes.back().kinds) {
+		cal.distinct_ns_per_pte.push_back({e.kind, e.distinct_ns_per_pte});
+		cal.aliased_ns_per_pte.push_back({e.kind, e.aliased_ns_per_pte});
+	}
+	judge_alias_bias(cal);
+	return cal;
 }
 
 } // namespace ptwalk

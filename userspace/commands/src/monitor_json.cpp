@@ -3,24 +3,13 @@
 
 namespace ptwalk {
 
-namespace {
-
-template <typename T>
-void put(Json::Value &j, const char *key, const std::optional<T> &v)
-{
-	if (v)
-		j[key] = *v;
-}
-
-} // namespace
-
 void to_json(Json::Value &j, const MonitorHolder &h)
 {
 	j = Json::Value::object();
 	j["pid"] = h.pid;
-	put(j, "tgid", h.tgid);
+	put_optional(j, "tgid", h.tgid);
 	j["comm"] = h.comm;
-	put(j, "process_comm", h.process_comm);
+	put_optional(j, "process_comm", h.process_comm);
 }
 
 void to_json(Json::Value &j, const MonitorTarget &t)
@@ -29,18 +18,17 @@ void to_json(Json::Value &j, const MonitorTarget &t)
 	j["tgid"] = t.tgid;
 	j["comm"] = t.comm;
 	j["basis"] = t.basis;
-	put(j, "self", t.self);
-	put(j, "why", t.why);
+	put_optional(j, "self", t.self);
+	put_optional(j, "why", t.why);
 }
 
 void to_json(Json::Value &j, const MonitorWaiter &w)
 {
 	j = Json::Value::object();
 	j["pid"] = w.pid;
-	put(j, "tgid", w.tgid);
+	put_optional(j, "tgid", w.tgid);
 	j["comm"] = w.comm;
-	if (w.start_ns)
-		j["start_ns"] = *w.start_ns;
+	put_optional(j, "start_ns", w.start_ns);
 	j["wait_ns"] = w.wait_ns;
 	j["mode"] = w.mode;
 }
@@ -55,7 +43,7 @@ void to_json(Json::Value &j, const MonitorHold &h)
 	j["mm"] = h.mm;
 	j["holder"] = h.holder;
 	j["target"] = h.target;
-	put(j, "walk_file", h.walk_file);
+	put_optional(j, "walk_file", h.walk_file);
 	j["waiters_total"] = h.waiters_total;
 	j["waiters"] = h.waiters;
 }

@@ -203,9 +203,7 @@ namespace {
 struct Run {
 	RunOptions &o;
 	Shared *sh = nullptr;
-	Json result;
-	Json workload = Json::object();
-	Json self_mem = Json::object();
+	RunResult result;
 	Child wl, sc; // the workload, the scanner
 	bool wl_gone = false;
 	uint64_t t_start = 0, t_scan = 0, t_scan_end = 0;
@@ -234,15 +232,15 @@ void measure_alias_bias_if_needed(Run &r)
 	if (sc.backing != Backing::alias)
 		return;
 	if (r.o.calibrate_size == 0) {
-		r.result["alias_calibration"] = Json(Json::Object{
-			{"skipped", "disabled (--calibrate-size 0): aliased figures are uncorrected"}});
+		r.result.alias_calibration = AliasCalibration{
+			"disabled (--calibrate-size 0): aliased figures are uncorrected"};
 		return;
 	}
 	if (!r.o.quiet)
 		fprintf(stderr, "calibrating the aliasing bias up to %s "
 			"(distinct vs aliased pages, cost and stall)...\n",
 			format_bytes(r.o.calibrate_size).c_str());
-	r.result["alias_calibration"] = measure_alias_bias(
+	r.result.alias_calibration = measure_alias_bias(
 		sc, alias_bias_sizes(r.o.calibrate_size), 5, &g_signal);
 }
 
@@ -291,19 +289,19 @@ int wait_populated(Run &r)
 void describe_workload(Run &r)
 {
 	Shared *sh = r.sh;
-	r.workload["pid"] = int(r.wl.pid());
-	r.workload["populate_ns"] = sh->populate_ns.load();
-	r.workload["populate_bytes"] = sh->populated_bytes.load();
+	WorkloadInfo &w = r.result.workload;
+	w.pid = int(r.wl.pid());
+	w.populate_ns = sh->populate_ns.load();
+	w.populate_bytes = sh->populated_bytes.load();
 	if (sh->populate_ns.load())
-		r.workload["populate_bytes_per_s"] = double(sh->populated_bytes.load()) /
-						     (double(sh->populate_ns.load()) / 1e9);
+		w.populate_bytes_per_s = double(sh->populated_bytes.load()) /
+					 (double(sh->populate_ns.load()) / 1e9);
 	std::string err;
 	if (!g_signal)
 		r.size0 = measure_walk_size(r.wl.pid(), &err);
-	if (r.size0)
-		r.workload["size_start"] = r.size0->to_json();
+	w.size_start = r.size0;
 	if (auto maps = read_file("/proc/" + std::to_string(r.wl.pid()) + "/maps", nullptr))
-		r.workload["vma_layout"] = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
+		w.vma_layout = layout_summary(parse_vma_layout(*maps, "ptwalk-alias"));
 }
 
 // The chosen backend; with --backend auto: module -> tracepoint -> syscall,
@@ -409,11 +407,10 @@ void scan_and_stop(Run &r)
 		if (auto st = read_file("/proc/" + std::to_string(r.wl.pid()) + "/status", nullptr)) {
 			const uint64_t rss = parse_status(*st).vm_rss;
 			const uint64_t map = sh->populated_bytes.load();
-			r.self_mem["workload_rss_minus_mapping_bytes"] = rss > map ? rss - map : 0;
+			r.result.self_memory.workload_rss_minus_mapping_bytes = rss > map ? rss - map : 0;
 		}
 	}
-	if (r.size1)
-		r.workload["size_end"] = r.size1->to_json();
+	r.result.workload.size_end = r.size1;
 	sh->exit_now = 1;
 	if (!r.wl_gone)
 		r.wl.stop(0, 10000, Child::kUntilReaped);
@@ -432,7 +429,7 @@ void outcome(Run &r)
 {
 	if (g_signal) {
 		r.exit_code = 128 + int(g_signal);
-		r.result["interrupted"] = strsignal(g_signal);
+		r.result.interrupted = strsignal(g_signal);
 	} else if (r.wl_gone) {
 		r.failure = "workload died during the scan";
 		if (WIFSIGNALED(r.wl.status()))
@@ -442,7 +439,7 @@ void outcome(Run &r)
 			    (r.sh->scanner_message[0] ? r.sh->scanner_message : "failed");
 	}
 	if (!r.failure.empty()) {
-		r.result["error"] = r.failure;
+		r.result.error = r.failure;
 		r.exit_code = 1;
 	}
 }
@@ -469,46 +466,44 @@ void assemble_walks(Run &r)
 		// zero-page PTEs are not in Rss: count them from the PTE tables
 		wsize->ptes = wsize->pte_slots;
 		wsize->entries = wsize->pte_slots;
-		r.result["workload"]["ptes_source"] = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
+		r.result.workload.ptes_source = "VmPTE/8 (zero-page PTEs are not counted in Rss)";
 	}
-	const Json *ratios = nullptr;
-	if (const Json *cal = r.result.find("alias_calibration"))
-		ratios = cal->find("ratio");
-	r.result["walks"] = run_result::walks(*sh, nw, views, wsize ? &*wsize : nullptr, ratios,
-					      workload_rss_reference(r.result));
-	r.result["walks_dropped"] = sh->walks_dropped.load();
-	r.result["kernel_view"] = std::move(kv);
+	const auto &cal = r.result.alias_calibration;
+	r.result.walks = run_result::walks(*sh, nw, views, wsize ? &*wsize : nullptr,
+					   cal ? &*cal : nullptr,
+					   workload_rss_reference(r.result.workload));
+	r.result.walks_dropped = sh->walks_dropped.load();
+	r.result.kernel_view = std::move(kv);
 	if (r.o.perf)
-		r.result["perf"] = std::move(r.perf_json);
-	r.result["victims"] = run_result::victims(*sh);
+		r.result.perf = std::move(r.perf_json);
+	r.result.victims = run_result::victims(*sh);
 	uint64_t slow_dropped = 0;
 	const std::vector<VictimOp> slow_ops = run_result::slow_ops(*sh, &slow_dropped);
 	add_validation(r.result, slow_ops, slow_dropped, r.second ? &kv2 : nullptr);
 	if (r.o.cross_check && !r.second)
-		r.result["validation"]["second_view"] = r.second_why;
+		r.result.validation.second_view = r.second_why;
 	if (r.second)
-		r.result["kernel_view_tracepoint"] = std::move(kv2);
+		r.result.kernel_view_tracepoint = std::move(kv2);
 }
 
 void assemble(Run &r)
 {
-	r.result["scenario"] = run_result::scenario(r.o.sc);
-	r.result["backend"] = r.backend->name();
-	r.result["backend_detail"] = r.backend->detail();
+	RunResult &res = r.result;
+	res.scenario = run_result::scenario(r.o.sc);
+	res.backend = r.backend->name();
+	res.backend_detail = r.backend->detail();
 	if (!r.fallback.empty())
-		r.result["backend_fallback"] = r.fallback;
-	r.result["workload"] = std::move(r.workload);
+		res.backend_fallback = r.fallback;
 	if (auto st = read_file("/proc/self/status", nullptr))
-		r.self_mem["parent_hwm_bytes"] = parse_status(*st).vm_hwm;
+		res.self_memory.parent_hwm_bytes = parse_status(*st).vm_hwm;
 	if (r.sh->scanner_hwm)
-		r.self_mem["scanner_hwm_bytes"] = r.sh->scanner_hwm;
-	r.result["self_memory"] = std::move(r.self_mem);
-	r.result["scan_start_ns"] = r.t_scan;
-	r.result["scan_end_ns"] = r.t_scan_end;
+		res.self_memory.scanner_hwm_bytes = r.sh->scanner_hwm;
+	res.scan_start_ns = r.t_scan;
+	res.scan_end_ns = r.t_scan_end;
 	assemble_walks(r);
-	summarize_walks(r.result);
-	add_stall_estimates(r.result, r.o.layout);
-	r.result["complete"] = !g_signal && r.failure.empty();
+	res.walk_summary = summarize_walks(res.walks, res.scenario.size_bytes);
+	add_stall_estimates(res, r.o.layout);
+	res.complete = !g_signal && r.failure.empty();
 }
 
 // The table, the result file (atomically), and what went wrong.
@@ -517,7 +512,7 @@ int report(Run &r)
 	if (!r.o.quiet)
 		print_table(r.result, stdout);
 	if (!r.o.out_path.empty()) {
-		std::string e = write_atomically(r.o.out_path, r.result.dump(1) + "\n");
+		std::string e = write_atomically(r.o.out_path, result_json(r.result).dump(1) + "\n");
 		if (!e.empty()) {
 			fprintf(stderr, "ptwalk run: %s\n", e.c_str());
 			return 1;

@@ -27,131 +27,122 @@ std::string iso_now()
 
 } // namespace
 
-Json header(const RunOptions &o)
+RunResult header(const RunOptions &o)
 {
-	Json result = Json::object();
-	result["schema"] = kResultSchema;
-	result["tool"] = Json(Json::Object{{"name", "ptwalk"}, {"version", kVersion}});
-	result["complete"] = false;
-	result["started_at"] = iso_now();
-	Json argv = Json::array();
-	for (auto &a : o.argv)
-		argv.push(a);
-	result["argv"] = std::move(argv);
-	result["kernel"] = kernel_info();
-	result["host"] = host_info();
-
+	RunResult result;
+	result.started_at = iso_now();
+	result.argv = o.argv;
+	result.kernel = kernel_info();
+	result.host = host_info();
 	return result;
 }
 
-Json scenario(const Scenario &sc)
+ScenarioInfo scenario(const Scenario &sc)
 {
-	Json scen = Json::object();
-	scen["size_bytes"] = sc.size;
-	scen["backing"] = name(sc.backing);
+	ScenarioInfo scen;
+	scen.size_bytes = sc.size;
+	scen.backing = name(sc.backing);
 	if (sc.backing == Backing::file)
-		scen["dir"] = sc.dir;
-	if (sc.backing == Backing::alias) {
-		scen["physical_bytes"] = physical_bytes(sc);
-		scen["aliased"] = true;
-		scen["alias_factor"] = double(sc.size) / double(physical_bytes(sc));
-	}
+		scen.dir = sc.dir;
+	if (sc.backing == Backing::alias)
+		scen.alias = {physical_bytes(sc), double(sc.size) / double(physical_bytes(sc))};
 	if (sc.backing == Backing::zeropage)
-		scen["lower_bound"] = "every PTE maps the zero page: walks skip "
-				      "non-normal pages, so this bounds walk cost from below";
-	scen["profile"] = name(sc.profile);
-	Json vs = Json::array();
+		scen.lower_bound = "every PTE maps the zero page: walks skip "
+				   "non-normal pages, so this bounds walk cost from below";
+	scen.profile = name(sc.profile);
 	for (auto v : sc.victims)
-		vs.push(name(v));
-	scen["victims"] = std::move(vs);
-	scen["interval_ns"] = sc.interval_ns;
-	scen["duration_ns"] = sc.duration_ns;
-	scen["op_interval_ns"] = sc.op_interval_ns;
-	scen["populate_threads"] = sc.populate_threads;
+		scen.victims.push_back(name(v));
+	scen.interval_ns = sc.interval_ns;
+	scen.duration_ns = sc.duration_ns;
+	scen.op_interval_ns = sc.op_interval_ns;
+	scen.populate_threads = sc.populate_threads;
 	return scen;
 }
 
-Json walks(const Shared &sh, uint32_t nw, const std::vector<WalkKernelView> &views,
-	   const WalkSize *ws, const Json *ratios, uint64_t rss_ref)
+namespace {
+
+// What a backend saw of one walk.
+void add_view(WalkEntry &j, const WalkKernelView &v)
 {
-	Json walks = Json::array();
+	if (v.has_lock)
+		j.lock = {v.lock_hold_ns, v.lock_wait_ns, v.lock_acquisitions, v.lock_mode};
+	j.stalls = {v.stalls, v.max_stall_ns};
+	if (!v.has_module)
+		return;
+	WalkEntry::Module m;
+	m.call_ns = v.kernel_duration_ns;
+	if (v.walk_timed) {
+		m.walk_ns = v.kernel_walk_ns;
+		if (v.pte_slots)
+			m.ns_per_pte = double(v.kernel_walk_ns) / double(v.pte_slots);
+	}
+	m.pte_tables = v.pte_tables;
+	m.pte_slots_visited = v.pte_slots;
+	m.pte_revisits = v.pte_revisits;
+	m.tlb_flushes = v.tlb_flushes;
+	m.tlb_ipis = v.tlb_ipis;
+	m.probe_missed = v.probe_missed;
+	j.module = m;
+}
+
+// The scanner's record of one walk, against the workload's size (ws, may
+// be null) and the alias calibration (may be null).
+WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const AliasCalibration *cal,
+		     uint64_t rss_ref)
+{
+	WalkEntry j;
+	j.kind = w.kind;
+	j.iteration = w.iteration;
+	j.walker_pid = w.walker_pid;
+	j.start_ns = w.start_ns;
+	j.duration_ns = w.end_ns - w.start_ns;
+	j.syscall_ns = w.syscall_ns;
+	if (ws) {
+		j.size = {ws->entries, ws->ptes, ws->pmd_entries, ws->pte_slots};
+		if (ws->entries) {
+			const double nspte = double(w.end_ns - w.start_ns) / double(ws->entries);
+			j.ns_per_pte = nspte;
+			if (auto r = cal ? cal->ratio_of(j.kind) : std::nullopt)
+				j.ns_per_pte_corrected = nspte * *r;
+		}
+	}
+	if (w.bytes)
+		j.bytes_read = w.bytes;
+	if (j.kind == "smaps" && w.error == 0)
+		j.referenced_bytes = w.referenced;
+	if (j.kind == "smaps_rollup" && w.error == 0) {
+		j.rollup_rss_bytes = w.rollup_rss;
+		const std::string gap = rollup_coverage_gap(w.rollup_rss, rss_ref);
+		if (!gap.empty())
+			j.incomplete = gap;
+	}
+	if (w.error)
+		j.error = strerror(w.error);
+	return j;
+}
+
+} // namespace
+
+std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
+			     const std::vector<WalkKernelView> &views, const WalkSize *ws,
+			     const AliasCalibration *cal, uint64_t rss_ref)
+{
+	std::vector<WalkEntry> walks;
 	for (uint32_t i = 0; i < nw; i++) {
-		const WalkRecord &w = sh.walks[i];
-		Json j = Json::object();
-		j["kind"] = w.kind;
-		j["iteration"] = w.iteration;
-		j["walker_pid"] = w.walker_pid;
-		j["start_ns"] = w.start_ns;
-		j["duration_ns"] = w.end_ns - w.start_ns;
-		j["syscall_ns"] = w.syscall_ns;
-		if (ws) {
-			j["ptes"] = ws->entries;
-			j["ptes_4k"] = ws->ptes;
-			j["pmd_leaves"] = ws->pmd_entries;
-			j["pte_slots"] = ws->pte_slots;
-			if (ws->entries) {
-				const double nspte = double(w.end_ns - w.start_ns) / double(ws->entries);
-				j["ns_per_pte"] = nspte;
-				const Json *r = ratios ? ratios->find(w.kind) : nullptr;
-				if (r && r->number())
-					j["ns_per_pte_corrected"] = nspte * *r->number();
-			}
-		}
-		if (w.bytes)
-			j["bytes_read"] = w.bytes;
-		if (std::string_view(w.kind) == "smaps" && w.error == 0)
-			j["referenced_bytes"] = w.referenced;
-		if (std::string_view(w.kind) == "smaps_rollup" && w.error == 0) {
-			j["rollup_rss_bytes"] = w.rollup_rss;
-			const std::string gap = rollup_coverage_gap(w.rollup_rss, rss_ref);
-			if (!gap.empty())
-				j["incomplete"] = gap;
-		}
-		if (w.error)
-			j["error"] = strerror(w.error);
-		if (i < views.size() && views[i].seen) {
-			const auto &v = views[i];
-			if (v.has_lock) {
-				j["lock_hold_ns"] = v.lock_hold_ns;
-				j["lock_wait_ns"] = v.lock_wait_ns;
-				j["lock_acquisitions"] = v.lock_acquisitions;
-				j["lock_mode"] = v.lock_mode;
-			}
-			j["stalls"] = v.stalls;
-			j["max_stall_ns"] = v.max_stall_ns;
-			if (v.has_module) {
-				j["kernel_duration_ns"] = v.kernel_duration_ns;
-				j["kernel_call_ns"] = v.kernel_duration_ns;
-				if (v.walk_timed) {
-					j["kernel_walk_ns"] = v.kernel_walk_ns;
-					if (v.pte_slots)
-						j["kernel_ns_per_pte"] = double(v.kernel_walk_ns) /
-									 double(v.pte_slots);
-				}
-				j["pte_tables"] = v.pte_tables;
-				j["pte_slots_visited"] = v.pte_slots;
-				j["pte_revisits"] = v.pte_revisits;
-				j["tlb_flushes"] = v.tlb_flushes;
-				j["tlb_ipis"] = v.tlb_ipis;
-				j["probe_missed"] = v.probe_missed;
-			}
-		}
-		walks.push(std::move(j));
+		walks.push_back(walk_entry(sh.walks[i], ws, cal, rss_ref));
+		if (i < views.size() && views[i].seen)
+			add_view(walks.back(), views[i]);
 	}
 	return walks;
 }
 
-Json victims(const Shared &sh)
+std::vector<VictimEntry> victims(const Shared &sh)
 {
-	Json victims = Json::object();
+	std::vector<VictimEntry> victims;
 	for (unsigned i = 0; i < sh.nvictims; i++) {
 		const VictimSlot &v = sh.victims[i];
-		Json j = Json::object();
-		j["tid"] = v.tid.load();
-		j["ops"] = v.outside.count() + v.during.count();
-		j["outside"] = v.outside.to_json();
-		j["during"] = v.during.to_json();
-		victims[v.name] = std::move(j);
+		victims.push_back({v.name, v.tid.load(), v.outside.count() + v.during.count(),
+				   v.outside, v.during});
 	}
 	return victims;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // `ptwalk run`'s result, piece by piece, from what the run recorded (for
-// run.cpp; the whole document is described in results/SCHEMA.md).
+// run.cpp): the typed parts of result_types.hpp; the whole document is
+// described in results/SCHEMA.md.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "ptwalk/backend.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/result_types.hpp"
 #include "ptwalk/run.hpp"
 #include "ptwalk/scenario.hpp"
 #include "ptwalk/shared.hpp"
@@ -16,17 +18,19 @@
 
 namespace ptwalk::run_result {
 
-// A result's first members: schema, tool, argv, kernel, host.
-Json header(const RunOptions &o);
+// A result with its first members: started_at, argv, kernel, host.
+RunResult header(const RunOptions &o);
 // "scenario": what was asked for.
-Json scenario(const Scenario &sc);
+ScenarioInfo scenario(const Scenario &sc);
 // "walks": the scanner's records with what the backend saw of each
-// (views), the workload's PTE counts (ws, may be null), the calibrated alias
-// ratios (may be null) and its uncontended Rss (for smaps_rollup coverage).
-Json walks(const Shared &sh, uint32_t nw, const std::vector<WalkKernelView> &views,
-	   const WalkSize *ws, const Json *ratios, uint64_t rss_ref);
+// (views), the workload's PTE counts (ws, may be null), the alias
+// calibration (cal, may be null) and its uncontended Rss (for smaps_rollup
+// coverage).
+std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
+			     const std::vector<WalkKernelView> &views, const WalkSize *ws,
+			     const AliasCalibration *cal, uint64_t rss_ref);
 // "victims": each victim's latencies outside and during walks.
-Json victims(const Shared &sh);
+std::vector<VictimEntry> victims(const Shared &sh);
 // The victims' slow operations, their own clocks' view for the validation;
 // *dropped: those their logs had no room for.
 std::vector<VictimOp> slow_ops(const Shared &sh, uint64_t *dropped);

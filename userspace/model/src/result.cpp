@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptwalk/fd.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/units.hpp"
 #include "ptwalk/vma_layout.hpp"
 
@@ -19,13 +20,8 @@ namespace ptwalk {
 
 namespace {
 
-// Walk kinds in the order tables list them.
-constexpr const char *kWalkKinds[] = {
-	"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
-	"smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan",
-};
-
-// Reads a numeric member as double; nullopt when absent or not numeric.
+// Reads a numeric member of a Json passed through (the kernel's facts, the
+// backend's view) as double; nullopt when absent or not numeric.
 std::optional<double> num(const Json &j, std::string_view key)
 {
 	const Json *v = j.find(key);
@@ -50,12 +46,6 @@ double quantile(std::vector<double> v, double q)
 	return v[rank ? rank - 1 : 0];
 }
 
-template <typename F> void each(const Json &arr, F f)
-{
-	for (size_t i = 0; i < arr.size(); i++)
-		f(arr.at(i));
-}
-
 std::string grouped(uint64_t v)
 {
 	std::string s = std::to_string(v), out;
@@ -67,6 +57,55 @@ std::string grouped(uint64_t v)
 		n++;
 	}
 	return {out.rbegin(), out.rend()};
+}
+
+// The figures of one kind's walks: a failed walk is only counted; an
+// incomplete one gives only its stall (real), not its cost (not the
+// mapping's).
+KindSummary summarize_kind(const std::string &kind, const std::vector<const WalkEntry *> &ws,
+			   double gib)
+{
+	KindSummary s;
+	s.kind = kind;
+	s.count = ws.size();
+	std::vector<double> dur, nspte, corr, hold, stall;
+	for (const WalkEntry *w : ws) {
+		if (w->error) {
+			s.errors++;
+			continue;
+		}
+		if (w->stalls)
+			stall.push_back(double(w->stalls->max_ns));
+		if (w->incomplete) {
+			s.incomplete++;
+			continue;
+		}
+		dur.push_back(double(w->duration_ns));
+		if (w->ns_per_pte)
+			nspte.push_back(*w->ns_per_pte);
+		if (w->ns_per_pte_corrected)
+			corr.push_back(*w->ns_per_pte_corrected);
+		if (w->lock)
+			hold.push_back(double(w->lock->hold_ns));
+		if (w->size)
+			s.ptes = w->size->ptes;
+	}
+	if (!dur.empty()) {
+		s.duration = {uint64_t(quantile(dur, 0.5)), uint64_t(quantile(dur, 1.0)),
+			      uint64_t(quantile(dur, 0.0)), std::nullopt};
+		if (gib > 0)
+			s.duration->ms_per_gib_p50 = quantile(dur, 0.5) / 1e6 / gib;
+	}
+	if (!nspte.empty())
+		s.ns_per_pte = {quantile(nspte, 0.5), quantile(nspte, 0.0)};
+	if (!corr.empty())
+		s.ns_per_pte_corrected_p50 = quantile(corr, 0.5);
+	if (!hold.empty())
+		s.lock_hold = {uint64_t(quantile(hold, 0.5)), uint64_t(quantile(hold, 1.0)),
+			       ws.front()->lock ? ws.front()->lock->mode : std::string()};
+	if (!stall.empty())
+		s.max_stall_ns = uint64_t(quantile(stall, 1.0));
+	return s;
 }
 
 } // namespace
@@ -83,264 +122,195 @@ std::string rollup_coverage_gap(uint64_t rollup_rss, uint64_t workload_rss)
 	return b;
 }
 
-uint64_t workload_rss_reference(const Json &result)
+uint64_t workload_rss_reference(const WorkloadInfo &w)
 {
-	double ref = 0;
-	if (const Json *w = result.find("workload"))
-		for (const char *k : {"size_start", "size_end"})
-			if (const Json *s = w->find(k))
-				ref = std::max(ref, num(*s, "rss_bytes").value_or(0));
-	return uint64_t(ref);
+	uint64_t ref = 0;
+	for (const auto &s : {w.size_start, w.size_end})
+		if (s)
+			ref = std::max(ref, s->rss);
+	return ref;
 }
 
-void summarize_walks(Json &result)
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks,
+					 uint64_t size_bytes)
 {
-	const Json *walks = result.find("walks");
-	const Json *scen = result.find("scenario");
-	double gib = scen ? num(*scen, "size_bytes").value_or(0) / double(1u << 30) : 0;
-	std::map<std::string, std::vector<const Json *>> by_kind;
+	const double gib = double(size_bytes) / double(1u << 30);
+	std::map<std::string, std::vector<const WalkEntry *>> by_kind;
 	std::vector<std::string> order;
-	if (walks)
-		each(*walks, [&](const Json &w) {
-			std::string k = str(w, "kind");
-			if (!by_kind.count(k))
-				order.push_back(k);
-			by_kind[k].push_back(&w);
-		});
-	Json sum = Json::object();
-	for (auto &k : order) {
-		std::vector<double> dur, nspte, corr, hold, stall;
-		double ptes = 0;
-		unsigned errors = 0, incomplete = 0;
-		for (const Json *w : by_kind[k]) {
-			if (w->find("error")) {
-				errors++;
-				continue;
-			}
-			// its stalls are real, its cost is not the mapping's
-			if (auto v = num(*w, "max_stall_ns"))
-				stall.push_back(*v);
-			if (w->find("incomplete")) {
-				incomplete++;
-				continue;
-			}
-			dur.push_back(num(*w, "duration_ns").value_or(0));
-			if (auto v = num(*w, "ns_per_pte"))
-				nspte.push_back(*v);
-			if (auto v = num(*w, "ns_per_pte_corrected"))
-				corr.push_back(*v);
-			if (auto v = num(*w, "lock_hold_ns"))
-				hold.push_back(*v);
-			ptes = num(*w, "ptes").value_or(ptes);
-		}
-		Json s = Json::object();
-		s["count"] = by_kind[k].size();
-		s["errors"] = errors;
-		s["incomplete"] = incomplete;
-		s["ptes"] = uint64_t(ptes);
-		if (!dur.empty()) {
-			s["duration_p50_ns"] = uint64_t(quantile(dur, 0.5));
-			s["duration_max_ns"] = uint64_t(quantile(dur, 1.0));
-			s["duration_min_ns"] = uint64_t(quantile(dur, 0.0));
-			if (gib > 0)
-				s["ms_per_gib_p50"] = quantile(dur, 0.5) / 1e6 / gib;
-		}
-		if (!nspte.empty()) {
-			s["ns_per_pte_p50"] = quantile(nspte, 0.5);
-			s["ns_per_pte_min"] = quantile(nspte, 0.0);
-		}
-		if (!corr.empty())
-			s["ns_per_pte_corrected_p50"] = quantile(corr, 0.5);
-		if (!hold.empty()) {
-			s["lock_hold_p50_ns"] = uint64_t(quantile(hold, 0.5));
-			s["lock_hold_max_ns"] = uint64_t(quantile(hold, 1.0));
-			s["lock_mode"] = str(*by_kind[k].front(), "lock_mode");
-		}
-		if (!stall.empty())
-			s["max_stall_ns"] = uint64_t(quantile(stall, 1.0));
-		sum[k] = std::move(s);
+	for (const auto &w : walks) {
+		if (!by_kind.count(w.kind))
+			order.push_back(w.kind);
+		by_kind[w.kind].push_back(&w);
 	}
-	result["walk_summary"] = std::move(sum);
+	std::vector<KindSummary> sum;
+	for (const auto &k : order)
+		sum.push_back(summarize_kind(k, by_kind[k], gib));
+	return sum;
 }
 
 namespace {
 
 // The scenario, the backend and the kernel.
-void print_header(const Json &r, FILE *out)
+void print_header(const RunResult &r, FILE *out)
 {
-	const Json *scen = r.find("scenario");
-	const Json *wl = r.find("workload");
-	const Json *size = wl ? wl->find("size_start") : nullptr;
-	if (scen) {
-		fprintf(out, "ptwalk run: %s %s, %s PTEs", format_bytes(uint64_t(
-			num(*scen, "size_bytes").value_or(0))).c_str(),
-			str(*scen, "backing").c_str(),
-			size ? grouped(uint64_t(num(*size, "ptes").value_or(0))).c_str() : "?");
-		if (size && num(*size, "pmd_entries").value_or(0) > 0)
-			fprintf(out, " + %s PMD leaves",
-				grouped(uint64_t(num(*size, "pmd_entries").value_or(0))).c_str());
-		if (size)
-			fprintf(out, " (%s of PTE tables)",
-				format_bytes(uint64_t(num(*size, "pte_slots").value_or(0) * 8)).c_str());
-		fprintf(out, "; scanner %s every %s for %s\n", str(*scen, "profile").c_str(),
-			format_ns(uint64_t(num(*scen, "interval_ns").value_or(0))).c_str(),
-			format_ns(uint64_t(num(*scen, "duration_ns").value_or(0))).c_str());
+	const ScenarioInfo &scen = r.scenario;
+	const std::optional<WalkSize> &size = r.workload.size_start;
+	fprintf(out, "ptwalk run: %s %s, %s PTEs", format_bytes(scen.size_bytes).c_str(),
+		scen.backing.c_str(), size ? grouped(size->ptes).c_str() : "?");
+	if (size && size->pmd_entries > 0)
+		fprintf(out, " + %s PMD leaves", grouped(size->pmd_entries).c_str());
+	if (size)
+		fprintf(out, " (%s of PTE tables)", format_bytes(size->pte_slots * 8).c_str());
+	fprintf(out, "; scanner %s every %s for %s\n", scen.profile.c_str(),
+		format_ns(scen.interval_ns).c_str(), format_ns(scen.duration_ns).c_str());
+	fprintf(out, "backend: %s (%s)\n", r.backend.c_str(), r.backend_detail.c_str());
+	if (r.backend_fallback)
+		fprintf(out, "         %s\n", r.backend_fallback->c_str());
+	if (!r.kernel.is_null())
+		fprintf(out, "kernel: %s\n", str(r.kernel, "release").c_str());
+}
+
+// The calibration of an aliased run's bias: its ratio per kind, or the
+// range it found where its sizes disagree, and why.
+void print_calibration(const AliasCalibration &cal, FILE *out)
+{
+	if (cal.skipped) {
+		fprintf(out, "  no calibration: %s\n", cal.skipped->c_str());
+		return;
 	}
-	fprintf(out, "backend: %s (%s)\n", str(r, "backend").c_str(),
-		str(r, "backend_detail").c_str());
-	if (r.find("backend_fallback"))
-		fprintf(out, "         %s\n", str(r, "backend_fallback").c_str());
-	if (const Json *k = r.find("kernel"))
-		fprintf(out, "kernel: %s\n", str(*k, "release").c_str());
+	fprintf(out, "  calibration up to %s, same run: distinct/aliased ns/PTE =",
+		format_bytes(cal.size_bytes).c_str());
+	for (const char *k : kWalkKinds) {
+		if (auto v = cal.ratio_of(k)) {
+			fprintf(out, " %s %.2f", k, *v);
+		} else if (const KindVerdict *e = cal.verdict(k)) {
+			fprintf(out, " %s %.2f-%.2f (not applied)", k, e->cost_ratio_range.first,
+				e->cost_ratio_range.second);
+		}
+	}
+	fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
+		     "for distinct pages, only where the calibrated sizes agree "
+		     "within %.0f%%\n", cal.tolerance * 100);
+	for (const char *k : kWalkKinds)
+		if (const KindVerdict *e = cal.verdict(k); e && e->why)
+			fprintf(out, "  %s: %s\n", k, e->why->c_str());
 }
 
 // An aliased run: what it is, and the calibration of its bias.
-void print_alias(const Json &r, FILE *out)
+void print_alias(const RunResult &r, FILE *out)
 {
-	const Json *scen = r.find("scenario");
-	if (scen && scen->find("aliased")) {
-		fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
-			"(each page mapped %.0fx): ns/PTE differs from distinct pages "
-			"(hot struct pages, shared mapcounts)\n",
-			format_bytes(uint64_t(num(*scen, "size_bytes").value_or(0))).c_str(),
-			format_bytes(uint64_t(num(*scen, "physical_bytes").value_or(0))).c_str(),
-			num(*scen, "alias_factor").value_or(0));
-		const Json *cal = r.find("alias_calibration");
-		if (cal && cal->find("ratio")) {
-			fprintf(out, "  calibration up to %s, same run: distinct/aliased ns/PTE =",
-				format_bytes(uint64_t(num(*cal, "size_bytes").value_or(0))).c_str());
-			const Json *ra = cal->find("ratio");
-			const Json *ck = cal->find("kinds");
-			for (const char *k : kWalkKinds) {
-				if (auto v = num(*ra, k)) {
-					fprintf(out, " %s %.2f", k, *v);
-				} else if (const Json *e = ck ? ck->find(k) : nullptr) {
-					const Json *rg = e->find("cost_ratio_range");
-					if (rg && rg->size() == 2)
-						fprintf(out, " %s %.2f-%.2f (not applied)", k,
-							rg->at(0).number().value_or(0),
-							rg->at(1).number().value_or(0));
-				}
-			}
-			fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
-				     "for distinct pages, only where the calibrated sizes agree "
-				     "within %.0f%%\n", num(*cal, "tolerance").value_or(0.15) * 100);
-			if (const Json *ck2 = cal->find("kinds"))
-				for (const char *k : kWalkKinds)
-					if (const Json *e = ck2->find(k); e && e->find("why"))
-						fprintf(out, "  %s: %s\n", k, str(*e, "why").c_str());
-		} else if (cal) {
-			fprintf(out, "  no calibration: %s\n",
-				str(*cal, "skipped").c_str());
-		}
-	}
+	const ScenarioInfo &scen = r.scenario;
+	if (!scen.alias)
+		return;
+	fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
+		"(each page mapped %.0fx): ns/PTE differs from distinct pages "
+		"(hot struct pages, shared mapcounts)\n",
+		format_bytes(scen.size_bytes).c_str(),
+		format_bytes(scen.alias->physical_bytes).c_str(), scen.alias->factor);
+	if (r.alias_calibration)
+		print_calibration(*r.alias_calibration, out);
 }
 
 // One row per walk kind, and the walks left out of the figures.
-void print_walks(const Json &r, FILE *out)
+void print_walks(const RunResult &r, FILE *out)
 {
-	const Json *scen = r.find("scenario");
-	if (scen && scen->find("lower_bound"))
-		fprintf(out, "ZERO PAGE: %s\n", str(*scen, "lower_bound").c_str());
+	if (r.scenario.lower_bound)
+		fprintf(out, "ZERO PAGE: %s\n", r.scenario.lower_bound->c_str());
 
 	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s%s\n", "walk kind", "walks",
 		"PTEs", "dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
-		scen && scen->find("aliased") ? "  ns/PTE corr." : "");
-	if (const Json *ws = r.find("walk_summary")) {
-		for (const char *k : kWalkKinds) {
-			const Json *s = ws->find(k);
-			if (!s)
-				continue;
-			std::string hold = "-";
-			if (auto h = num(*s, "lock_hold_p50_ns"))
-				hold = format_ns(uint64_t(*h)) + " " + str(*s, "lock_mode");
-			char nspte[32] = "-", mspg[32] = "-";
-			if (auto v = num(*s, "ns_per_pte_p50"))
-				snprintf(nspte, sizeof(nspte), "%.1f", *v);
-			if (auto v = num(*s, "ms_per_gib_p50"))
-				snprintf(mspg, sizeof(mspg), "%.2f", *v);
-			char corr[32] = "";
-			if (auto v = num(*s, "ns_per_pte_corrected_p50"))
-				snprintf(corr, sizeof(corr), "  %12.1f", *v);
-			fprintf(out, "%-16s %6llu %12s %10s %10s %8s %8s %16s%s\n", k,
-				(unsigned long long)num(*s, "count").value_or(0),
-				grouped(uint64_t(num(*s, "ptes").value_or(0))).c_str(),
-				format_ns(uint64_t(num(*s, "duration_p50_ns").value_or(0))).c_str(),
-				format_ns(uint64_t(num(*s, "duration_max_ns").value_or(0))).c_str(),
-				nspte, mspg, hold.c_str(), corr);
-		}
-		for (const char *k : kWalkKinds) {
-			const Json *s = ws->find(k);
-			const double n = s ? num(*s, "incomplete").value_or(0) : 0;
-			if (n > 0)
-				fprintf(out,
-					"  %s: %.0f of %.0f walks skipped VMAs after yielding "
-					"mmap_lock (their own Rss is short of the workload's): "
-					"left out of the figures above; a kernel bug, fixed "
-					"upstream by 6d065f507d82 and not in 6.1.y\n",
-					k, n, num(*s, "count").value_or(0));
-		}
+		r.scenario.alias ? "  ns/PTE corr." : "");
+	for (const char *k : kWalkKinds) {
+		const KindSummary *s = find_kind(r.walk_summary, k);
+		if (!s)
+			continue;
+		std::string hold = "-";
+		if (s->lock_hold)
+			hold = format_ns(s->lock_hold->p50_ns) + " " + s->lock_hold->mode;
+		char nspte[32] = "-", mspg[32] = "-";
+		if (s->ns_per_pte)
+			snprintf(nspte, sizeof(nspte), "%.1f", s->ns_per_pte->p50);
+		if (s->duration && s->duration->ms_per_gib_p50)
+			snprintf(mspg, sizeof(mspg), "%.2f", *s->duration->ms_per_gib_p50);
+		char corr[32] = "";
+		if (s->ns_per_pte_corrected_p50)
+			snprintf(corr, sizeof(corr), "  %12.1f", *s->ns_per_pte_corrected_p50);
+		fprintf(out, "%-16s %6llu %12s %10s %10s %8s %8s %16s%s\n", k,
+			(unsigned long long)s->count, grouped(s->ptes).c_str(),
+			format_ns(s->duration ? s->duration->p50_ns : 0).c_str(),
+			format_ns(s->duration ? s->duration->max_ns : 0).c_str(), nspte, mspg,
+			hold.c_str(), corr);
+	}
+	for (const char *k : kWalkKinds) {
+		const KindSummary *s = find_kind(r.walk_summary, k);
+		if (s && s->incomplete > 0)
+			fprintf(out,
+				"  %s: %llu of %llu walks skipped VMAs after yielding "
+				"mmap_lock (their own Rss is short of the workload's): "
+				"left out of the figures above; a kernel bug, fixed "
+				"upstream by 6d065f507d82 and not in 6.1.y\n",
+				k, (unsigned long long)s->incomplete, (unsigned long long)s->count);
 	}
 }
 
 // The victims' latencies outside and during walks.
-void print_victims(const Json &r, FILE *out)
+void print_victims(const RunResult &r, FILE *out)
 {
-	const Json *vs = r.find("victims");
-	if (vs && vs->size()) {
-		fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim",
-			"ops out", "during", "p50 out/during", "p99 out/during",
-			"p99.9 out/during", "max out/during", "p99.9x");
-		for (const char *v : {"read", "write", "fault", "mmap"}) {
-			const Json *j = vs->find(v);
-			if (!j)
-				continue;
-			const Json *o = j->find("outside"), *d = j->find("during");
-			auto cell = [&](const char *key) {
-				return format_ns(uint64_t(num(*o, key).value_or(0))) + " / " +
-				       (num(*d, "count").value_or(0) > 0
-						? format_ns(uint64_t(num(*d, key).value_or(0)))
-						: std::string("-"));
-			};
-			double po = num(*o, "p999_ns").value_or(0), pd = num(*d, "p999_ns").value_or(0);
-			char ratio[16] = "-";
-			if (po > 0 && num(*d, "count").value_or(0) > 0)
-				snprintf(ratio, sizeof(ratio), "%.1f", pd / po);
-			fprintf(out, "%-8s %9llu %9llu  %-21s %-21s %-21s %-21s %7s\n", v,
-				(unsigned long long)num(*o, "count").value_or(0),
-				(unsigned long long)num(*d, "count").value_or(0),
-				cell("p50_ns").c_str(), cell("p99_ns").c_str(),
-				cell("p999_ns").c_str(), cell("max_ns").c_str(), ratio);
-		}
+	if (r.victims.empty())
+		return;
+	fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim", "ops out",
+		"during", "p50 out/during", "p99 out/during", "p99.9 out/during",
+		"max out/during", "p99.9x");
+	for (const char *name : {"read", "write", "fault", "mmap"}) {
+		const VictimEntry *v = find_victim(r.victims, name);
+		if (!v)
+			continue;
+		const Histogram &o = v->outside, &d = v->during;
+		auto cell = [&](uint64_t out_ns, uint64_t during_ns) {
+			return format_ns(out_ns) + " / " +
+			       (d.count() > 0 ? format_ns(during_ns) : std::string("-"));
+		};
+		auto q = [&](double p) { return cell(o.quantile(p), d.quantile(p)); };
+		const uint64_t po = o.quantile(0.999), pd = d.quantile(0.999);
+		char ratio[16] = "-";
+		if (po > 0 && d.count() > 0)
+			snprintf(ratio, sizeof(ratio), "%.1f", double(pd) / double(po));
+		fprintf(out, "%-8s %9llu %9llu  %-21s %-21s %-21s %-21s %7s\n", name,
+			(unsigned long long)o.count(), (unsigned long long)d.count(),
+			q(0.50).c_str(), q(0.99).c_str(), q(0.999).c_str(),
+			cell(o.max(), d.max()).c_str(), ratio);
 	}
+}
+
+// The validation's lines: the views against the victims, the module's
+// records against the walks.
+void print_validation(const Validation &val, FILE *out)
+{
+	const std::string line = validation_line(val);
+	if (!line.empty())
+		fprintf(out, "\n%s\n", line.c_str());
+	if (val.walks)
+		for (const auto &d : val.walks->disagreements)
+			fprintf(out, "validation: module records DISAGREE: %s\n", d.c_str());
 }
 
 } // namespace
 
-void print_table(const Json &r, FILE *out)
+void print_table(const RunResult &r, FILE *out)
 {
 	print_header(r, out);
 	print_alias(r, out);
 	print_walks(r, out);
 	print_victims(r, out);
-	print_stall_estimates(r, out);
-	if (const Json *kv = r.find("kernel_view"))
-		if (auto lost = num(*kv, "lost_events"); lost && *lost > 0)
-			fprintf(out, "\nwarning: %llu tracepoint events lost: lock figures are partial\n",
-				(unsigned long long)*lost);
-	if (const Json *val = r.find("validation")) {
-		const std::string line = validation_line(*val);
-		if (!line.empty())
-			fprintf(out, "\n%s\n", line.c_str());
-		if (const Json *w = val->find("walks"))
-			if (const Json *d = w->find("disagreements"))
-				for (size_t i = 0; i < d->size(); i++)
-					fprintf(out, "validation: module records DISAGREE: %s\n",
-						d->at(i).string().value_or("").c_str());
-	}
-	if (!r.find("complete") || !r.find("complete")->boolean().value_or(false))
-		fprintf(out, "\nresult INCOMPLETE%s%s\n", r.find("error") ? ": " : "",
-			r.find("error") ? str(r, "error").c_str() : "");
+	if (r.stall_estimate)
+		print_stall_estimates(*r.stall_estimate, out);
+	if (auto lost = num(r.kernel_view, "lost_events"); lost && *lost > 0)
+		fprintf(out, "\nwarning: %llu tracepoint events lost: lock figures are partial\n",
+			(unsigned long long)*lost);
+	print_validation(r.validation, out);
+	if (!r.complete)
+		fprintf(out, "\nresult INCOMPLETE%s%s\n", r.error ? ": " : "",
+			r.error ? r.error->c_str() : "");
 }
 
 std::string write_atomically(const std::string &path, const std::string &text)

@@ -33,7 +33,7 @@ std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
 struct Recall {
 	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
 	uint64_t ambiguous = 0, ambiguous_hit = 0, not_behind = 0;
-	Json unexplained = Json::array();
+	std::vector<UnexplainedOp> unexplained;
 };
 
 // Another victim slow without sleeping across this one: it may have held
@@ -99,12 +99,7 @@ Recall recall_of(const ValidationInput &in)
 		if (hit) {
 			r.recalled++;
 		} else if (r.unexplained.size() < 20) {
-			Json u = Json::object();
-			u["victim"] = o.victim;
-			u["tid"] = o.tid;
-			u["start_ns"] = o.start_ns;
-			u["ns"] = o.end_ns - o.start_ns;
-			r.unexplained.push(std::move(u));
+			r.unexplained.push_back({o.victim, o.tid, o.start_ns, o.end_ns - o.start_ns});
 		}
 	}
 	return r;
@@ -136,21 +131,22 @@ Precision precision_of(const ValidationInput &in)
 	return p;
 }
 
-Json disagreements(const ValidationInput &in, const Recall &r, const Precision &p)
+std::vector<std::string> disagreements(const ValidationInput &in, const Recall &r,
+				       const Precision &p)
 {
-	Json dis = Json::array();
+	std::vector<std::string> dis;
 	if (r.ref && double(r.recalled) < in.min_recall * double(r.ref))
-		dis.push(fmt_ratio("recall", r.recalled, r.ref, in.min_recall));
+		dis.push_back(fmt_ratio("recall", r.recalled, r.ref, in.min_recall));
 	if (p.checked && double(p.confirmed) < in.min_precision * double(p.checked))
-		dis.push(fmt_ratio("precision", p.confirmed, p.checked, in.min_precision));
+		dis.push_back(fmt_ratio("precision", p.confirmed, p.checked, in.min_precision));
 	if (in.ops_dropped)
-		dis.push("victims' slow-operation log overflowed: " +
+		dis.push_back("victims' slow-operation log overflowed: " +
 			 std::to_string(in.ops_dropped) + " operations not kept");
 	// a truncated stall list is complete above the threshold only when its
 	// smallest entry is below it (the lists are sorted largest first)
 	if (in.stalls_total > in.stalls.size() && p.smallest >= in.threshold_ns &&
 	    in.complete_above_ns > in.threshold_ns)
-		dis.push("stall list truncated above the threshold: " +
+		dis.push_back("stall list truncated above the threshold: " +
 			 std::to_string(in.stalls_total) + " attributed, " +
 			 std::to_string(in.stalls.size()) + " listed");
 	return dis;
@@ -158,91 +154,82 @@ Json disagreements(const ValidationInput &in, const Recall &r, const Precision &
 
 } // namespace
 
-Json validate_stalls(const ValidationInput &in)
+StallValidation validate_stalls(const ValidationInput &in)
 {
 	Recall r = recall_of(in);
 	const Precision p = precision_of(in);
-	Json v = Json::object();
-	v["view"] = in.view;
-	v["reference"] = "victims' own clocks: operations >= threshold_ns during walks";
-	v["threshold_ns"] = in.threshold_ns;
-	v["reference_ops"] = r.ref;
-	v["reference_ops_dropped"] = in.ops_dropped;
-	v["slow_not_slept"] = r.not_slept;
-	v["began_before_walk"] = r.before;
-	v["began_before_walk_recalled"] = r.before_hit;
-	v["other_victim_preempted"] = r.ambiguous;
-	v["other_victim_preempted_recalled"] = r.ambiguous_hit;
+	StallValidation v;
+	v.view = in.view;
+	v.threshold_ns = in.threshold_ns;
+	v.reference_ops = r.ref;
+	v.reference_ops_dropped = in.ops_dropped;
+	v.slow_not_slept = r.not_slept;
+	v.began_before_walk = r.before;
+	v.began_before_walk_recalled = r.before_hit;
+	v.other_victim_preempted = r.ambiguous;
+	v.other_victim_preempted_recalled = r.ambiguous_hit;
 	if (in.second)
-		v["not_behind_walk"] = r.not_behind;
-	v["recalled"] = r.recalled;
-	v["recall"] = r.ref ? Json(double(r.recalled) / double(r.ref)) : Json();
-	v["unexplained"] = std::move(r.unexplained);
-	v["stalls_checked"] = p.checked;
-	v["confirmed"] = p.confirmed;
-	v["precision"] = p.checked ? Json(double(p.confirmed) / double(p.checked)) : Json();
-	Json dis = disagreements(in, r, p);
-	v["agree"] = dis.size() == 0;
-	v["disagreements"] = std::move(dis);
+		v.not_behind_walk = r.not_behind;
+	v.recalled = r.recalled;
+	if (r.ref)
+		v.recall = double(r.recalled) / double(r.ref);
+	v.unexplained = std::move(r.unexplained);
+	v.stalls_checked = p.checked;
+	v.confirmed = p.confirmed;
+	if (p.checked)
+		v.precision = double(p.confirmed) / double(p.checked);
+	v.disagreements = disagreements(in, r, p);
+	v.agree = v.disagreements.empty();
 	return v;
 }
 
 namespace {
 
-std::string one_line(const Json &st)
+std::string one_line(const StallValidation &st)
 {
-	auto n = [&](const char *k) {
-		const Json *x = st.find(k);
-		return x && x->number() ? uint64_t(*x->number()) : 0;
-	};
-	const Json *agree = st.find("agree");
-	const bool ok = agree && agree->boolean().value_or(false);
 	char buf[256];
 	snprintf(buf, sizeof(buf),
 		 "validation: victims' clocks vs %s: %llu/%llu slow operations "
 		 "during walks explained, %llu/%llu stalls >= %.1f ms confirmed: %s",
-		 st.find("view") ? st.find("view")->string().value_or("?").c_str() : "?",
-		 (unsigned long long)n("recalled"), (unsigned long long)n("reference_ops"),
-		 (unsigned long long)n("confirmed"), (unsigned long long)n("stalls_checked"),
-		 double(n("threshold_ns")) / 1e6, ok ? "agree" : "DISAGREE");
+		 st.view.c_str(), (unsigned long long)st.recalled,
+		 (unsigned long long)st.reference_ops, (unsigned long long)st.confirmed,
+		 (unsigned long long)st.stalls_checked, double(st.threshold_ns) / 1e6,
+		 st.agree ? "agree" : "DISAGREE");
 	std::string out = buf;
 	std::string apart;
 	auto add = [&](uint64_t v, const char *what) {
 		if (v)
 			apart += (apart.empty() ? "" : ", ") + std::to_string(v) + " " + what;
 	};
-	add(n("slow_not_slept"), "did not sleep (preempted)");
-	add(n("other_victim_preempted"), "overlapped a preempted victim");
-	add(n("began_before_walk"), "began before the walk");
-	add(n("not_behind_walk"), "not behind a walker hold (tracepoint view)");
+	add(st.slow_not_slept, "did not sleep (preempted)");
+	add(st.other_victim_preempted, "overlapped a preempted victim");
+	add(st.began_before_walk, "began before the walk");
+	add(st.not_behind_walk.value_or(0), "not behind a walker hold (tracepoint view)");
 	if (!apart.empty())
 		out += "\n  not in the reference: " + apart;
-	if (const Json *d = st.find("disagreements"))
-		for (size_t i = 0; i < d->size(); i++)
-			out += "\n  disagreement: " + d->at(i).string().value_or("");
+	for (const auto &d : st.disagreements)
+		out += "\n  disagreement: " + d;
 	return out;
 }
 
 } // namespace
 
-std::string validation_line(const Json &val)
+std::string validation_line(const Validation &val)
 {
 	std::string out;
-	if (const Json *st = val.find("stalls"); st && !st->find("skipped"))
-		out = one_line(*st);
-	if (const Json *st = val.find("stalls_tracepoint"))
-		out += (out.empty() ? "" : "\n") + one_line(*st);
-	if (const Json *v = val.find("views")) {
-		auto n = [&](const char *k) {
-			const Json *x = v->find(k);
-			return x && x->number() ? (unsigned long long)*x->number() : 0ull;
-		};
+	if (!val.stalls.skipped)
+		out = one_line(val.stalls);
+	if (val.stalls_tracepoint)
+		out += (out.empty() ? "" : "\n") + one_line(*val.stalls_tracepoint);
+	if (const auto &v = val.views) {
 		char buf[200];
 		snprintf(buf, sizeof(buf),
 			 "validation: module vs tracepoint view: %llu/%llu module stalls seen "
 			 "by the tracepoints, %llu/%llu tracepoint stalls by the module",
-			 n("module_in_tracepoint"), n("module_stalls"), n("tracepoint_in_module"),
-			 n("tracepoint_stalls"));
+			 (unsigned long long)v->module_in_tracepoint,
+			 (unsigned long long)v->module_stalls,
+			 (unsigned long long)v->tracepoint_in_module,
+			 (unsigned long long)v->tracepoint_stalls);
 		out += std::string("\n") + buf;
 	}
 	return out;
@@ -254,113 +241,127 @@ namespace ptwalk {
 
 namespace {
 
+// A member of the backend's kernel view (Json as the backend gives it).
 std::optional<double> num_at(const Json &j, std::string_view k)
 {
 	const Json *x = j.find(k);
 	return x ? x->number() : std::nullopt;
 }
 
+// The module's figures of the scanner's walks against the mapping's PTE
+// slots [lo, hi] and, when there is one, the module's complete walk.
+struct WalkTally {
+	uint64_t le = 0, timed = 0, inb = 0, with_slots = 0, short_yield = 0;
+	uint64_t short_unconfirmed = 0;
+};
+
+WalkTally tally_walks(const RunResult &result, double lo, double hi,
+		      std::optional<double> slots_ref)
+{
+	const double rss_ref = double(workload_rss_reference(result.workload));
+	WalkTally t;
+	for (const WalkEntry &w : result.walks) {
+		if (!w.module)
+			continue;
+		if (w.module->walk_ns) {
+			t.timed++;
+			if (*w.module->walk_ns <= w.syscall_ns)
+				t.le++;
+		}
+		if (lo <= 0 || w.error)
+			continue;
+		const double s = double(w.module->pte_slots_visited);
+		// smaps_rollup gives the lock up to a waiting writer between
+		// VMAs, and 6.1 then skips the VMA it finds (its "Case 1"
+		// continue).  Such a walk is told by a view independent of
+		// the module: the Rss its own text reported ("incomplete").
+		// The module must agree: the lock taken more than once, and
+		// short of a complete walk by at least the pages the Rss
+		// misses (less what the victims may return; more is fine:
+		// a skipped file VMA has slots that are not resident).
+		// Without a complete walk to compare with: fewer slots than
+		// the mapping.  Either view alone is a disagreement.
+		if (w.incomplete) {
+			const double rss =
+				w.rollup_rss_bytes ? double(*w.rollup_rss_bytes) : rss_ref;
+			const double missed = (rss_ref - rss) / 4096;
+			const double slack = double(kRollupRssSlack / 4096);
+			const bool fewer = slots_ref ? *slots_ref - s >= missed - slack : s < lo;
+			if (fewer && w.lock && w.lock->acquisitions > 1)
+				t.short_yield++;
+			else
+				t.short_unconfirmed++;
+			continue;
+		}
+		t.with_slots++;
+		if (s >= lo && s <= hi)
+			t.inb++;
+	}
+	return t;
+}
+
+std::vector<std::string> walk_disagreements(const WalkValidation &v)
+{
+	std::vector<std::string> dis;
+	if (v.matched_once != v.walks || v.module_walks_unmatched)
+		dis.push_back("walks matched " + std::to_string(v.matched_once) + " of " +
+			      std::to_string(v.walks) + ", " +
+			      std::to_string(v.module_walks_unmatched) +
+			      " module records unmatched");
+	if (v.walk_proper_le_syscall != v.walk_proper_timed)
+		dis.push_back("walk proper longer than the syscall in " +
+			      std::to_string(v.walk_proper_timed - v.walk_proper_le_syscall) +
+			      " walks");
+	if (v.short_unconfirmed)
+		dis.push_back("smaps_rollup's Rss says VMAs were skipped in " +
+			      std::to_string(v.short_unconfirmed) +
+			      " walks the module did not see short (mmap_lock taken once, or PTE"
+			      " slots not short of a complete walk by the pages missed)");
+	if (v.pte_slots_in_bounds != v.pte_slots_checked)
+		dis.push_back("PTE slots out of bounds in " +
+			      std::to_string(v.pte_slots_checked - v.pte_slots_in_bounds) +
+			      " walks");
+	return dis;
+}
+
 } // namespace
 
-Json validate_walks(const Json &result)
+std::optional<WalkValidation> validate_walks(const RunResult &result)
 {
-	const Json *walks = result.find("walks");
-	const Json *kv = result.find("kernel_view");
-	if (!walks || !kv || !kv->find("walks_matched"))
-		return Json();
-	const double size = result.find("scenario")
-				    ? num_at(*result.find("scenario"), "size_bytes").value_or(0)
-				    : 0;
-	double vmas = 1;
-	if (const Json *w = result.find("workload"))
-		if (const Json *s = w->find("size_start"))
-			vmas = num_at(*s, "vmas").value_or(1);
-	const double lo = size / 4096, hi = lo + 512 * vmas;
-	// the workload's Rss (uncontended readings) and the module's PTE slots
-	// of a complete walk (ptwalk's own rollup of the stopped workload)
-	const double rss_ref = double(workload_rss_reference(result));
+	const Json &kv = result.kernel_view;
+	if (!kv.find("walks_matched"))
+		return std::nullopt;
+	const std::optional<WalkSize> &start = result.workload.size_start;
+	const double vmas = start && start->vmas ? double(start->vmas) : 1;
+	const double lo = double(result.scenario.size_bytes) / 4096, hi = lo + 512 * vmas;
+	// the module's PTE slots of a complete walk (ptwalk's own rollup of
+	// the stopped workload)
 	std::optional<double> slots_ref;
-	if (const Json *r = kv->find("reference_walk"))
+	if (const Json *r = kv.find("reference_walk"))
 		if (num_at(*r, "lock_holds").value_or(0) == 1)
 			slots_ref = num_at(*r, "pte_slots");
-	uint64_t n = 0, le = 0, timed = 0, inb = 0, with_slots = 0, short_yield = 0;
-	uint64_t short_unconfirmed = 0;
-	for (size_t i = 0; i < walks->size(); i++) {
-		const Json &w = walks->at(i);
-		if (!w.find("kernel_call_ns"))
-			continue;
-		n++;
-		if (auto kw = num_at(w, "kernel_walk_ns")) {
-			timed++;
-			if (*kw <= num_at(w, "syscall_ns").value_or(0))
-				le++;
-		}
-		if (auto s = num_at(w, "pte_slots_visited"); s && lo > 0 && !w.find("error")) {
-			// smaps_rollup gives the lock up to a waiting writer between
-			// VMAs, and 6.1 then skips the VMA it finds (its "Case 1"
-			// continue).  Such a walk is told by a view independent of
-			// the module: the Rss its own text reported ("incomplete").
-			// The module must agree: the lock taken more than once, and
-			// short of a complete walk by at least the pages the Rss
-			// misses (less what the victims may return; more is fine:
-			// a skipped file VMA has slots that are not resident).
-			// Without a complete walk to compare with: fewer slots than
-			// the mapping.  Either view alone is a disagreement.
-			if (w.find("incomplete")) {
-				const double missed =
-					(rss_ref - num_at(w, "rollup_rss_bytes").value_or(rss_ref)) / 4096;
-				const double slack = double(kRollupRssSlack / 4096);
-				const bool fewer = slots_ref ? *slots_ref - *s >= missed - slack : *s < lo;
-				if (fewer && num_at(w, "lock_acquisitions").value_or(0) > 1)
-					short_yield++;
-				else
-					short_unconfirmed++;
-				continue;
-			}
-			with_slots++;
-			if (*s >= lo && *s <= hi)
-				inb++;
-		}
-	}
-	const uint64_t matched = uint64_t(num_at(*kv, "walks_matched").value_or(0));
-	const uint64_t hookable = uint64_t(num_at(*kv, "walks_hookable").value_or(0));
-	const uint64_t unmatched = uint64_t(num_at(*kv, "module_walks_unmatched").value_or(0));
-	Json v = Json::object();
-	v["walks"] = hookable;
-	v["matched_once"] = matched;
-	v["module_walks_unmatched"] = unmatched;
-	v["walk_proper_timed"] = timed;
-	v["walk_proper_le_syscall"] = le;
-	v["pte_slots_checked"] = with_slots;
-	v["pte_slots_in_bounds"] = inb;
-	v["pte_slots_bounds"] = Json(Json::Array{Json(lo), Json(hi)});
-	v["short_after_yielding_lock"] = short_yield;
-	v["short_unconfirmed"] = short_unconfirmed;
-	if (slots_ref)
-		v["complete_walk_pte_slots"] = *slots_ref;
-	Json dis = Json::array();
-	if (matched != hookable || unmatched)
-		dis.push("walks matched " + std::to_string(matched) + " of " +
-			 std::to_string(hookable) + ", " + std::to_string(unmatched) +
-			 " module records unmatched");
-	if (le != timed)
-		dis.push("walk proper longer than the syscall in " +
-			 std::to_string(timed - le) + " walks");
-	if (short_unconfirmed)
-		dis.push("smaps_rollup's Rss says VMAs were skipped in " +
-			 std::to_string(short_unconfirmed) +
-			 " walks the module did not see short (mmap_lock taken once, or PTE"
-			 " slots not short of a complete walk by the pages missed)");
-	if (inb != with_slots)
-		dis.push("PTE slots out of bounds in " + std::to_string(with_slots - inb) +
-			 " walks");
-	v["agree"] = dis.size() == 0;
-	v["disagreements"] = std::move(dis);
+	const WalkTally t = tally_walks(result, lo, hi, slots_ref);
+	WalkValidation v;
+	v.walks = uint64_t(num_at(kv, "walks_hookable").value_or(0));
+	v.matched_once = uint64_t(num_at(kv, "walks_matched").value_or(0));
+	v.module_walks_unmatched = uint64_t(num_at(kv, "module_walks_unmatched").value_or(0));
+	v.walk_proper_timed = t.timed;
+	v.walk_proper_le_syscall = t.le;
+	v.pte_slots_checked = t.with_slots;
+	v.pte_slots_in_bounds = t.inb;
+	v.pte_slots_lo = lo;
+	v.pte_slots_hi = hi;
+	v.short_after_yielding_lock = t.short_yield;
+	v.short_unconfirmed = t.short_unconfirmed;
+	v.complete_walk_pte_slots = slots_ref;
+	v.disagreements = walk_disagreements(v);
+	v.agree = v.disagreements.empty();
 	return v;
 }
 
 namespace {
 
+// A kernel view's attributed stalls, as the backend listed them.
 std::vector<ViewStall> stalls_of(const Json &kv)
 {
 	std::vector<ViewStall> out;
@@ -372,6 +373,23 @@ std::vector<ViewStall> stalls_of(const Json &kv)
 				       uint64_t(num_at(s, "wait_ns").value_or(0))});
 		}
 	return out;
+}
+
+// Above which wait a kernel view's stall list is complete (UINT64_MAX:
+// only as far as it shows).
+uint64_t complete_above(const Json &kv)
+{
+	const auto v = num_at(kv, "stalls_complete_above_ns");
+	return v && *v >= 0 && *v < 1e18 ? uint64_t(*v) : UINT64_MAX;
+}
+
+// The view under test: its stalls, how many it attributed, and above which
+// wait its list is complete.
+void set_view(ValidationInput &in, const Json &kv)
+{
+	in.stalls = stalls_of(kv);
+	in.stalls_total = uint64_t(num_at(kv, "stalls_total").value_or(double(in.stalls.size())));
+	in.complete_above_ns = complete_above(kv);
 }
 
 // stalls >= threshold in a also in b (same thread, overlapping)
@@ -394,74 +412,51 @@ uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &
 	return n;
 }
 
-} // namespace
-
-// Above which wait a kernel view's stall list is complete (UINT64_MAX:
-// only as far as it shows).
-static uint64_t complete_above(const Json &kv)
+// --cross-check: the tracepoint view judged on its own against the
+// victims, and how many stalls of each view the other saw.
+void add_second_view(Validation &val, const ValidationInput &in, const Json &second)
 {
-	const auto v = num_at(kv, "stalls_complete_above_ns");
-	return v && *v >= 0 && *v < 1e18 ? uint64_t(*v) : UINT64_MAX;
+	ValidationInput in2 = in;
+	in2.view = "tracepoint";
+	set_view(in2, second);
+	in2.second = nullptr;
+	val.stalls_tracepoint = validate_stalls(in2);
+	ViewsAgreement views;
+	views.module_in_tracepoint =
+		seen_in(in.stalls, in2.stalls, in.threshold_ns, &views.module_stalls);
+	views.tracepoint_in_module =
+		seen_in(in2.stalls, in.stalls, in.threshold_ns, &views.tracepoint_stalls);
+	val.views = views;
 }
 
-void add_validation(Json &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
+} // namespace
+
+void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
 		    const Json *second)
 {
-	const Json *kv = result.find("kernel_view");
-	const Json *be = result.find("backend");
-	const std::string view = be ? be->string().value_or("") : "";
-	Json val = Json::object();
-	if (kv && kv->find("stalls") && (view == "tracepoint" || view == "module")) {
+	const Json &kv = result.kernel_view;
+	const std::string &view = result.backend;
+	Validation val;
+	if (kv.find("stalls") && (view == "tracepoint" || view == "module")) {
 		ValidationInput in;
 		in.view = view;
 		in.ops = ops;
 		in.ops_dropped = ops_dropped;
-		const Json &st = *kv->find("stalls");
-		for (size_t i = 0; i < st.size(); i++) {
-			const Json &s = st.at(i);
-			in.stalls.push_back({pid_t(num_at(s, "tid").value_or(0)),
-					     uint64_t(num_at(s, "start_ns").value_or(0)),
-					     uint64_t(num_at(s, "wait_ns").value_or(0))});
-		}
-		in.stalls_total = uint64_t(num_at(*kv, "stalls_total").value_or(double(st.size())));
-		in.complete_above_ns = complete_above(*kv);
+		set_view(in, kv);
 		std::vector<ViewStall> second_stalls;
 		if (second) {
 			second_stalls = stalls_of(*second);
 			in.second = &second_stalls;
 		}
-		val["stalls"] = validate_stalls(in);
-		if (second) {
-			// the second view judged on its own against the victims
-			ValidationInput in2 = in;
-			in2.view = "tracepoint";
-			in2.stalls = second_stalls;
-			in2.stalls_total = uint64_t(
-				num_at(*second, "stalls_total").value_or(double(second_stalls.size())));
-			in2.complete_above_ns = complete_above(*second);
-			in2.second = nullptr;
-			val["stalls_tracepoint"] = validate_stalls(in2);
-			uint64_t t1 = 0, t2 = 0;
-			Json views = Json::object();
-			views["module_stalls"] = 0;
-			views["module_in_tracepoint"] =
-				seen_in(in.stalls, second_stalls, in.threshold_ns, &t1);
-			views["module_stalls"] = t1;
-			views["tracepoint_in_module"] =
-				seen_in(second_stalls, in.stalls, in.threshold_ns, &t2);
-			views["tracepoint_stalls"] = t2;
-			val["views"] = std::move(views);
-		}
+		val.stalls = validate_stalls(in);
+		if (second)
+			add_second_view(val, in, *second);
 	} else {
-		Json s = Json::object();
-		s["view"] = view;
-		s["skipped"] = "no kernel view of stalls with the " + view + " backend";
-		val["stalls"] = std::move(s);
+		val.stalls.view = view;
+		val.stalls.skipped = "no kernel view of stalls with the " + view + " backend";
 	}
-	Json w = validate_walks(result);
-	if (!w.is_null())
-		val["walks"] = std::move(w);
-	result["validation"] = std::move(val);
+	val.walks = validate_walks(result);
+	result.validation = std::move(val);
 }
 
 } // namespace ptwalk

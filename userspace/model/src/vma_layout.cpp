@@ -8,6 +8,8 @@
 #include <map>
 
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/result_types.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/units.hpp"
 
 namespace ptwalk {
@@ -59,29 +61,18 @@ constexpr KindLocking kLocking[] = {
 constexpr uint64_t kPmdBytes = 2ull << 20;
 constexpr uint64_t kSeqBuf = 4096;
 
-std::optional<double> num(const Json *j, std::string_view key)
-{
-	const Json *v = j ? j->find(key) : nullptr;
-	return v ? v->number() : std::nullopt;
-}
-
 // Mean bytes per VMA of the read walks of `kind` (the seq_file record size).
-double record_bytes(const Json &result, std::string_view kind, double vmas)
+double record_bytes(const std::vector<WalkEntry> &walks, std::string_view kind, double vmas)
 {
-	const Json *walks = result.find("walks");
-	if (!walks || vmas <= 0)
+	if (vmas <= 0)
 		return 0;
 	double sum = 0;
 	unsigned n = 0;
-	for (size_t i = 0; i < walks->size(); i++) {
-		const Json &w = walks->at(i);
-		const Json *k = w.find("kind");
-		if (!k || k->string().value_or("") != kind)
+	for (const WalkEntry &w : walks) {
+		if (w.kind != kind || !w.bytes_read || *w.bytes_read == 0)
 			continue;
-		if (auto b = num(&w, "bytes_read"); b && *b > 0) {
-			sum += *b;
-			n++;
-		}
+		sum += double(*w.bytes_read);
+		n++;
 	}
 	return n ? sum / n / vmas : 0;
 }
@@ -133,35 +124,28 @@ VmaLayout parse_vma_layout(std::string_view maps, std::string_view mapping_name)
 	return l;
 }
 
-Json layout_summary(const VmaLayout &l)
+LayoutSummary layout_summary(const VmaLayout &l)
 {
-	Json j = Json::object();
-	uint64_t total = 0;
+	LayoutSummary j;
 	std::map<unsigned, std::pair<uint64_t, uint64_t>> hist; // log2 -> count, bytes
 	for (auto &v : l.all) {
-		total += v.bytes();
+		j.bytes += v.bytes();
 		const unsigned b = v.bytes() ? unsigned(std::bit_width(v.bytes()) - 1) : 0;
 		hist[b].first++;
 		hist[b].second += v.bytes();
 	}
-	j["vmas"] = uint64_t(l.all.size());
-	j["bytes"] = total;
-	j["largest_bytes"] = l.largest();
-	Json h = Json::array();
+	j.vmas = l.all.size();
+	j.largest_bytes = l.largest();
 	for (auto &[b, cb] : hist)
-		h.push(Json(Json::Object{{"from_bytes", uint64_t(1) << b},
-					 {"to_bytes", b >= 63 ? UINT64_MAX : (uint64_t(2) << b) - 1},
-					 {"count", cb.first},
-					 {"bytes", cb.second}}));
-	j["size_histogram"] = std::move(h);
-	Json m = Json::object();
-	m["vmas"] = uint64_t(l.mapping.size());
-	m["bytes"] = l.mapping_bytes();
-	m["largest_bytes"] =
-		l.mapping.empty() ? uint64_t(0) : *std::max_element(l.mapping.begin(), l.mapping.end());
-	m["smallest_bytes"] =
-		l.mapping.empty() ? uint64_t(0) : *std::min_element(l.mapping.begin(), l.mapping.end());
-	j["mapping"] = std::move(m);
+		j.size_histogram.push_back({uint64_t(1) << b,
+					    b >= 63 ? UINT64_MAX : (uint64_t(2) << b) - 1, cb.first,
+					    cb.second});
+	j.mapping.vmas = l.mapping.size();
+	j.mapping.bytes = l.mapping_bytes();
+	if (!l.mapping.empty()) {
+		j.mapping.largest_bytes = *std::max_element(l.mapping.begin(), l.mapping.end());
+		j.mapping.smallest_bytes = *std::min_element(l.mapping.begin(), l.mapping.end());
+	}
 	return j;
 }
 
@@ -254,51 +238,40 @@ uint64_t smaps_vmas_per_read(double record_bytes)
 
 namespace {
 
-constexpr const char *kEstimatedKinds[] = {"clear_refs", "clear_refs_anon", "clear_refs_file",
-					    "softdirty", "smaps", "smaps_rollup", "maps",
-					    "numa_maps", "pagemap", "pagemap_scan"};
-
 // The estimate from the scaled figures raw_max/raw_p50: as is for distinct
 // pages; for aliased ones, corrected by the calibration's ratios when it
 // has them for this kind, else a range, else uncorrected (and said so).
-void estimate(Json &e, const char *k, bool aliased, const Json *cal, double raw_max,
-	      double raw_p50)
+void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal,
+	      double raw_max, double raw_p50)
 {
+	const auto r = cal ? cal->ratio_of(e.kind) : std::nullopt;
+	const auto sr = cal ? cal->stall_ratio_of(e.kind) : std::nullopt;
+	const KindVerdict *ck = cal ? cal->verdict(e.kind) : nullptr;
 	if (!aliased) {
-		e["status"] = "distinct";
-		e["why"] = "distinct pages: no aliasing correction needed";
-		e["estimate_max_ns"] = uint64_t(raw_max);
-		e["estimate_p50_ns"] = uint64_t(raw_p50);
+		e.status = "distinct";
+		e.why = "distinct pages: no aliasing correction needed";
+	} else if (r && sr) {
+		e.status = "corrected";
+		e.factor = *r * *sr;
+		e.estimate_max_ns = uint64_t(raw_max * *r * *sr);
+		e.estimate_p50_ns = uint64_t(raw_p50 * *r * *sr);
 		return;
-	}
-	const Json *ratio = cal ? cal->find("ratio") : nullptr;
-	const Json *sratio = cal ? cal->find("stall_ratio") : nullptr;
-	const Json *ck = cal && cal->find("kinds") ? cal->find("kinds")->find(k) : nullptr;
-	auto r = num(ratio, k), sr = num(sratio, k);
-	if (r && sr) {
-		e["status"] = "corrected";
-		e["factor"] = *r * *sr;
-		e["estimate_max_ns"] = uint64_t(raw_max * *r * *sr);
-		e["estimate_p50_ns"] = uint64_t(raw_p50 * *r * *sr);
-	} else if (ck && ck->find("factor_range")) {
-		const Json *fr = ck->find("factor_range");
-		const double lo = fr->at(0).number().value_or(1);
-		const double hi = fr->at(1).number().value_or(1);
-		e["status"] = "range";
-		e["why"] = ck->find("why") ? ck->find("why")->string().value_or("") : std::string();
-		e["estimate_max_range_ns"] =
-			Json(Json::Array{uint64_t(raw_max * lo), uint64_t(raw_max * hi)});
-		e["estimate_p50_range_ns"] =
-			Json(Json::Array{uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)});
+	} else if (ck) {
+		const auto [lo, hi] = ck->factor_range;
+		e.status = "range";
+		e.why = ck->why.value_or("");
+		e.estimate_max_range_ns = {uint64_t(raw_max * lo), uint64_t(raw_max * hi)};
+		e.estimate_p50_range_ns = {uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)};
+		return;
 	} else {
-		e["status"] = "uncorrected";
+		e.status = "uncorrected";
 		std::string why = "no calibration for this kind";
-		if (cal && cal->find("skipped"))
-			why = cal->find("skipped")->string().value_or(why);
-		e["why"] = why + ": the aliased per-PTE cost, scaled to the layout";
-		e["estimate_max_ns"] = uint64_t(raw_max);
-		e["estimate_p50_ns"] = uint64_t(raw_p50);
+		if (cal && cal->skipped)
+			why = *cal->skipped;
+		e.why = why + ": the aliased per-PTE cost, scaled to the layout";
 	}
+	e.estimate_max_ns = uint64_t(raw_max);
+	e.estimate_p50_ns = uint64_t(raw_p50);
 }
 
 // What one run says of the mapping it measured, and the layout asked for.
@@ -306,30 +279,67 @@ struct Layouts {
 	double size = 0, all_vmas = 0;
 	uint64_t m_vmas = 1, m_largest = 0; // measured
 	uint64_t u_vmas = 1, u_largest = 0; // asked for (--layout)
-	const Json *mmap_during = nullptr;  // the mmap victim during walks
-	unsigned nkinds = 0;                // walk kinds in the run
+	const Histogram *mmap_during = nullptr; // the mmap victim during walks
+	unsigned nkinds = 0;                    // walk kinds in the run
 };
+
+// The stall this run measured for a kind: the backend's, or for a run of
+// one kind the mmap victim's worst during walks.
+void measured_stall(StallEstimate::Kind &e, const KindSummary &s, const Layouts &L,
+		    double model_meas)
+{
+	if (s.max_stall_ns && *s.max_stall_ns > 0) {
+		e.measured_stall_source = "backend attribution (walk_summary.max_stall_ns)";
+		e.measured_stall_max_ns = *s.max_stall_ns;
+	} else if (L.nkinds == 1 && L.mmap_during && L.mmap_during->count() > 0) {
+		e.measured_stall_source = "mmap victim, max during walks";
+		e.measured_stall_max_ns = L.mmap_during->max();
+	}
+	if (e.measured_stall_max_ns && model_meas > 0)
+		e.model_check_ratio = double(*e.measured_stall_max_ns) / model_meas;
+}
+
+StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
+				  const KindLocking &kl, const Layouts &L)
+{
+	const auto *cal = result.alias_calibration ? &*result.alias_calibration : nullptr;
+	const uint64_t vpr = kl.unit == LockUnit::read_chunk
+				     ? smaps_vmas_per_read(record_bytes(result.walks, kl.kind, L.all_vmas))
+				     : 1;
+	const uint64_t size = uint64_t(L.size);
+	StallEstimate::Kind e;
+	e.kind = kl.kind;
+	e.lock_unit = name(kl.unit);
+	e.lock_mode = kl.lock_mode;
+	e.source = kl.source;
+	e.layout_dependent = layout_dependent(kl.unit);
+	if (kl.unit == LockUnit::read_chunk)
+		e.vmas_per_read = vpr;
+	e.measured_hold_bytes = hold_bytes(kl.unit, size, L.m_vmas, L.m_largest, vpr);
+	e.layout_hold_bytes = hold_bytes(kl.unit, size, L.u_vmas, L.u_largest, vpr);
+	const double dmax = double(s.duration->max_ns), dp50 = double(s.duration->p50_ns);
+	const double model_meas = dmax * double(e.measured_hold_bytes) / L.size;
+	e.model_stall_max_ns = uint64_t(model_meas);
+	measured_stall(e, s, L, model_meas);
+	const double frac = double(e.layout_hold_bytes) / L.size;
+	estimate(e, result.scenario.alias.has_value(), cal, dmax * frac, dp50 * frac);
+	return e;
+}
 
 } // namespace
 
-void add_stall_estimates(Json &result, const LayoutSpec &spec)
+void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 {
-	const Json *scen = result.find("scenario");
-	const Json *ws = result.find("walk_summary");
-	const Json *wl = result.find("workload");
-	const Json *lay = wl ? wl->find("vma_layout") : nullptr;
-	const Json *mlay = lay ? lay->find("mapping") : nullptr;
+	const std::optional<LayoutSummary> &lay = result.workload.vma_layout;
 	Layouts L;
-	L.size = num(scen, "size_bytes").value_or(0);
-	if (!scen || !ws || !mlay || L.size <= 0)
+	L.size = double(result.scenario.size_bytes);
+	if (!lay || L.size <= 0)
 		return;
-	const bool aliased = scen->find("aliased") != nullptr;
-	const Json *cal = result.find("alias_calibration");
-	if (const Json *victims = result.find("victims"); victims && victims->find("mmap"))
-		L.mmap_during = victims->find("mmap")->find("during");
-	L.m_vmas = uint64_t(num(mlay, "vmas").value_or(1));
-	L.m_largest = uint64_t(num(mlay, "largest_bytes").value_or(L.size));
-	L.all_vmas = num(lay, "vmas").value_or(0);
+	if (const VictimEntry *mmap = find_victim(result.victims, "mmap"))
+		L.mmap_during = &mmap->during;
+	L.m_vmas = lay->mapping.vmas;
+	L.m_largest = lay->mapping.largest_bytes;
+	L.all_vmas = double(lay->vmas);
 	L.u_largest = uint64_t(L.size);
 	if (spec.kind == LayoutSpec::aliased) {
 		L.u_vmas = L.m_vmas;
@@ -338,105 +348,52 @@ void add_stall_estimates(Json &result, const LayoutSpec &spec)
 		L.u_largest = std::min<uint64_t>(spec.bytes, uint64_t(L.size));
 		L.u_vmas = (uint64_t(L.size) + L.u_largest - 1) / L.u_largest;
 	}
-	for (const char *k : kEstimatedKinds)
-		L.nkinds += ws->find(k) != nullptr;
+	for (const char *k : kWalkKinds)
+		L.nkinds += find_kind(result.walk_summary, k) != nullptr;
 
-	Json out = Json::object();
-	out["layout"] = describe(spec);
-	out["layout_vmas"] = L.u_vmas;
-	out["layout_largest_vma_bytes"] = L.u_largest;
-	Json kinds = Json::object();
-	for (const char *k : kEstimatedKinds) {
-		const Json *s = ws->find(k);
+	StallEstimate out;
+	out.layout = describe(spec);
+	out.layout_vmas = L.u_vmas;
+	out.layout_largest_vma_bytes = L.u_largest;
+	for (const char *k : kWalkKinds) {
+		const KindSummary *s = find_kind(result.walk_summary, k);
 		const KindLocking *kl = kind_locking(k);
-		auto dmax = s ? num(s, "duration_max_ns") : std::nullopt;
-		auto dp50 = s ? num(s, "duration_p50_ns") : std::nullopt;
-		if (!kl || !dmax || !dp50)
-			continue;
-		const uint64_t vpr = kl->unit == LockUnit::read_chunk
-					     ? smaps_vmas_per_read(record_bytes(result, k, L.all_vmas))
-					     : 1;
-		const uint64_t size = uint64_t(L.size);
-		const uint64_t h_meas = hold_bytes(kl->unit, size, L.m_vmas, L.m_largest, vpr);
-		const uint64_t h_user = hold_bytes(kl->unit, size, L.u_vmas, L.u_largest, vpr);
-		Json e = Json::object();
-		e["lock_unit"] = name(kl->unit);
-		e["lock_mode"] = kl->lock_mode;
-		e["source"] = kl->source;
-		e["layout_dependent"] = layout_dependent(kl->unit);
-		if (kl->unit == LockUnit::read_chunk)
-			e["vmas_per_read"] = vpr;
-		e["measured_hold_bytes"] = h_meas;
-		e["layout_hold_bytes"] = h_user;
-		const double model_meas = *dmax * double(h_meas) / L.size;
-		e["model_stall_max_ns"] = uint64_t(model_meas);
-		// the stall measured in this run, for this kind
-		std::optional<double> meas;
-		if (auto st = num(s, "max_stall_ns"); st && *st > 0) {
-			meas = st;
-			e["measured_stall_source"] = "backend attribution (walk_summary.max_stall_ns)";
-		} else if (L.nkinds == 1 && L.mmap_during &&
-			   num(L.mmap_during, "count").value_or(0) > 0) {
-			meas = num(L.mmap_during, "max_ns");
-			e["measured_stall_source"] = "mmap victim, max during walks";
-		}
-		if (meas) {
-			e["measured_stall_max_ns"] = uint64_t(*meas);
-			if (model_meas > 0)
-				e["model_check_ratio"] = *meas / model_meas;
-		}
-		const double frac = double(h_user) / L.size;
-		estimate(e, k, aliased, cal, *dmax * frac, *dp50 * frac);
-		kinds[k] = std::move(e);
+		if (kl && s && s->duration)
+			out.kinds.push_back(estimate_kind(result, *s, *kl, L));
 	}
-	out["kinds"] = std::move(kinds);
-	result["stall_estimate"] = std::move(out);
+	result.stall_estimate = std::move(out);
 }
 
-void print_stall_estimates(const Json &r, FILE *out)
+void print_stall_estimates(const StallEstimate &se, FILE *out)
 {
-	const Json *se = r.find("stall_estimate");
-	const Json *kinds = se ? se->find("kinds") : nullptr;
-	if (!kinds || !kinds->size())
+	if (se.kinds.empty())
 		return;
-	auto str = [](const Json *j, std::string_view k) {
-		const Json *v = j ? j->find(k) : nullptr;
-		return v ? v->string().value_or("") : std::string();
-	};
-	auto ns = [](std::optional<double> v) {
-		return v ? format_ns(uint64_t(*v)) : std::string("-");
+	auto ns = [](std::optional<uint64_t> v) {
+		return v ? format_ns(*v) : std::string("-");
 	};
 	fprintf(out, "\nworst mmap_lock stall: measured here vs estimated for %s "
 		     "(%llu VMA%s, largest %s)\n",
-		str(se, "layout").c_str(), (unsigned long long)num(se, "layout_vmas").value_or(0),
-		num(se, "layout_vmas").value_or(0) == 1 ? "" : "s",
-		format_bytes(uint64_t(num(se, "layout_largest_vma_bytes").value_or(0))).c_str());
+		se.layout.c_str(), (unsigned long long)se.layout_vmas,
+		se.layout_vmas == 1 ? "" : "s", format_bytes(se.layout_largest_vma_bytes).c_str());
 	fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", "walk kind", "lock held per",
 		"stall here", "model here", "estimate", "status");
-	for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty",
-			      "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap",
-			      "pagemap_scan"}) {
-		const Json *e = kinds->find(k);
-		if (!e)
-			continue;
-		std::string unit = str(e, "lock_unit");
+	for (const StallEstimate::Kind &e : se.kinds) {
+		const std::string unit = e.lock_unit;
 		const char *per = unit == "whole_walk"           ? "whole walk"
 				  : unit == "vma_when_contended" ? "VMA (writer waits)"
 				  : unit == "read_chunk"         ? "read() of VMAs"
 				  : unit == "pmd_chunk"          ? "2 MiB range"
 								 : "VMA (per ioctl)";
 		std::string est;
-		if (const Json *rg = e->find("estimate_max_range_ns"))
-			est = format_ns(uint64_t(rg->at(0).number().value_or(0))) + " - " +
-			      format_ns(uint64_t(rg->at(1).number().value_or(0)));
+		if (const auto &rg = e.estimate_max_range_ns)
+			est = format_ns(rg->first) + " - " + format_ns(rg->second);
 		else
-			est = ns(num(e, "estimate_max_ns"));
-		fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", k, per,
-			ns(num(e, "measured_stall_max_ns")).c_str(),
-			ns(num(e, "model_stall_max_ns")).c_str(), est.c_str(),
-			str(e, "status").c_str());
-		if (!str(e, "why").empty() && str(e, "status") != "distinct")
-			fprintf(out, "%-14s   %s\n", "", str(e, "why").c_str());
+			est = ns(e.estimate_max_ns);
+		fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", e.kind.c_str(), per,
+			ns(e.measured_stall_max_ns).c_str(), ns(e.model_stall_max_ns).c_str(),
+			est.c_str(), e.status.c_str());
+		if (e.why && !e.why->empty() && e.status != "distinct")
+			fprintf(out, "%-14s   %s\n", "", e.why->c_str());
 	}
 	fprintf(out, "  model: the walk's max duration x the share of the mapping under its "
 		     "longest mmap_lock hold (see stall_estimate.kinds.*.source)\n");

@@ -50,32 +50,35 @@ TEST(Scenario, PagemapScanSupportMatchesKernel)
 
 TEST(Result, SummaryPerKind)
 {
-	Json r = Json::object();
-	r["scenario"]["size_bytes"] = uint64_t(1) << 30;
+	std::vector<WalkEntry> walks;
 	for (int i = 0; i < 4; i++) {
-		Json w = Json::object();
-		w["kind"] = i % 2 ? "smaps" : "clear_refs";
-		w["duration_ns"] = uint64_t(1000000 * (i + 1));
-		w["ptes"] = 262144;
-		w["ns_per_pte"] = double(1000000 * (i + 1)) / 262144;
-		r["walks"].push(std::move(w));
+		WalkEntry w;
+		w.kind = i % 2 ? "smaps" : "clear_refs";
+		w.duration_ns = uint64_t(1000000 * (i + 1));
+		w.size = WalkEntry::Size{262144, 262144, 0, 0};
+		w.ns_per_pte = double(1000000 * (i + 1)) / 262144;
+		walks.push_back(w);
 	}
-	Json bad = Json::object();
-	bad["kind"] = "smaps";
-	bad["duration_ns"] = 1;
-	bad["error"] = "No such process";
-	r["walks"].push(std::move(bad));
-	summarize_walks(r);
-	const Json *cr = r.find("walk_summary")->find("clear_refs");
+	WalkEntry bad;
+	bad.kind = "smaps";
+	bad.duration_ns = 1;
+	bad.error = "No such process";
+	walks.push_back(bad);
+	const auto sum = summarize_walks(walks, uint64_t(1) << 30);
+	const KindSummary *cr = find_kind(sum, "clear_refs");
 	ASSERT_NE(cr, nullptr);
-	EXPECT_EQ(cr->find("count")->number(), 2.0);
-	EXPECT_EQ(cr->find("duration_p50_ns")->number(), 1000000.0);
-	EXPECT_EQ(cr->find("duration_max_ns")->number(), 3000000.0);
-	EXPECT_DOUBLE_EQ(cr->find("ms_per_gib_p50")->number().value(), 1.0);
-	const Json *sm = r.find("walk_summary")->find("smaps");
-	EXPECT_EQ(sm->find("count")->number(), 3.0);
-	EXPECT_EQ(sm->find("errors")->number(), 1.0);
-	EXPECT_EQ(sm->find("duration_max_ns")->number(), 4000000.0);
+	EXPECT_EQ(cr->count, 2u);
+	EXPECT_EQ(cr->ptes, 262144u);
+	ASSERT_TRUE(cr->duration);
+	EXPECT_EQ(cr->duration->p50_ns, 1000000u);
+	EXPECT_EQ(cr->duration->max_ns, 3000000u);
+	EXPECT_DOUBLE_EQ(cr->duration->ms_per_gib_p50.value(), 1.0);
+	EXPECT_FALSE(cr->lock_hold); // no lock-aware backend
+	const KindSummary *sm = find_kind(sum, "smaps");
+	EXPECT_EQ(sm->count, 3u);
+	EXPECT_EQ(sm->errors, 1u);
+	EXPECT_EQ(sm->duration->max_ns, 4000000u);
+	EXPECT_EQ(sum.front().kind, "clear_refs"); // in the order the walks show them
 }
 
 TEST(Result, RollupCoverageGapFromItsOwnRss)
@@ -96,36 +99,36 @@ TEST(Result, RollupCoverageGapFromItsOwnRss)
 
 TEST(Result, IncompleteWalksAreCountedButLeftOutOfTheFigures)
 {
-	Json r = Json::object();
-	r["scenario"]["size_bytes"] = uint64_t(1) << 30;
+	RunResult r;
+	r.scenario.size_bytes = uint64_t(1) << 30;
 	for (int i = 0; i < 3; i++) {
-		Json w = Json::object();
-		w["kind"] = "smaps_rollup";
-		w["duration_ns"] = uint64_t(10000000 * (i + 1));
-		w["ns_per_pte"] = double(10000000 * (i + 1)) / 262144;
-		w["lock_hold_ns"] = uint64_t(9000000 * (i + 1));
-		w["max_stall_ns"] = uint64_t(1000000);
-		r["walks"].push(std::move(w));
+		WalkEntry w;
+		w.kind = "smaps_rollup";
+		w.duration_ns = uint64_t(10000000 * (i + 1));
+		w.ns_per_pte = double(10000000 * (i + 1)) / 262144;
+		w.lock = WalkEntry::Lock{uint64_t(9000000 * (i + 1)), 0, 1, "read"};
+		w.stalls = WalkEntry::Stalls{1, 1000000};
+		r.walks.push_back(w);
 	}
-	Json skipped = Json::object();
-	skipped["kind"] = "smaps_rollup";
-	skipped["duration_ns"] = uint64_t(100000);
-	skipped["ns_per_pte"] = 0.4;
-	skipped["lock_hold_ns"] = uint64_t(50000);
-	skipped["max_stall_ns"] = uint64_t(7000000);
-	skipped["incomplete"] = "smaps_rollup reported Rss 4.3 MiB of the workload's 260.0 MiB";
-	r["walks"].push(std::move(skipped));
-	summarize_walks(r);
-	const Json *s = r.find("walk_summary")->find("smaps_rollup");
+	WalkEntry skipped;
+	skipped.kind = "smaps_rollup";
+	skipped.duration_ns = 100000;
+	skipped.ns_per_pte = 0.4;
+	skipped.lock = WalkEntry::Lock{50000, 0, 2, "read"};
+	skipped.stalls = WalkEntry::Stalls{1, 7000000};
+	skipped.incomplete = "smaps_rollup reported Rss 4.3 MiB of the workload's 260.0 MiB";
+	r.walks.push_back(skipped);
+	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);
+	const KindSummary *s = find_kind(r.walk_summary, "smaps_rollup");
 	ASSERT_NE(s, nullptr);
-	EXPECT_EQ(s->find("count")->number(), 4.0);
-	EXPECT_EQ(s->find("incomplete")->number(), 1.0);
-	EXPECT_EQ(s->find("duration_min_ns")->number(), 10000000.0);
-	EXPECT_EQ(s->find("duration_p50_ns")->number(), 20000000.0);
-	EXPECT_GT(s->find("ns_per_pte_min")->number().value(), 1.0);
-	EXPECT_EQ(s->find("lock_hold_max_ns")->number(), 27000000.0);
+	EXPECT_EQ(s->count, 4u);
+	EXPECT_EQ(s->incomplete, 1u);
+	EXPECT_EQ(s->duration->min_ns, 10000000u);
+	EXPECT_EQ(s->duration->p50_ns, 20000000u);
+	EXPECT_GT(s->ns_per_pte->min, 1.0);
+	EXPECT_EQ(s->lock_hold->max_ns, 27000000u);
 	// the stall it caused is real and stays
-	EXPECT_EQ(s->find("max_stall_ns")->number(), 7000000.0);
+	EXPECT_EQ(s->max_stall_ns, 7000000u);
 
 	char *buf = nullptr;
 	size_t len = 0;

@@ -24,12 +24,6 @@ ViewStall stall(pid_t tid, uint64_t start_ms, uint64_t len_ms)
 	return ViewStall{tid, start_ms * ms, len_ms * ms};
 }
 
-double num(const Json &j, const char *k)
-{
-	const Json *x = j.find(k);
-	return x && x->number() ? *x->number() : -1;
-}
-
 } // namespace
 
 TEST(Validation, RecallAndPrecisionAgainstTheVictimsClocks)
@@ -41,26 +35,26 @@ TEST(Validation, RecallAndPrecisionAgainstTheVictimsClocks)
 		in.stalls.push_back(stall(1, 100 * i + 1, 8));
 	}
 	in.stalls_total = in.stalls.size();
-	Json v = validate_stalls(in);
-	EXPECT_EQ(num(v, "reference_ops"), 20);
-	EXPECT_EQ(num(v, "recall"), 1.0);
-	EXPECT_EQ(num(v, "precision"), 1.0);
-	EXPECT_TRUE(v.find("agree")->boolean().value());
+	StallValidation v = validate_stalls(in);
+	EXPECT_EQ(v.reference_ops, 20u);
+	EXPECT_EQ(v.recall, 1.0);
+	EXPECT_EQ(v.precision, 1.0);
+	EXPECT_TRUE(v.agree);
 
 	// two operations without a stall: recall 18/20 < 0.95
 	in.stalls.erase(in.stalls.begin(), in.stalls.begin() + 2);
 	in.stalls_total = in.stalls.size();
 	v = validate_stalls(in);
-	EXPECT_EQ(num(v, "recalled"), 18);
-	EXPECT_FALSE(v.find("agree")->boolean().value());
-	EXPECT_EQ(v.find("unexplained")->size(), 2u);
+	EXPECT_EQ(v.recalled, 18u);
+	EXPECT_FALSE(v.agree);
+	EXPECT_EQ(v.unexplained.size(), 2u);
 
 	// a stall no victim operation contains is not confirmed
 	in.stalls.push_back(stall(1, 5000, 3));
 	in.stalls_total = in.stalls.size();
 	v = validate_stalls(in);
-	EXPECT_EQ(num(v, "stalls_checked"), 19);
-	EXPECT_EQ(num(v, "confirmed"), 18);
+	EXPECT_EQ(v.stalls_checked, 19u);
+	EXPECT_EQ(v.confirmed, 18u);
 }
 
 TEST(Validation, OperationsThatCannotBeTheWalksAreKeptApart)
@@ -74,16 +68,16 @@ TEST(Validation, OperationsThatCannotBeTheWalksAreKeptApart)
 							    //    is in the reference itself)
 	in.ops.push_back(op(2, 300, 0));                    // shorter than the threshold
 	in.stalls_total = 0;
-	Json v = validate_stalls(in);
-	EXPECT_EQ(num(v, "slow_not_slept"), 1);
-	EXPECT_EQ(num(v, "began_before_walk"), 1);
-	EXPECT_EQ(num(v, "other_victim_preempted"), 1);
-	EXPECT_EQ(num(v, "reference_ops"), 1);
-	EXPECT_EQ(num(v, "recall"), 0.0);
+	StallValidation v = validate_stalls(in);
+	EXPECT_EQ(v.slow_not_slept, 1u);
+	EXPECT_EQ(v.began_before_walk, 1u);
+	EXPECT_EQ(v.other_victim_preempted, 1u);
+	EXPECT_EQ(v.reference_ops, 1u);
+	EXPECT_EQ(v.recall, 0.0);
 
 	ValidationInput none;
 	none.ops.push_back(op(1, 0, 10, true, 0));
-	EXPECT_TRUE(validate_stalls(none).find("recall")->is_null()); // nothing to judge
+	EXPECT_TRUE(!validate_stalls(none).recall); // nothing to judge
 }
 
 TEST(Validation, SecondViewAdjudicatesMisses)
@@ -96,25 +90,25 @@ TEST(Validation, SecondViewAdjudicatesMisses)
 	in.stalls_total = 1;
 	std::vector<ViewStall> second;
 	in.second = &second; // the tracepoint view saw nothing behind a walker
-	Json v = validate_stalls(in);
-	EXPECT_EQ(num(v, "not_behind_walk"), 1);
-	EXPECT_EQ(num(v, "reference_ops"), 1);
-	EXPECT_EQ(num(v, "recall"), 1.0);
+	StallValidation v = validate_stalls(in);
+	EXPECT_EQ(v.not_behind_walk, 1u);
+	EXPECT_EQ(v.reference_ops, 1u);
+	EXPECT_EQ(v.recall, 1.0);
 	second.push_back(stall(1, 101, 8)); // it did: a true miss of the module
 	v = validate_stalls(in);
-	EXPECT_EQ(num(v, "not_behind_walk"), 0);
-	EXPECT_EQ(num(v, "recall"), 0.5);
+	EXPECT_EQ(v.not_behind_walk, 0u);
+	EXPECT_EQ(v.recall, 0.5);
 
 	// a waiter that spun (preempted, never slept) is a candidate with a
 	// second view, and judged by it
 	in.ops.push_back(op(1, 200, 10, true, 0, 1));
 	second.push_back(stall(1, 201, 8));
 	v = validate_stalls(in);
-	EXPECT_EQ(num(v, "reference_ops"), 3);
-	EXPECT_EQ(num(v, "slow_not_slept"), 0);
+	EXPECT_EQ(v.reference_ops, 3u);
+	EXPECT_EQ(v.slow_not_slept, 0u);
 	in.second = nullptr; // without one it is set apart
 	v = validate_stalls(in);
-	EXPECT_EQ(num(v, "slow_not_slept"), 1);
+	EXPECT_EQ(v.slow_not_slept, 1u);
 }
 
 TEST(Validation, TruncatedStallListIsADisagreement)
@@ -124,8 +118,8 @@ TEST(Validation, TruncatedStallListIsADisagreement)
 	in.stalls.push_back(stall(1, 0, 5));
 	in.stalls_total = 10; // nine more, possibly above the threshold
 	in.ops.push_back(op(1, 0, 6));
-	Json v = validate_stalls(in);
-	EXPECT_FALSE(v.find("agree")->boolean().value());
+	StallValidation v = validate_stalls(in);
+	EXPECT_FALSE(v.agree);
 }
 
 TEST(Validation, ListCompleteAboveTheThresholdIsNotTruncation)
@@ -136,10 +130,10 @@ TEST(Validation, ListCompleteAboveTheThresholdIsNotTruncation)
 	in.stalls_total = 10; // nine more, all below the list's completeness bound
 	in.complete_above_ns = ms;
 	in.ops.push_back(op(1, 0, 6));
-	Json v = validate_stalls(in);
-	EXPECT_TRUE(v.find("agree")->boolean().value()) << v.dump();
+	StallValidation v = validate_stalls(in);
+	EXPECT_TRUE(v.agree);
 	in.complete_above_ns = 2 * ms; // complete only above 2 ms: may miss one
-	EXPECT_FALSE(validate_stalls(in).find("agree")->boolean().value());
+	EXPECT_FALSE(validate_stalls(in).agree);
 }
 
 TEST(Validation, LineSaysAgreeOrDisagree)
@@ -148,8 +142,8 @@ TEST(Validation, LineSaysAgreeOrDisagree)
 	in.view = "module";
 	in.ops.push_back(op(1, 0, 10));
 	in.stalls_total = 0;
-	Json val = Json::object();
-	val["stalls"] = validate_stalls(in);
+	Validation val;
+	val.stalls = validate_stalls(in);
 	const std::string line = validation_line(val);
 	EXPECT_NE(line.find("vs module: 0/1"), std::string::npos) << line;
 	EXPECT_NE(line.find("DISAGREE"), std::string::npos) << line;
@@ -160,36 +154,40 @@ namespace {
 // a module result of one 256 MiB mapping (260 MiB resident) with one walk
 // per entry: {pte_slots_visited, lock_acquisitions, rollup Rss in MiB};
 // incomplete below 258 MiB, as run.cpp marks it
-Json walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint64_t>> ws,
-		  std::optional<uint64_t> complete_slots = std::nullopt)
+RunResult walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint64_t>> ws,
+		       std::optional<uint64_t> complete_slots = std::nullopt)
 {
-	Json r = Json::object();
-	r["scenario"]["size_bytes"] = uint64_t(256) << 20;
-	r["workload"]["size_start"]["vmas"] = 20;
-	r["workload"]["size_start"]["rss_bytes"] = uint64_t(258) << 20;
-	r["workload"]["size_end"]["rss_bytes"] = uint64_t(260) << 20;
+	RunResult r;
+	r.scenario.size_bytes = uint64_t(256) << 20;
+	r.workload.size_start = WalkSize{};
+	r.workload.size_start->vmas = 20;
+	r.workload.size_start->rss = uint64_t(258) << 20;
+	r.workload.size_end = WalkSize{};
+	r.workload.size_end->rss = uint64_t(260) << 20;
 	if (complete_slots) {
-		r["kernel_view"]["reference_walk"]["pte_slots"] = *complete_slots;
-		r["kernel_view"]["reference_walk"]["lock_holds"] = 1;
+		r.kernel_view["reference_walk"]["pte_slots"] = *complete_slots;
+		r.kernel_view["reference_walk"]["lock_holds"] = 1;
 	}
 	for (auto [slots, holds, rss_mib] : ws) {
 		const bool incomplete = rss_mib < 258;
-		Json w = Json::object();
-		w["kind"] = "smaps_rollup";
-		w["syscall_ns"] = 2 * ms;
-		w["kernel_call_ns"] = 1 * ms;
-		w["kernel_walk_ns"] = 1 * ms;
-		w["pte_slots_visited"] = slots;
-		w["lock_acquisitions"] = holds;
-		w["rollup_rss_bytes"] = rss_mib << 20;
+		WalkEntry w;
+		w.kind = "smaps_rollup";
+		w.syscall_ns = 2 * ms;
+		w.module = WalkEntry::Module{};
+		w.module->call_ns = 1 * ms;
+		w.module->walk_ns = 1 * ms;
+		w.module->pte_slots_visited = slots;
+		w.lock = WalkEntry::Lock{};
+		w.lock->acquisitions = uint32_t(holds);
+		w.rollup_rss_bytes = rss_mib << 20;
 		if (incomplete)
-			w["incomplete"] = "smaps_rollup reported Rss 4.3 MiB of 260.0 MiB";
-		r["walks"].push(std::move(w));
+			w.incomplete = "smaps_rollup reported Rss 4.3 MiB of 260.0 MiB";
+		r.walks.push_back(w);
 	}
-	const uint64_t n = r.find("walks")->size();
-	r["kernel_view"]["walks_matched"] = n;
-	r["kernel_view"]["walks_hookable"] = n;
-	r["kernel_view"]["module_walks_unmatched"] = 0;
+	const uint64_t n = r.walks.size();
+	r.kernel_view["walks_matched"] = n;
+	r.kernel_view["walks_hookable"] = n;
+	r.kernel_view["module_walks_unmatched"] = 0;
 	return r;
 }
 
@@ -199,37 +197,37 @@ TEST(Validation, SkippedVmasNeedBothViews)
 {
 	// without a complete walk to compare with: the 256 MiB VMA skipped,
 	// both views short, after yielding
-	Json v = validate_walks(walks_result({{66000, 1, 260}, {1111, 3, 4}}));
-	EXPECT_EQ(num(v, "short_after_yielding_lock"), 1);
-	EXPECT_EQ(num(v, "short_unconfirmed"), 0);
-	EXPECT_EQ(num(v, "pte_slots_checked"), 1);
-	EXPECT_EQ(num(v, "pte_slots_in_bounds"), 1);
-	EXPECT_EQ(v.find("agree")->boolean(), true);
+	auto v = validate_walks(walks_result({{66000, 1, 260}, {1111, 3, 4}}));
+	EXPECT_EQ(v->short_after_yielding_lock, 1u);
+	EXPECT_EQ(v->short_unconfirmed, 0u);
+	EXPECT_EQ(v->pte_slots_checked, 1u);
+	EXPECT_EQ(v->pte_slots_in_bounds, 1u);
+	EXPECT_EQ(v->agree, true);
 	// Rss short but the module saw the whole mapping: a disagreement
 	v = validate_walks(walks_result({{66000, 3, 4}}));
-	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
-	EXPECT_EQ(v.find("agree")->boolean(), false);
+	EXPECT_EQ(v->short_unconfirmed, 1u);
+	EXPECT_EQ(v->agree, false);
 	// Rss short, module short, but the lock was never given up
 	v = validate_walks(walks_result({{1111, 1, 4}}));
-	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
-	EXPECT_EQ(v.find("agree")->boolean(), false);
+	EXPECT_EQ(v->short_unconfirmed, 1u);
+	EXPECT_EQ(v->agree, false);
 	// module short, Rss full: the module miscounted
 	v = validate_walks(walks_result({{1111, 3, 260}}));
-	EXPECT_EQ(num(v, "pte_slots_in_bounds"), 0);
-	EXPECT_EQ(v.find("agree")->boolean(), false);
+	EXPECT_EQ(v->pte_slots_in_bounds, 0u);
+	EXPECT_EQ(v->agree, false);
 
 	// with the module's complete walk (68000 slots): one skipped 4 MiB VMA
 	// (1024 pages) must show as >= 1024 - 512 slots fewer, even while
 	// the walk still has more slots than the mapping alone
 	v = validate_walks(walks_result({{68000, 1, 260}, {66976, 2, 256}}, 68000));
-	EXPECT_EQ(num(v, "short_after_yielding_lock"), 1);
-	EXPECT_EQ(num(v, "complete_walk_pte_slots"), 68000);
-	EXPECT_EQ(v.find("agree")->boolean(), true);
+	EXPECT_EQ(v->short_after_yielding_lock, 1u);
+	EXPECT_EQ(v->complete_walk_pte_slots, 68000);
+	EXPECT_EQ(v->agree, true);
 	// a skipped file VMA: more slots missing than resident pages, agrees
 	v = validate_walks(walks_result({{64000, 2, 256}}, 68000));
-	EXPECT_EQ(v.find("agree")->boolean(), true);
+	EXPECT_EQ(v->agree, true);
 	// Rss misses 4 MiB but the module counted all but 100 slots
 	v = validate_walks(walks_result({{67900, 2, 256}}, 68000));
-	EXPECT_EQ(num(v, "short_unconfirmed"), 1);
-	EXPECT_EQ(v.find("agree")->boolean(), false);
+	EXPECT_EQ(v->short_unconfirmed, 1u);
+	EXPECT_EQ(v->agree, false);
 }

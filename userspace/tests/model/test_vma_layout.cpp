@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "ptwalk/alias_bias.hpp"
+#include "ptwalk/result_types.hpp"
 #include "ptwalk/vma_layout.hpp"
 
 using namespace ptwalk;
@@ -38,18 +39,22 @@ TEST(VmaLayout, ParsesMapsAndFindsTheAliases)
 
 TEST(VmaLayout, SummaryIsBounded)
 {
-	Json j = layout_summary(parse_vma_layout(kMaps, "ptwalk-alias"));
-	EXPECT_EQ(j.find("vmas")->number().value(), 6);
-	EXPECT_EQ(j.find("largest_bytes")->number().value(), double(GiB));
-	const Json *h = j.find("size_histogram");
-	ASSERT_TRUE(h);
-	double n = 0;
-	for (size_t i = 0; i < h->size(); i++)
-		n += h->at(i).find("count")->number().value();
-	EXPECT_EQ(n, 6);
-	EXPECT_LE(h->size(), 64u);
-	EXPECT_EQ(j.find("mapping")->find("vmas")->number().value(), 3);
-	EXPECT_EQ(j.find("mapping")->find("smallest_bytes")->number().value(), double(GiB / 2));
+	const LayoutSummary j = layout_summary(parse_vma_layout(kMaps, "ptwalk-alias"));
+	EXPECT_EQ(j.vmas, 6u);
+	EXPECT_EQ(j.largest_bytes, GiB);
+	uint64_t n = 0;
+	for (const auto &b : j.size_histogram)
+		n += b.count;
+	EXPECT_EQ(n, 6u);
+	EXPECT_LE(j.size_histogram.size(), 64u);
+	EXPECT_EQ(j.mapping.vmas, 3u);
+	EXPECT_EQ(j.mapping.smallest_bytes, GiB / 2);
+	// the summary's JSON: its members in order, one bucket's
+	Json::Value v = j;
+	EXPECT_EQ(v["mapping"].dump(), R"({"vmas":3,"bytes":2684354560,"largest_bytes":1073741824,)"
+				       R"("smallest_bytes":536870912})");
+	EXPECT_EQ(v["size_histogram"][0].dump(),
+		  R"({"from_bytes":4096,"to_bytes":8191,"count":1,"bytes":4096})");
 }
 
 TEST(VmaLayout, LayoutSpecs)
@@ -108,22 +113,32 @@ namespace {
 
 // A result of an aliased run: 8 GiB in 8 VMAs, smaps_rollup and clear_refs
 // walks of 100 ms max, 80 ms p50.
-Json aliased_result(Json cal)
+const StallEstimate::Kind *kind(const RunResult &r, std::string_view k)
 {
-	Json r = Json::object();
-	r["scenario"] = Json(Json::Object{{"size_bytes", 8 * GiB}, {"aliased", true}});
-	Json ws = Json::object();
-	for (const char *k : {"smaps_rollup", "clear_refs"})
-		ws[k] = Json(Json::Object{{"duration_max_ns", 100000000},
-					  {"duration_p50_ns", 80000000},
-					  {"max_stall_ns", 13000000}});
-	r["walk_summary"] = std::move(ws);
-	r["workload"] = Json(Json::Object{
-		{"vma_layout",
-		 Json(Json::Object{{"vmas", 20},
-				   {"mapping", Json(Json::Object{{"vmas", 8},
-								 {"largest_bytes", GiB}})}})}});
-	r["alias_calibration"] = std::move(cal);
+	if (r.stall_estimate)
+		for (const auto &e : r.stall_estimate->kinds)
+			if (e.kind == k)
+				return &e;
+	return nullptr;
+}
+
+RunResult aliased_result(AliasCalibration cal)
+{
+	RunResult r;
+	r.scenario.size_bytes = 8 * GiB;
+	r.scenario.alias = ScenarioInfo::Alias{GiB, 8};
+	for (const char *k : {"smaps_rollup", "clear_refs"}) {
+		KindSummary s;
+		s.kind = k;
+		s.duration = KindSummary::Durations{80000000, 100000000, 0, std::nullopt};
+		s.max_stall_ns = 13000000;
+		r.walk_summary.push_back(s);
+	}
+	r.workload.vma_layout = LayoutSummary{};
+	r.workload.vma_layout->vmas = 20;
+	r.workload.vma_layout->mapping.vmas = 8;
+	r.workload.vma_layout->mapping.largest_bytes = GiB;
+	r.alias_calibration = std::move(cal);
 	return r;
 }
 
@@ -131,102 +146,95 @@ Json aliased_result(Json cal)
 
 TEST(StallEstimate, OneVmaLayoutScalesTheYieldingKindOnly)
 {
-	Json r = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r, LayoutSpec{});
-	const Json *k = r.find("stall_estimate")->find("kinds");
-	const Json *sr = k->find("smaps_rollup");
+	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
 	ASSERT_TRUE(sr);
 	// aliased: one VMA of eight under a hold; one VMA: the whole walk
-	EXPECT_EQ(sr->find("model_stall_max_ns")->number().value(), 12500000);
-	EXPECT_EQ(sr->find("estimate_max_ns")->number().value(), 100000000);
-	EXPECT_EQ(sr->find("status")->string().value(), "uncorrected");
-	EXPECT_NEAR(sr->find("model_check_ratio")->number().value(), 13.0 / 12.5, 1e-9);
-	const Json *cr = k->find("clear_refs");
-	EXPECT_EQ(cr->find("model_stall_max_ns")->number().value(), 100000000);
-	EXPECT_EQ(cr->find("estimate_max_ns")->number().value(), 100000000);
+	EXPECT_EQ(sr->model_stall_max_ns, 12500000u);
+	EXPECT_EQ(sr->estimate_max_ns, 100000000u);
+	EXPECT_EQ(sr->status, "uncorrected");
+	EXPECT_NEAR(sr->model_check_ratio.value(), 13.0 / 12.5, 1e-9);
+	const StallEstimate::Kind *cr = kind(r, "clear_refs");
+	EXPECT_EQ(cr->model_stall_max_ns, 100000000u);
+	EXPECT_EQ(cr->estimate_max_ns, 100000000u);
 	// the layout as measured reproduces the model for it
-	Json r2 = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r2 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r2, LayoutSpec{LayoutSpec::aliased, 0});
-	EXPECT_EQ(r2.find("stall_estimate")->find("kinds")->find("smaps_rollup")
-			  ->find("estimate_max_ns")->number().value(), 12500000);
+	EXPECT_EQ(kind(r2, "smaps_rollup")->estimate_max_ns, 12500000u);
 	// VMAs of 2 GiB: a quarter
-	Json r3 = aliased_result(Json(Json::Object{{"skipped", "disabled"}}));
+	RunResult r3 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r3, LayoutSpec{LayoutSpec::size, 2 * GiB});
-	EXPECT_EQ(r3.find("stall_estimate")->find("kinds")->find("smaps_rollup")
-			  ->find("estimate_max_ns")->number().value(), 25000000);
+	EXPECT_EQ(kind(r3, "smaps_rollup")->estimate_max_ns, 25000000u);
 }
 
 namespace {
 
-Json one_size(uint64_t size, double cost_ratio, double stall_ratio)
+SizeCalibration one_size(uint64_t size, double cost_ratio, double stall_ratio)
 {
-	Json k = Json::object();
-	k["smaps_rollup"] = Json(Json::Object{{"cost_ratio", cost_ratio},
-					      {"stall_model_ratio", stall_ratio}});
-	return Json(Json::Object{{"size_bytes", size}, {"kinds", std::move(k)}});
+	KindCalibration k;
+	k.kind = "smaps_rollup";
+	k.cost_ratio = cost_ratio;
+	k.stall_model_ratio = stall_ratio;
+	return SizeCalibration{size, 0, 0, {k}};
+}
+
+AliasCalibration judged(std::initializer_list<SizeCalibration> sizes)
+{
+	AliasCalibration cal;
+	cal.sizes = sizes;
+	judge_alias_bias(cal);
+	return cal;
 }
 
 } // namespace
 
 TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 {
-	Json cal = Json::object();
-	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
-	judge_alias_bias(cal);
+	const AliasCalibration cal =
+		judged({one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
 	// 10% apart: corrected, by the mean
-	EXPECT_NEAR(cal.find("ratio")->find("smaps_rollup")->number().value(), 0.84, 1e-9);
-	EXPECT_NEAR(cal.find("stall_ratio")->find("smaps_rollup")->number().value(), 1.05, 1e-9);
-	EXPECT_FALSE(cal.find("kinds")->find("smaps_rollup")->find("why"));
+	EXPECT_NEAR(cal.ratio_of("smaps_rollup").value(), 0.84, 1e-9);
+	EXPECT_NEAR(cal.stall_ratio_of("smaps_rollup").value(), 1.05, 1e-9);
+	EXPECT_FALSE(cal.verdict("smaps_rollup")->why);
 
-	Json bad = Json::object();
-	bad["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_alias_bias(bad);
-	EXPECT_FALSE(bad.find("ratio")->find("smaps_rollup"));
-	EXPECT_FALSE(bad.find("stall_ratio")->find("smaps_rollup"));
-	const Json *e = bad.find("kinds")->find("smaps_rollup");
-	EXPECT_NE(e->find("why")->string().value().find("cost ratio differs"), std::string::npos);
-	EXPECT_NEAR(e->find("factor_range")->at(0).number().value(), 0.60, 1e-9);
-	EXPECT_NEAR(e->find("factor_range")->at(1).number().value(), 0.90, 1e-9);
+	const AliasCalibration bad =
+		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
+	EXPECT_FALSE(bad.ratio_of("smaps_rollup"));
+	EXPECT_FALSE(bad.stall_ratio_of("smaps_rollup"));
+	const KindVerdict *e = bad.verdict("smaps_rollup");
+	EXPECT_NE(e->why.value().find("cost ratio differs"), std::string::npos);
+	EXPECT_NEAR(e->factor_range.first, 0.60, 1e-9);
+	EXPECT_NEAR(e->factor_range.second, 0.90, 1e-9);
 
 	// the stall disagreeing alone keeps the cost correction, not the stall one
-	Json st = Json::object();
-	st["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
-	judge_alias_bias(st);
-	EXPECT_TRUE(st.find("ratio")->find("smaps_rollup"));
-	EXPECT_FALSE(st.find("stall_ratio")->find("smaps_rollup"));
-	EXPECT_NE(st.find("kinds")->find("smaps_rollup")->find("why")->string().value().find(
-			  "stall vs model"),
-		  std::string::npos);
+	const AliasCalibration st = judged({one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
+	EXPECT_TRUE(st.ratio_of("smaps_rollup"));
+	EXPECT_FALSE(st.stall_ratio_of("smaps_rollup"));
+	EXPECT_NE(st.verdict("smaps_rollup")->why.value().find("stall vs model"), std::string::npos);
 
 	// one size: nothing is called corrected
-	Json one = Json::object();
-	one["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.9, 1.0)});
-	judge_alias_bias(one);
-	EXPECT_FALSE(one.find("ratio")->find("smaps_rollup"));
+	EXPECT_FALSE(judged({one_size(2 * GiB, 0.9, 1.0)}).ratio_of("smaps_rollup"));
 }
 
 TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 {
-	Json cal = Json::object();
-	cal["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	judge_alias_bias(cal);
-	Json r = aliased_result(cal);
+	RunResult r = aliased_result(
+		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)}));
 	add_stall_estimates(r, LayoutSpec{});
-	const Json *sr = r.find("stall_estimate")->find("kinds")->find("smaps_rollup");
-	EXPECT_EQ(sr->find("status")->string().value(), "range");
-	EXPECT_FALSE(sr->find("estimate_max_ns"));
-	EXPECT_EQ(sr->find("estimate_max_range_ns")->at(0).number().value(), 60000000);
-	EXPECT_EQ(sr->find("estimate_max_range_ns")->at(1).number().value(), 90000000);
-	EXPECT_NE(sr->find("why")->string().value().find("differs"), std::string::npos);
+	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
+	EXPECT_EQ(sr->status, "range");
+	EXPECT_FALSE(sr->estimate_max_ns);
+	EXPECT_EQ(sr->estimate_max_range_ns->first, 60000000u);
+	EXPECT_EQ(sr->estimate_max_range_ns->second, 90000000u);
+	EXPECT_NE(sr->why.value().find("differs"), std::string::npos);
 
-	Json good = Json::object();
-	good["sizes"] = Json(Json::Array{one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)});
-	judge_alias_bias(good);
-	Json r2 = aliased_result(good);
+	RunResult r2 = aliased_result(
+		judged({one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)}));
 	add_stall_estimates(r2, LayoutSpec{});
-	const Json *c = r2.find("stall_estimate")->find("kinds")->find("smaps_rollup");
-	EXPECT_EQ(c->find("status")->string().value(), "corrected");
-	EXPECT_NEAR(c->find("estimate_max_ns")->number().value(), 100e6 * 0.82 * 1.05, 2);
+	const StallEstimate::Kind *c = kind(r2, "smaps_rollup");
+	EXPECT_EQ(c->status, "corrected");
+	EXPECT_NEAR(double(c->estimate_max_ns.value()), 100e6 * 0.82 * 1.05, 2);
 }
 
 TEST(Calibration, Sizes)

@@ -78,6 +78,15 @@ private:
 		v_;
 };
 
+// j[key] = *v; an empty optional leaves the member out (a typed struct's
+// to_json, for what is present only sometimes).
+template <typename T>
+void put_optional(Json::Value &j, const char *key, const std::optional<T> &v)
+{
+	if (v)
+		j[key] = *v;
+}
+
 // A string as JSON text without its quotes (nlohmann's escaping; bytes that
 // are not valid UTF-8 become U+FFFD: the result stays readable as UTF-8).
 std::string json_escape(std::string_view s);

@@ -16,13 +16,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "ptwalk/json.hpp"
+#include "ptwalk/alias_calibration.hpp"
 #include "ptwalk/scenario.hpp"
 
 namespace ptwalk {
-
-// Sizes agree when (largest - smallest) / smallest <= this.
-constexpr double kAliasBiasTolerance = 0.15;
 
 // For each size and each walk kind of sc.profile, one workload of `size`
 // bytes of memfd mapped once (distinct pages, one VMA) and one of `size`
@@ -30,17 +27,11 @@ constexpr double kAliasBiasTolerance = 0.15;
 // more; the aliased cost depends on how many struct pages the walk meets, so
 // the physical size is the run's), each walked `reps` times with
 // an mmap victim: the ns/PTE (cost) and the victim's worst wait (stall).
-// Returns the document results/SCHEMA.md describes under alias_calibration,
-// or {"skipped": reason}. Stops early ({"skipped":"interrupted"}) once *stop
-// is set.
-Json measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
+// Returns what results/SCHEMA.md describes under alias_calibration, judged
+// (judge_alias_bias), or only why it was skipped. Stops early (skipped:
+// "interrupted") once *stop is set.
+AliasCalibration measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
 		     const volatile sig_atomic_t *stop);
-
-// The per-kind verdict from the per-size figures ("sizes" of a calibration):
-// "kinds" (ranges, spreads, corrected or not and why), "ratio" (cost, kinds
-// whose sizes agree) and "stall_ratio" (stall model, kinds whose sizes agree).
-// Pure: unit-tested on synthetic figures.
-void judge_alias_bias(Json &cal, double tolerance = kAliasBiasTolerance);
 
 // Default largest calibration size: 8 GiB, or what fits next to nothing else.
 uint64_t default_alias_bias_size(uint64_t mem_available);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-// Result assembly: the versioned JSON document (results/SCHEMA.md) and the
-// table printed on stdout.
+// Result assembly: the versioned document (results/SCHEMA.md; its typed
+// parts in result_types.hpp), its walk summary, and the table printed on
+// stdout.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
-#include "ptwalk/json.hpp"
+#include "ptwalk/result_types.hpp"
 
 namespace ptwalk {
 
@@ -28,11 +30,13 @@ constexpr uint64_t kRollupRssSlack = 2u << 20;
 // The workload's Rss read while nothing contended: the larger of
 // workload.size_start and size_end (a skipping rollup only reads less); 0
 // when neither was read.
-uint64_t workload_rss_reference(const Json &result);
-// Adds "walk_summary" (per kind) to a result holding "walks" and "scenario".
-void summarize_walks(Json &result);
+uint64_t workload_rss_reference(const WorkloadInfo &workload);
+// "walk_summary": per kind, in the order the walks first show it, of a
+// mapping of size_bytes.
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks,
+					 uint64_t size_bytes);
 // Prints the human table of a result (walk kinds, victims out vs during).
-void print_table(const Json &result, FILE *out);
+void print_table(const RunResult &result, FILE *out);
 // Writes text to path atomically (temporary file in the same directory,
 // fsync, rename). Returns "" or a one-line error.
 std::string write_atomically(const std::string &path, const std::string &text);

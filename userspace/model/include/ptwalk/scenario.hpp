@@ -31,6 +31,12 @@ std::string all_backings();  // "anon|thp|..." for messages
 std::string all_victims();
 std::string all_profiles();
 
+// Every kind of walk, in the order tables and verdicts list them.
+inline constexpr const char *kWalkKinds[] = {
+	"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
+	"smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan",
+};
+
 // The kinds of walk a profile performs, in order, per interval.
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
 std::vector<const char *> profile_walks(Profile p);

@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 #include "ptwalk/json.hpp"
+#include "ptwalk/result_types.hpp"
 
 namespace ptwalk {
 
@@ -61,26 +63,24 @@ struct ValidationInput {
 	double min_recall = 0.95, min_precision = 0.95;
 };
 
-// {"view","threshold_ns","reference_ops","recalled","recall","stalls_checked",
-//  "confirmed","precision","agree","disagreements":[...]}; recall/precision
-// are null (and not judged) when there is nothing to measure them on.
-Json validate_stalls(const ValidationInput &in);
+// One view's stalls judged; recall/precision are empty (null, and not
+// judged) when there is nothing to measure them on.
+StallValidation validate_stalls(const ValidationInput &in);
 
-// The stdout line for a validation section ("" when there is none).
-std::string validation_line(const Json &validation);
+// The stdout lines of a validation ("" when there are none).
+std::string validation_line(const Validation &validation);
 
 } // namespace ptwalk
 
 namespace ptwalk {
 
-// Walk-level agreement of the module's records with the scanner's walks in
-// a result ("walks", "kernel_view", "workload"/"size_start",
-// "scenario"/"size_bytes"): {"walks","matched_once","walk_proper_le_syscall",
-// "pte_slots_in_bounds","agree","disagreements"}; null without module data.
-Json validate_walks(const Json &result);
+// Walk-level agreement of the module's records (the kernel view's
+// walks_matched, reference_walk, ...) with the scanner's walks in a result
+// (its walks, workload size and scenario size); empty without module data.
+std::optional<WalkValidation> validate_walks(const RunResult &result);
 
-// Adds result["validation"] = {"stalls": ..., "walks": ...} from the
-// victims' slow operations and the result's kernel view.
+// Sets result.validation from the victims' slow operations and the
+// result's kernel view (its stalls).
 //
 // second: the tracepoint view's kernel_view beside the module's (--cross-check)
 // or nullptr. With it, operations that were preempted rather than slept
@@ -94,7 +94,7 @@ Json validate_walks(const Json &result);
 // reference (not_behind_walk); the views' agreement is reported too
 // ("views": module stalls >= threshold seen by the tracepoint view, and the
 // reverse).
-void add_validation(Json &result, const std::vector<VictimOp> &ops,
+void add_validation(RunResult &result, const std::vector<VictimOp> &ops,
 		    uint64_t ops_dropped, const Json *second = nullptr);
 
 } // namespace ptwalk

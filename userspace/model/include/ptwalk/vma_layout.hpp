@@ -16,9 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
-
-#include "ptwalk/json.hpp"
 
 namespace ptwalk {
 
@@ -40,11 +39,20 @@ struct VmaLayout {
 // largest VMA.
 VmaLayout parse_vma_layout(std::string_view maps, std::string_view mapping_name);
 
-// Bounded summary: {"vmas","bytes","largest_bytes",
-// "size_histogram":[{"from_bytes","to_bytes","count","bytes"}] (power-of-two
-// buckets, non-empty only), "mapping":{"vmas","bytes","largest_bytes",
-// "smallest_bytes"}}.
-Json layout_summary(const VmaLayout &l);
+// Bounded summary ("workload.vma_layout"): power-of-two size buckets,
+// non-empty only, and the walked mapping.
+struct LayoutSummary {
+	struct Bucket {
+		uint64_t from_bytes = 0, to_bytes = 0, count = 0, bytes = 0;
+	};
+	struct Mapping {
+		uint64_t vmas = 0, bytes = 0, largest_bytes = 0, smallest_bytes = 0;
+	};
+	uint64_t vmas = 0, bytes = 0, largest_bytes = 0;
+	std::vector<Bucket> size_histogram;
+	Mapping mapping;
+};
+LayoutSummary layout_summary(const VmaLayout &l);
 
 // The layout production has: one VMA per mapping (a memory-mapped index),
 // the layout measured (aliased), or the mapping split into VMAs of `bytes`.
@@ -87,13 +95,38 @@ uint64_t hold_bytes(LockUnit u, uint64_t mapping_bytes, uint64_t vmas,
 // next read). record_bytes = 0: an assumed 1.5 KiB record.
 uint64_t smaps_vmas_per_read(double record_bytes);
 
-// Adds "stall_estimate" to a result holding "scenario", "walk_summary",
-// "workload.vma_layout" and, for the alias backing, "alias_calibration":
-// per kind the lock unit and its source, the measured (aliased) stall, the
-// model's hold for the measured layout and for `spec`, and the estimate for
-// `spec` (corrected, a range, or uncorrected, with why).
-void add_stall_estimates(Json &result, const LayoutSpec &spec);
+// "stall_estimate": per kind the lock unit and its source, the measured
+// (aliased) stall, the model's hold for the measured layout and for the
+// layout asked for, and the estimate for it (corrected, a range, or
+// uncorrected, with why).
+struct StallEstimate {
+	struct Kind {
+		std::string kind;
+		const char *lock_unit = "", *lock_mode = "", *source = "";
+		bool layout_dependent = false;
+		std::optional<uint64_t> vmas_per_read; // read_chunk
+		uint64_t measured_hold_bytes = 0, layout_hold_bytes = 0, model_stall_max_ns = 0;
+		std::optional<std::string> measured_stall_source;
+		std::optional<uint64_t> measured_stall_max_ns;
+		std::optional<double> model_check_ratio;
+		std::string status; // distinct | corrected | range | uncorrected
+		std::optional<std::string> why;
+		std::optional<double> factor; // corrected
+		std::optional<uint64_t> estimate_max_ns, estimate_p50_ns;
+		std::optional<std::pair<uint64_t, uint64_t>> estimate_max_range_ns,
+			estimate_p50_range_ns; // range
+	};
+	std::string layout;
+	uint64_t layout_vmas = 0, layout_largest_vma_bytes = 0;
+	std::vector<Kind> kinds;
+};
+
+struct RunResult;
+// Sets result.stall_estimate from its scenario, walk summary, workload's
+// VMA layout, victims and, for the alias backing, alias calibration; for
+// the layout `spec`. Left empty without a layout or a size.
+void add_stall_estimates(RunResult &result, const LayoutSpec &spec);
 // Prints it, beside the aliased measurement.
-void print_stall_estimates(const Json &result, FILE *out);
+void print_stall_estimates(const StallEstimate &se, FILE *out);
 
 } // namespace ptwalk

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0
+// A ptwalk.result/1 document (results/SCHEMA.md) as typed parts: the
+// commands fill them, the summary, the table and the validation read their
+// members, and each part's nlohmann to_json writes it once, in the schema's
+// member order. A member that is present only sometimes is an optional: an
+// empty one stays out. Parts that reach the result as JSON from elsewhere
+// (the kernel's and host's facts, a backend's view, perf's summary) stay
+// Json, passed through as they came.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptwalk/alias_calibration.hpp"
+#include "ptwalk/histogram.hpp"
+#include "ptwalk/json.hpp"
+#include "ptwalk/procfs.hpp"
+#include "ptwalk/vma_layout.hpp"
+
+namespace ptwalk {
+
+// "scenario": what was asked for.
+struct ScenarioInfo {
+	struct Alias {
+		uint64_t physical_bytes = 0;
+		double factor = 0;
+	};
+	uint64_t size_bytes = 0;
+	std::string backing;
+	std::optional<std::string> dir;         // file backing
+	std::optional<Alias> alias;             // alias backing: "aliased": true
+	std::optional<std::string> lower_bound; // zeropage backing: why
+	std::string profile;
+	std::vector<std::string> victims;
+	uint64_t interval_ns = 0, duration_ns = 0, op_interval_ns = 0;
+	unsigned populate_threads = 0;
+};
+
+// "workload": the walked process.
+struct WorkloadInfo {
+	int pid = 0;
+	uint64_t populate_ns = 0, populate_bytes = 0;
+	std::optional<double> populate_bytes_per_s;
+	std::optional<WalkSize> size_start;
+	std::optional<LayoutSummary> vma_layout;
+	std::optional<WalkSize> size_end;
+	std::optional<std::string> ptes_source; // zeropage: where the PTE count is from
+};
+
+// "self_memory": ptwalk's own memory apart from the mapping.
+struct SelfMemory {
+	std::optional<uint64_t> workload_rss_minus_mapping_bytes;
+	std::optional<uint64_t> parent_hwm_bytes;
+	std::optional<uint64_t> scanner_hwm_bytes;
+};
+
+// One "walks" entry: the scanner's record and what the backend saw of it.
+struct WalkEntry {
+	struct Size { // the workload's size, when it was measured
+		uint64_t ptes = 0, ptes_4k = 0, pmd_leaves = 0, pte_slots = 0;
+	};
+	struct Lock { // tracepoint and module backends
+		uint64_t hold_ns = 0, wait_ns = 0;
+		uint32_t acquisitions = 0;
+		std::string mode;
+	};
+	struct Stalls { // any backend that saw the walk
+		uint32_t count = 0;
+		uint64_t max_ns = 0;
+	};
+	struct Module { // the module backend
+		uint64_t call_ns = 0; // also written as kernel_duration_ns
+		std::optional<uint64_t> walk_ns;
+		std::optional<double> ns_per_pte;
+		uint64_t pte_tables = 0, pte_slots_visited = 0, pte_revisits = 0;
+		uint64_t tlb_flushes = 0, tlb_ipis = 0, probe_missed = 0;
+	};
+	std::string kind;
+	uint64_t iteration = 0;
+	int32_t walker_pid = 0;
+	uint64_t start_ns = 0, duration_ns = 0, syscall_ns = 0;
+	std::optional<Size> size;
+	std::optional<double> ns_per_pte, ns_per_pte_corrected;
+	std::optional<uint64_t> bytes_read, referenced_bytes, rollup_rss_bytes;
+	std::optional<std::string> incomplete, error;
+	std::optional<Lock> lock;
+	std::optional<Stalls> stalls;
+	std::optional<Module> module;
+};
+
+// One "walk_summary" member: the walks of one kind.
+struct KindSummary {
+	struct Durations {
+		uint64_t p50_ns = 0, max_ns = 0, min_ns = 0;
+		std::optional<double> ms_per_gib_p50;
+	};
+	struct PerPte {
+		double p50 = 0, min = 0;
+	};
+	struct LockHold {
+		uint64_t p50_ns = 0, max_ns = 0;
+		std::string mode; // the kind's first walk's ("" when it saw none)
+	};
+	std::string kind;
+	uint64_t count = 0, errors = 0, incomplete = 0, ptes = 0;
+	std::optional<Durations> duration;
+	std::optional<PerPte> ns_per_pte;
+	std::optional<double> ns_per_pte_corrected_p50;
+	std::optional<LockHold> lock_hold;
+	std::optional<uint64_t> max_stall_ns;
+};
+
+// One "victims" member: a victim's latencies outside and during walks.
+struct VictimEntry {
+	std::string name;
+	int32_t tid = 0;
+	uint64_t ops = 0;
+	Histogram outside, during;
+};
+
+// A reference operation no attributed stall explains.
+struct UnexplainedOp {
+	std::string victim;
+	int32_t tid = 0;
+	uint64_t start_ns = 0, ns = 0;
+};
+
+// "validation.stalls": one view's stalls against the victims' clocks
+// (validation.hpp says how).
+struct StallValidation {
+	std::string view;
+	std::optional<std::string> skipped; // no view of stalls: why, and nothing else
+	uint64_t threshold_ns = 0, reference_ops = 0, reference_ops_dropped = 0;
+	uint64_t slow_not_slept = 0, began_before_walk = 0, began_before_walk_recalled = 0;
+	uint64_t other_victim_preempted = 0, other_victim_preempted_recalled = 0;
+	std::optional<uint64_t> not_behind_walk; // with a second view
+	uint64_t recalled = 0;
+	std::optional<double> recall; // null: nothing to judge it on
+	std::vector<UnexplainedOp> unexplained;
+	uint64_t stalls_checked = 0, confirmed = 0;
+	std::optional<double> precision; // null: nothing to judge it on
+	bool agree = false;
+	std::vector<std::string> disagreements;
+};
+
+// "validation.views": how many stalls of one view the other saw.
+struct ViewsAgreement {
+	uint64_t module_stalls = 0, module_in_tracepoint = 0;
+	uint64_t tracepoint_in_module = 0, tracepoint_stalls = 0;
+};
+
+// "validation.walks": the module's walk records against the scanner's walks.
+struct WalkValidation {
+	uint64_t walks = 0, matched_once = 0, module_walks_unmatched = 0;
+	uint64_t walk_proper_timed = 0, walk_proper_le_syscall = 0;
+	uint64_t pte_slots_checked = 0, pte_slots_in_bounds = 0;
+	double pte_slots_lo = 0, pte_slots_hi = 0; // "pte_slots_bounds"
+	uint64_t short_after_yielding_lock = 0, short_unconfirmed = 0;
+	std::optional<double> complete_walk_pte_slots;
+	bool agree = false;
+	std::vector<std::string> disagreements;
+};
+
+struct Validation {
+	StallValidation stalls;
+	std::optional<StallValidation> stalls_tracepoint; // --cross-check
+	std::optional<ViewsAgreement> views;               // --cross-check
+	std::optional<WalkValidation> walks;               // the module backend
+	std::optional<std::string> second_view; // --cross-check without one: why
+};
+
+// The whole document, its members in the schema's order (schema and tool
+// are constants: to_json writes them).
+struct RunResult {
+	bool complete = false;
+	std::string started_at;
+	std::vector<std::string> argv;
+	Json kernel, host; // as os's kernel_info() and host_info() give them
+	std::optional<AliasCalibration> alias_calibration; // the alias backing
+	std::optional<std::string> interrupted, error;
+	ScenarioInfo scenario;
+	std::string backend, backend_detail;
+	std::optional<std::string> backend_fallback;
+	WorkloadInfo workload;
+	SelfMemory self_memory;
+	uint64_t scan_start_ns = 0, scan_end_ns = 0;
+	std::vector<WalkEntry> walks;
+	uint64_t walks_dropped = 0;
+	Json kernel_view;        // the backend's own findings, as it gives them
+	std::optional<Json> perf; // --perf: perf's summary, as it gives it
+	std::vector<VictimEntry> victims;
+	Validation validation;
+	std::optional<Json> kernel_view_tracepoint; // --cross-check: the second view's
+	std::vector<KindSummary> walk_summary;
+	std::optional<StallEstimate> stall_estimate;
+};
+
+// The kind's summary or victim by name; nullptr when there is none.
+const KindSummary *find_kind(const std::vector<KindSummary> &s, std::string_view kind);
+const VictimEntry *find_victim(const std::vector<VictimEntry> &v, std::string_view name);
+
+void to_json(Json::Value &j, const ScenarioInfo &s);
+void to_json(Json::Value &j, const LayoutSummary &l);
+void to_json(Json::Value &j, const WorkloadInfo &w);
+void to_json(Json::Value &j, const SelfMemory &m);
+void to_json(Json::Value &j, const WalkEntry &w);
+void to_json(Json::Value &j, const KindSummary &s);
+void to_json(Json::Value &j, const StallValidation &v);
+void to_json(Json::Value &j, const ViewsAgreement &v);
+void to_json(Json::Value &j, const WalkValidation &v);
+void to_json(Json::Value &j, const Validation &v);
+void to_json(Json::Value &j, const StallEstimate &e);
+void to_json(Json::Value &j, const RunResult &r);
+
+// The document as ptwalk's JSON value (its dump() is the file's text).
+Json result_json(const RunResult &r);
+
+} // namespace ptwalk
