@@ -13,31 +13,18 @@ namespace {
 
 MonitorHold hold_a()
 {
-	MonitorHold x;
-	x.start_ns = 1000;
-	x.hold_ns = 2500000;
-	x.mode = "read";
-	x.kind = "smaps";
-	x.mm = "mm1";
-	x.holder = {101, 100, "cadvisor", "cadvisor"};
-	x.target = {200, "postgres", "fd_table", false, std::nullopt};
-	x.walk_file = "/proc/200/smaps";
-	x.waiters_total = 3;
-	x.waiters.push_back({201, 200, "pg_worker", 1100, 2000000, "write"});
-	return x;
+	return {.start_ns = 1000, .hold_ns = 2500000, .mode = "read", .kind = "smaps", .mm = "mm1",
+		.holder = {101, 100, "cadvisor", "cadvisor"},
+		.target = {200, "postgres", "fd_table", false, std::nullopt},
+		.walk_file = "/proc/200/smaps", .waiters_total = 3,
+		.waiters = {{201, 200, "pg_worker", 1100, 2000000, "write"}}};
 }
 
 MonitorHold hold_b()
 {
-	MonitorHold x;
-	x.start_ns = 5000;
-	x.hold_ns = 1000000;
-	x.mode = "write";
-	x.kind = "?";
-	x.mm = "mm2";
-	x.holder = {300, 300, "x\"y", "x\"y"};
-	x.target = {0, "?", "unknown", false, std::string("no fd evidence")};
-	return x;
+	return {.start_ns = 5000, .hold_ns = 1000000, .mode = "write", .kind = "?", .mm = "mm2",
+		.holder = {300, 300, "x\"y", "x\"y"},
+		.target = {0, "?", "unknown", false, std::string("no fd evidence")}};
 }
 
 MonitorResult trace_result(bool bpf, bool interrupted)
@@ -49,26 +36,14 @@ MonitorResult trace_result(bool bpf, bool interrupted)
 					 interrupted);
 	MonitorTraceResult &t = r.trace.emplace();
 	if (bpf) {
-		BpfLockStats b;
-		b.events = 10;
-		b.unpaired = 11;
-		b.records = 12;
-		b.dropped = 13;
-		b.waits_behind = 14;
-		b.run_ns = 15;
-		b.run_count = 16;
-		b.run_time_counted = true;
-		b.misses = 17;
-		t.bpf = b;
+		t.bpf = BpfLockStats{.events = 10, .unpaired = 11, .records = 12, .dropped = 13,
+				     .waits_behind = 14, .run_ns = 15, .run_count = 16,
+				     .run_time_counted = true, .misses = 17};
 	} else {
 		t.bpf_unavailable = "bpf_prog_load: EPERM";
 	}
-	t.health.events = 21;
-	t.health.unpaired = 22;
-	t.health.lost = 23;
-	t.health.probes = 24;
-	t.health.probe_facts = 25;
-	t.health.fd_scans = 26;
+	t.health = {.events = 21, .lost = 23, .unpaired = 22, .probes = 24, .probe_facts = 25,
+		    .fd_scans = 26};
 	t.lifecycle_events = "exit,exec,fork";
 	t.memcg_field = "memcg_id";
 	t.ring_bytes_per_cpu = 2u << 20;
@@ -170,27 +145,9 @@ TEST(MonitorJson, BpfResultAsTheOldAssemblyWroteIt)
 
 TEST(MonitorJson, FallbackToPerfWithoutHoldsAsTheOldAssemblyWroteIt)
 {
-	EXPECT_EQ(monitor_result_json(trace_result(false, true)).dump(2), R"({
-  "schema": "ptwalk.monitor/1",
-  "backend": "tracepoint",
-  "duration_ns": 3000000111,
-  "requested_duration_ns": 3000000000,
-  "interrupted": true,
-  "start_ns": 111,
-  "min_hold_ns": 1000000,
-  "bpf_unavailable": "bpf_prog_load: EPERM",
-  "min_wait_ns": 1000,
-  "events": 21,
-  "unpaired_events": 22,
-  "lost_events": 23,
-  "probes": 24,
-  "probe_facts": 25,
-  "fd_scans": 26,
-  "lifecycle_events": "exit,exec,fork",
-  "memcg_field": "memcg_id",
-  "ring_bytes_per_cpu": 2097152,
-  "holds": []
-})");
+	// compact: the pretty layout is the test above's
+	EXPECT_EQ(monitor_result_json(trace_result(false, true)).dump(),
+		  R"({"schema":"ptwalk.monitor/1","backend":"tracepoint","duration_ns":3000000111,"requested_duration_ns":3000000000,"interrupted":true,"start_ns":111,"min_hold_ns":1000000,"bpf_unavailable":"bpf_prog_load: EPERM","min_wait_ns":1000,"events":21,"unpaired_events":22,"lost_events":23,"probes":24,"probe_facts":25,"fd_scans":26,"lifecycle_events":"exit,exec,fork","memcg_field":"memcg_id","ring_bytes_per_cpu":2097152,"holds":[]})");
 }
 
 TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
@@ -199,20 +156,12 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 	o.duration_ns = 2000000000ull;
 	o.min_hold_ns = 500000;
 	MonitorResult r = monitor_result("module", o, 7, 2000000009ull, false);
-	ModuleHold h;
-	h.seq = 42;
-	h.kind = "smaps_rollup";
-	h.start_ns = 8;
-	h.duration_ns = 900;
-	h.span_ns = 950;
-	h.pte_tables = 3;
-	h.pte_slots = 1536;
-	h.lock_hold_ns = 800;
-	h.mode = "read";
-	h.tlb_flushes = 1;
-	h.holder = {55, std::nullopt, "walker", std::nullopt};
-	h.target = {66, "victim", "module", std::nullopt, std::nullopt};
-	h.waiters.push_back({67, std::nullopt, "victim", std::nullopt, 700, "write"});
+	const ModuleHold h{.seq = 42, .kind = "smaps_rollup", .start_ns = 8, .duration_ns = 900,
+			   .span_ns = 950, .pte_tables = 3, .pte_slots = 1536, .lock_hold_ns = 800,
+			   .mode = "read", .tlb_flushes = 1,
+			   .holder = {55, std::nullopt, "walker", std::nullopt},
+			   .target = {66, "victim", "module", std::nullopt, std::nullopt},
+			   .waiters = {{67, std::nullopt, "victim", std::nullopt, 700, "write"}}};
 	r.walks.emplace().push_back(h);
 	EXPECT_EQ(monitor_result_json(r).dump(1), R"({
  "schema": "ptwalk.monitor/1",
