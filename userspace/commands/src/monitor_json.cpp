@@ -84,6 +84,7 @@ void to_json(Json::Value &j, const BpfLockStats &b)
 
 namespace {
 
+// members of the result itself, after the window: no object of their own
 void put_trace(Json::Value &j, const MonitorTraceResult &t)
 {
 	put_optional(j, "bpf_unavailable", t.bpf_unavailable);
