@@ -17,7 +17,7 @@
 #include "ptwalk/signals.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/units.hpp"
-#include "monitor_json.hpp"
+#include "ptwalk/monitor_json.hpp"
 
 namespace ptwalk {
 
@@ -140,8 +140,8 @@ int run_module_monitor(const MonitorOptions &o)
 	if (mounted)
 		umount("/sys/kernel/debug");
 
-	Json j = monitor_result_header("module", o, r.t0, r.t1, r.interrupted);
-	Json arr = Json::array();
+	MonitorResult res = monitor_result("module", o, r.t0, r.t1, r.interrupted);
+	std::vector<ModuleHold> &walks = res.walks.emplace();
 	size_t shown = 0;
 	if (!o.quiet)
 		printf("%9s %-13s %-22s %-22s %10s %10s %9s %s\n", "START_S", "KIND",
@@ -154,15 +154,15 @@ int run_module_monitor(const MonitorOptions &o)
 			print_row(w, h, cells, r.t0);
 			shown++;
 		}
-		arr.push(Json(Json::Value(h)));
+		walks.push_back(std::move(h));
 	}
-	j["walks"] = std::move(arr);
 	if (!o.quiet)
 		printf("ptwalk monitor (module): %.2f s, %zu walks recorded, %zu >= %s shown\n",
 		       double(r.t1 - r.t0) / 1e9, r.walks.size(), shown,
 		       format_ns(o.min_hold_ns).c_str());
 	if (!o.out_path.empty()) {
-		std::string e = write_atomically(o.out_path, j.dump(1) + "\n");
+		std::string e = write_atomically(o.out_path,
+						 monitor_result_json(res).dump(1) + "\n");
 		if (!e.empty()) {
 			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
 			return 1;

@@ -31,7 +31,7 @@
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/signals.hpp"
 #include "ptwalk/tracefs.hpp"
-#include "monitor_json.hpp"
+#include "ptwalk/monitor_json.hpp"
 #include "monitor_tasks.hpp"
 #include "monitor_trace.hpp"
 
@@ -204,7 +204,7 @@ public:
 			double(t1_ - t0_) / 1e9, (unsigned long long)h_.events,
 			(unsigned long long)h_.lost);
 	}
-	Json to_json();
+	MonitorResult result();
 	void print_table();
 
 private:
@@ -317,7 +317,7 @@ private:
 			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
 	}
 	const char *backend() const { return trace_.bpf_used() ? "bpf" : "tracepoint"; }
-	Json walk_json(const Walk &w, MmIndex &mmi);
+	MonitorHold hold(const Walk &w, MmIndex &mmi);
 	std::string table_row(const Walk &w, MmIndex &pmi);
 
 	const MonitorOptions &o_;
@@ -337,7 +337,7 @@ private:
 	std::string bpf_unavailable_; // auto fell back to perf: why
 };
 
-Json Session::walk_json(const Walk &w, MmIndex &mmi)
+MonitorHold Session::hold(const Walk &w, MmIndex &mmi)
 {
 	MonitorHold x;
 	x.start_ns = w.hold.start_ns;
@@ -358,44 +358,25 @@ Json Session::walk_json(const Walk &w, MmIndex &mmi)
 	for (const auto &ws : w.waiters)
 		x.waiters.push_back({ws.tid, ws.tgid, names_.comm(ws.tid), ws.start_ns, ws.ns(),
 				     lock_mode_name(ws.write)});
-	return Json(Json::Value(x));
+	return x;
 }
 
-Json Session::to_json()
+MonitorResult Session::result()
 {
-	Json j = monitor_result_header(backend(), o_, t0_, t1_, interrupted_);
+	MonitorResult r = monitor_result(backend(), o_, t0_, t1_, interrupted_);
+	MonitorTraceResult &t = r.trace.emplace();
 	if (!bpf_unavailable_.empty())
-		j["bpf_unavailable"] = bpf_unavailable_;
-	if (trace_.bpf_used()) {
-		// the kernel side: events it paired, what it handed on, its cost
-		const BpfLockStats b = trace_.bpf_stats();
-		Json &k = j["bpf"];
-		k["events"] = b.events;
-		k["records"] = b.records;
-		k["dropped"] = b.dropped;
-		k["misses"] = b.misses;
-		k["unpaired"] = b.unpaired;
-		k["waits_behind_holds"] = b.waits_behind;
-		k["run_time_counted"] = b.run_time_counted;
-		k["run_ns"] = b.run_ns;
-		k["run_count"] = b.run_count;
-	}
-	j["min_wait_ns"] = kMonitorMinWaitNs;
-	j["events"] = h_.events;
-	j["unpaired_events"] = h_.unpaired;
-	j["lost_events"] = h_.lost;
-	j["probes"] = h_.probes;
-	j["probe_facts"] = h_.probe_facts;
-	j["fd_scans"] = h_.fd_scans;
-	j["lifecycle_events"] = trace_.lifecycle();
-	j["memcg_field"] = trace_.memcg_field();
-	j["ring_bytes_per_cpu"] = uint64_t(trace_.ring_bytes_per_cpu());
+		t.bpf_unavailable = bpf_unavailable_;
+	if (trace_.bpf_used())
+		t.bpf = trace_.bpf_stats();
+	t.health = h_;
+	t.lifecycle_events = trace_.lifecycle();
+	t.memcg_field = trace_.memcg_field();
+	t.ring_bytes_per_cpu = trace_.ring_bytes_per_cpu();
 	MmIndex mmi;
-	Json arr = Json::array();
 	for (const auto &w : walks_)
-		arr.push(walk_json(w, mmi));
-	j["holds"] = std::move(arr);
-	return j;
+		t.holds.push_back(hold(w, mmi));
+	return r;
 }
 
 std::string Session::table_row(const Walk &w, MmIndex &pmi)
@@ -448,18 +429,17 @@ void Session::print_table()
 
 } // namespace
 
-Json monitor_result_header(const char *backend, const MonitorOptions &o, uint64_t t0,
-			   uint64_t t1, bool interrupted)
+MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0,
+			     uint64_t t1, bool interrupted)
 {
-	Json j = Json::object();
-	j["schema"] = "ptwalk.monitor/1";
-	j["backend"] = backend;
-	j["duration_ns"] = t1 - t0;
-	j["requested_duration_ns"] = o.duration_ns;
-	j["interrupted"] = interrupted;
-	j["start_ns"] = t0;
-	j["min_hold_ns"] = o.min_hold_ns;
-	return j;
+	MonitorResult r;
+	r.backend = backend;
+	r.duration_ns = t1 - t0;
+	r.requested_duration_ns = o.duration_ns;
+	r.interrupted = interrupted;
+	r.start_ns = t0;
+	r.min_hold_ns = o.min_hold_ns;
+	return r;
 }
 
 int run_monitor(const MonitorOptions &o)
@@ -485,7 +465,7 @@ int run_monitor(const MonitorOptions &o)
 			s.print_stopped();
 		return rc;
 	}
-	Json j = s.to_json();
+	const Json j = monitor_result_json(s.result());
 	if (!o.quiet && !s.continuous())
 		s.print_table();
 	if (!o.out_path.empty()) {

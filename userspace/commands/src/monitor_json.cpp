@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "monitor_json.hpp"
+// The typed monitor result's JSON (monitor_json.hpp), in results/SCHEMA.md's
+// member order, written once.
+#include "ptwalk/monitor_json.hpp"
 
 namespace ptwalk {
 
@@ -64,6 +66,64 @@ void to_json(Json::Value &j, const ModuleHold &h)
 	j["holder"] = h.holder;
 	j["target"] = h.target;
 	j["waiters"] = h.waiters;
+}
+
+void to_json(Json::Value &j, const BpfLockStats &b)
+{
+	j = Json::Value::object();
+	j["events"] = b.events;
+	j["records"] = b.records;
+	j["dropped"] = b.dropped;
+	j["misses"] = b.misses;
+	j["unpaired"] = b.unpaired;
+	j["waits_behind_holds"] = b.waits_behind;
+	j["run_time_counted"] = b.run_time_counted;
+	j["run_ns"] = b.run_ns;
+	j["run_count"] = b.run_count;
+}
+
+namespace {
+
+// members of the result itself, after the window: no object of their own
+void put_trace(Json::Value &j, const MonitorTraceResult &t)
+{
+	put_optional(j, "bpf_unavailable", t.bpf_unavailable);
+	put_optional(j, "bpf", t.bpf);
+	j["min_wait_ns"] = t.min_wait_ns;
+	j["events"] = t.health.events;
+	j["unpaired_events"] = t.health.unpaired;
+	j["lost_events"] = t.health.lost;
+	j["probes"] = t.health.probes;
+	j["probe_facts"] = t.health.probe_facts;
+	j["fd_scans"] = t.health.fd_scans;
+	j["lifecycle_events"] = t.lifecycle_events;
+	j["memcg_field"] = t.memcg_field;
+	j["ring_bytes_per_cpu"] = t.ring_bytes_per_cpu;
+	j["holds"] = t.holds;
+}
+
+} // namespace
+
+void to_json(Json::Value &j, const MonitorResult &r)
+{
+	j = Json::Value::object();
+	j["schema"] = "ptwalk.monitor/1";
+	j["backend"] = r.backend;
+	j["duration_ns"] = r.duration_ns;
+	j["requested_duration_ns"] = r.requested_duration_ns;
+	j["interrupted"] = r.interrupted;
+	j["start_ns"] = r.start_ns;
+	j["min_hold_ns"] = r.min_hold_ns;
+	if (r.trace)
+		put_trace(j, *r.trace);
+	put_optional(j, "walks", r.walks);
+}
+
+Json monitor_result_json(const MonitorResult &r)
+{
+	Json::Value v;
+	to_json(v, r);
+	return Json(v);
 }
 
 } // namespace ptwalk

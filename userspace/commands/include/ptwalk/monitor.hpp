@@ -12,6 +12,7 @@
 
 // the model the command feeds (HoldCollector, WalkTracker, ...)
 #include "ptwalk/json.hpp"
+#include "ptwalk/monitor_json.hpp"
 #include "ptwalk/monitor_model.hpp"
 
 namespace ptwalk {
@@ -36,10 +37,10 @@ struct MonitorOptions {
 inline constexpr int kMonitorFailed = 1;
 inline constexpr int kMonitorUnsupported = 4;
 
-// The members every monitor result starts with (results/SCHEMA.md,
-// ptwalk.monitor/1): schema, backend, the window and the hold threshold.
-Json monitor_result_header(const char *backend, const MonitorOptions &o, uint64_t t0,
-			   uint64_t t1, bool interrupted);
+// A monitor result with what every one starts with (results/SCHEMA.md,
+// ptwalk.monitor/1): the backend, the window and the hold threshold.
+MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0,
+			     uint64_t t1, bool interrupted);
 
 // The module flavour: every walk ptwalk.ko records on the host, with the
 // stalls it attributed. Same schema, "backend": "module".
