@@ -384,6 +384,23 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	// the kernel pointer never leaks, in hex or decimal
 	EXPECT_EQ(d.find("12345678"), std::string::npos);
 	EXPECT_EQ(d.find(std::to_string(kTargetMm)), std::string::npos);
+	// text for text as when the view was assembled by keys
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":30,"
+		  "\"lost_events\":3,\"target_mm_found\":true,"
+		  "\"target_mm_basis\":\"target_threads\","
+		  "\"threads\":{\"mmap\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":1103,"
+		  "\"p90_ns\":2800,\"p99_ns\":2800,\"p999_ns\":2800,\"p9999_ns\":2800,"
+		  "\"max_ns\":2800,\"mean_ns\":1333.3333333333333,\"buckets\":[[100,1],[1096,"
+		  "1],[2800,1]]},\"attributed\":2,\"max_attributed_ns\":2800},"
+		  "\"fault\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":200,\"p90_ns\":650,"
+		  "\"p99_ns\":650,\"p999_ns\":650,\"p9999_ns\":650,\"max_ns\":650,"
+		  "\"mean_ns\":316.6666666666667,\"buckets\":[[100,1],[200,1],[648,1]]},"
+		  "\"attributed\":1,\"max_attributed_ns\":650}},\"stalls_total\":3,"
+		  "\"stalls_complete_above_ns\":1000000,\"stalls\":[{\"tid\":101,"
+		  "\"victim\":\"mmap\",\"start_ns\":1500,\"wait_ns\":2800,\"mode\":\"write\","
+		  "\"walk\":0},{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":14000,\"wait_ns\":1100,"
+		  "\"mode\":\"write\",\"walk\":1},{\"tid\":102,\"victim\":\"fault\",\"start_ns\":14500,"
+		  "\"wait_ns\":650,\"mode\":\"read\",\"walk\":1}],\"unpaired_events\":0}");
 }
 
 // The live-test shape: the walker is a thread of the target process.
@@ -421,6 +438,14 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	EXPECT_EQ(views[0].lock_hold_ns, 190u); // the target's, not its own 390
 	EXPECT_EQ(views[0].lock_mode, "read");
 	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":0"), std::string::npos) << d;
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":9,"
+		  "\"lost_events\":0,\"target_mm_found\":true,"
+		  "\"target_mm_basis\":\"walker_holds\","
+		  "\"threads\":{\"fault\":{\"waits\":{\"count\":0,\"min_ns\":0,\"p50_ns\":0,"
+		  "\"p90_ns\":0,\"p99_ns\":0,\"p999_ns\":0,\"p9999_ns\":0,\"max_ns\":0,"
+		  "\"mean_ns\":0.0,\"buckets\":[]},\"attributed\":0,\"max_attributed_ns\":0}},"
+		  "\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,\"stalls\":[],"
+		  "\"unpaired_events\":0}");
 }
 
 TEST(TracepointAttribution, NoTargetMmSaysSo)
@@ -433,6 +458,23 @@ TEST(TracepointAttribution, NoTargetMmSaysSo)
 	EXPECT_NE(d.find("\"target_mm_found\":false"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"attributed\":null"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"stalls\":[]"), std::string::npos) << d;
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":0,"
+		  "\"lost_events\":0,\"target_mm_found\":false,"
+		  "\"threads\":{\"mmap\":{\"waits\":null,\"attributed\":null,"
+		  "\"why\":\"target mm not found: no lock events by the target's threads nor walker holds in walk windows\"}},"
+		  "\"stalls\":[],\"unpaired_events\":0}");
+}
+
+// A backend that never started says so, and nothing else.
+TEST(TracepointAttribution, UnstartedBackendSaysWhy)
+{
+	auto b = make_tracepoint_backend();
+	Json kv;
+	auto views = b->annotate({{"smaps", 2, 1, 2}}, kv);
+	ASSERT_EQ(views.size(), 1u);
+	EXPECT_FALSE(views[0].seen);
+	EXPECT_EQ(kv.dump(), "{\"source\":\"mmap_lock tracepoints via perf_event_open\","
+		  "\"available\":false,\"why\":\"tracepoint backend not started\"}");
 }
 
 // The stalls list keeps every wait the validation checks (>= 1 ms), not only
