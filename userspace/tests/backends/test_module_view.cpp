@@ -130,17 +130,17 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 					     {"clear_refs", 98, 4132697000, 4275779000},
 					     {"smaps", 98, 4275800000, 4276000000},
 					     {"clear_refs", 98, 4280773000, 4423559000}};
-	Json kv = Json::object();
+	KernelView kv;
 	auto views = module_kernel_view(spans, rec, kv);
 	ASSERT_EQ(views.size(), spans.size());
 	EXPECT_TRUE(views[0].has_module);
 	EXPECT_FALSE(views[1].seen);
 	EXPECT_EQ(views[4].stalls, 1u);
-	EXPECT_EQ(kv.dump(), data("kernel_view-recorded.json"));
+	EXPECT_EQ(Json(Json::Value(kv)).dump(), data("kernel_view-recorded.json"));
 	// and with no records at all
-	Json empty = Json::object();
+	KernelView empty;
 	module_kernel_view(spans, ModuleRecords{}, empty);
-	EXPECT_EQ(empty.dump(), "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
+	EXPECT_EQ(Json(Json::Value(empty)).dump(), "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
 		  "\"source\":\"ptwalk.ko debugfs (walks, stalls, counters, hooks)\","
 		  "\"walks_matched\":0,\"walks_hookable\":4,\"module_walks_unmatched\":0,"
 		  "\"threads\":{},\"stalls\":[],\"hooks\":[],\"nmissed\":0,\"counters\":{}}");

@@ -74,7 +74,7 @@ struct ModuleRecords {
 
 // The module backend's per-walk views and kernel_view from its records.
 std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &spans,
-					       const ModuleRecords &rec, Json &kv);
+					       const ModuleRecords &rec, KernelView &kv);
 
 std::unique_ptr<Backend> make_module_backend();
 // Whether ptwalk.ko is loaded (/sys/module/ptwalk).
