@@ -197,6 +197,133 @@ std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
 	return out;
 }
 
+namespace {
+
+// The walk record of each matched span into its view.
+void fill_walk_view(WalkKernelView &v, const ModuleWalk &m)
+{
+	v.seen = v.has_module = v.has_lock = true;
+	v.kernel_duration_ns = m.call_ns;
+	v.kernel_walk_ns = m.walk_ns;
+	v.walk_timed = m.walk_timed;
+	v.pte_revisits = m.pte_revisits;
+	v.tlb_ipis = m.tlb_ipis;
+	v.probe_missed = m.probe_missed;
+	v.lock_wait_ns = m.lock_wait_ns;
+	v.lock_acquisitions = uint32_t(m.lock_holds);
+	v.pte_tables = m.pte_tables;
+	v.pte_slots = m.pte_slots;
+	v.tlb_flushes = m.tlb_flushes;
+	v.lock_hold_ns = m.lock_hold_ns;
+	v.lock_mode = m.lock_mode == "mixed" ? "read+write" : m.lock_mode;
+}
+
+// The stalls of matched walks, longest first: each into its walk's view,
+// its victim's waits (by name, else the waiter's comm) and the list.
+StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &seq_to_span,
+			 std::vector<WalkKernelView> &views)
+{
+	std::map<pid_t, std::string> names;
+	for (auto &t : rec.threads)
+		names[t.tid] = t.name;
+	std::map<std::string, ThreadWaits> waits;
+	std::vector<ModuleStall> st;
+	for (auto &[key, x] : rec.stalls)
+		if (seq_to_span.count(x.walk_seq))
+			st.push_back(x);
+	std::sort(st.begin(), st.end(),
+		  [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
+	StallsView sv;
+	const AttributionStats keep;
+	for (auto &x : st) {
+		const size_t i = seq_to_span[x.walk_seq];
+		views[i].stalls++;
+		views[i].max_stall_ns = std::max(views[i].max_stall_ns, x.wait_ns);
+		std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid]
+							    : x.waiter_comm;
+		ThreadWaits &w = waits[who];
+		w.waits.record(x.wait_ns);
+		w.attributed++;
+		w.max_attributed_ns = std::max(w.max_attributed_ns, x.wait_ns);
+		if (keep_stall(sv.list.size(), x.wait_ns, keep))
+			sv.list.push_back({x.waiter_pid, who, x.mode, x.start_ns, x.wait_ns,
+					   uint64_t(i), x.acquired});
+	}
+	sv.total = uint64_t(st.size());
+	if (st.size() < keep.hard_cap)
+		sv.complete_above_ns = keep.keep_above_ns;
+	for (auto &[who, w] : waits) { // by name
+		w.name = who;
+		sv.threads.push_back(std::move(w));
+	}
+	return sv;
+}
+
+// The hooks' records, their missed probes, and the counters.
+void module_facts(const ModuleRecords &rec, ModuleKernelView &mv)
+{
+	for (auto &h : rec.hooks) {
+		if (!h.count(PTW_HOOK_KEY(hook)))
+			continue;
+		mv.nmissed += u64(h, PTW_HOOK_KEY(nmissed)) + u64(h, PTW_HOOK_KEY(kp_nmissed));
+		mv.hooks.push_back(h);
+	}
+	for (auto &c : parse_records(rec.counters_text)) {
+		if (!c.count(PTW_COUNTER_KEY(counter)))
+			continue;
+		const std::string k = s(c, PTW_COUNTER_KEY(counter)) + "." +
+				      s(c, PTW_COUNTER_KEY(kind));
+		const uint64_t n = u64(c, PTW_COUNTER_KEY(value));
+		auto it = std::find_if(mv.counters.begin(), mv.counters.end(),
+				       [&](const auto &e) { return e.first == k; });
+		if (it != mv.counters.end())
+			it->second = n; // a repeated name keeps its first place
+		else
+			mv.counters.emplace_back(k, n);
+	}
+}
+
+} // namespace
+
+std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &spans,
+					       const ModuleRecords &rec, KernelView &kv)
+{
+	std::vector<WalkKernelView> views(spans.size());
+	kv = KernelView{};
+	kv.source = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
+	ModuleKernelView &mv = kv.module.emplace();
+	std::vector<ModuleWalk> mine;
+	// ptwalk's own smaps_rollup read of the stopped workload at the
+	// end (measure_walk_size): nothing contends it, so it walks every
+	// VMA, the module's reference for a complete walk
+	const ModuleWalk *ref = nullptr;
+	for (auto &[seq, m] : rec.walks) {
+		if (m.walker_pid == rec.walker)
+			mine.push_back(m);
+		if (m.walker_pid == rec.self && m.target_tgid == rec.target &&
+		    m.kind == "smaps_rollup")
+			ref = &m;
+	}
+	if (ref)
+		mv.reference_walk = {ref->pte_slots, ref->lock_holds};
+	auto match = match_walks(spans, mine, 1000000);
+	std::map<uint64_t, size_t> seq_to_span;
+	for (size_t i = 0; i < spans.size(); i++) {
+		if (!module_kind(spans[i].kind).empty())
+			mv.walks_hookable++;
+		if (match[i] < 0)
+			continue;
+		const ModuleWalk &m = mine[size_t(match[i])];
+		fill_walk_view(views[i], m);
+		seq_to_span[m.seq] = i;
+		mv.walks_matched++;
+	}
+	mv.module_walks_unmatched = uint64_t(mine.size() - mv.walks_matched);
+	kv.stalls = module_stalls(rec, seq_to_span, views);
+	module_facts(rec, mv);
+	return views;
+}
+
 bool module_loaded()
 {
 	return access("/sys/module/ptwalk", F_OK) == 0;
@@ -219,9 +346,10 @@ public:
 	// Walks are matched by walker and time, so the target is not needed.
 	bool start(pid_t target, const std::vector<WatchedThread> &threads, pid_t walker) override
 	{
-		walker_ = walker;
-		target_ = target;
-		threads_ = threads;
+		rec_.walker = walker;
+		rec_.target = target;
+		rec_.self = getpid();
+		rec_.threads = threads;
 		if (!module_loaded()) {
 			detail_ = "ptwalk.ko is not loaded (/sys/module/ptwalk missing)";
 			return false;
@@ -246,9 +374,9 @@ public:
 			unmount();
 			return false;
 		}
-		hooks_ = parse_records(*hooks);
+		rec_.hooks = parse_records(*hooks);
 		unsigned attached = 0, total = 0;
-		for (auto &h : hooks_)
+		for (auto &h : rec_.hooks)
 			if (h.count(PTW_HOOK_KEY(hook))) {
 				total++;
 				attached += s(h, PTW_HOOK_KEY(status)) == "attached";
@@ -281,146 +409,33 @@ public:
 			poller_.join();
 		collect();
 		const std::string d = kDir;
-		counters_text_ = read_file(d + "/counters", nullptr).value_or("");
+		rec_.counters_text = read_file(d + "/counters", nullptr).value_or("");
 		if (auto h = read_file(d + "/hooks", nullptr))
-			hooks_ = parse_records(*h);
+			rec_.hooks = parse_records(*h);
 		unmount();
 	}
 
 	std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &spans,
-					     Json &kv) override
+					     KernelView &kv) override
 	{
-		std::vector<WalkKernelView> views(spans.size());
-		std::vector<ModuleWalk> mine;
-		// ptwalk's own smaps_rollup read of the stopped workload at the
-		// end (measure_walk_size): nothing contends it, so it walks every
-		// VMA, the module's reference for a complete walk
-		const ModuleWalk *ref = nullptr;
-		for (auto &[seq, m] : walks_) {
-			if (seq > seq0_ && m.walker_pid == walker_)
-				mine.push_back(m);
-			if (seq > seq0_ && m.walker_pid == getpid() && m.target_tgid == target_ &&
-			    m.kind == "smaps_rollup")
-				ref = &m;
-		}
-		if (ref) {
-			kv["reference_walk"]["pte_slots"] = ref->pte_slots;
-			kv["reference_walk"]["lock_holds"] = ref->lock_holds;
-		}
-		auto match = match_walks(spans, mine, 1000000);
-		std::map<uint64_t, size_t> seq_to_span;
-		unsigned matched = 0, hookable = 0;
-		for (size_t i = 0; i < spans.size(); i++) {
-			if (!module_kind(spans[i].kind).empty())
-				hookable++;
-			if (match[i] < 0)
-				continue;
-			const ModuleWalk &m = mine[size_t(match[i])];
-			auto &v = views[i];
-			v.seen = v.has_module = v.has_lock = true;
-			v.kernel_duration_ns = m.call_ns;
-			v.kernel_walk_ns = m.walk_ns;
-			v.walk_timed = m.walk_timed;
-			v.pte_revisits = m.pte_revisits;
-			v.tlb_ipis = m.tlb_ipis;
-			v.probe_missed = m.probe_missed;
-			v.lock_wait_ns = m.lock_wait_ns;
-			v.lock_acquisitions = uint32_t(m.lock_holds);
-			v.pte_tables = m.pte_tables;
-			v.pte_slots = m.pte_slots;
-			v.tlb_flushes = m.tlb_flushes;
-			v.lock_hold_ns = m.lock_hold_ns;
-			v.lock_mode = m.lock_mode == "mixed" ? "read+write" : m.lock_mode;
-			seq_to_span[m.seq] = i;
-			matched++;
-		}
-		std::map<pid_t, std::string> names;
-		for (auto &t : threads_)
-			names[t.tid] = t.name;
-		std::map<std::string, Histogram> waits;
-		std::map<std::string, uint64_t> attributed, max_attr;
-		Json stalls = Json::array();
-		std::vector<ModuleStall> st;
-		for (auto &[key, x] : stalls_)
-			if (seq_to_span.count(x.walk_seq))
-				st.push_back(x);
-		std::sort(st.begin(), st.end(),
-			  [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
-		for (auto &x : st) {
-			const size_t i = seq_to_span[x.walk_seq];
-			views[i].stalls++;
-			views[i].max_stall_ns = std::max(views[i].max_stall_ns, x.wait_ns);
-			std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid]
-								    : x.waiter_comm;
-			waits[who].record(x.wait_ns);
-			attributed[who]++;
-			max_attr[who] = std::max(max_attr[who], x.wait_ns);
-			if (keep_stall(stalls.size(), x.wait_ns, AttributionStats{})) {
-				Json j = Json::object();
-				j["tid"] = x.waiter_pid;
-				j["victim"] = who;
-				j["start_ns"] = x.start_ns;
-				j["wait_ns"] = x.wait_ns;
-				j["mode"] = x.mode;
-				j["walk"] = uint64_t(i);
-				j["acquired"] = x.acquired;
-				stalls.push(std::move(j));
-			}
-		}
-		kv["stalls_total"] = uint64_t(st.size());
-		if (st.size() < AttributionStats{}.hard_cap)
-			kv["stalls_complete_above_ns"] = AttributionStats{}.keep_above_ns;
-		kv["source"] = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
-		kv["walks_matched"] = matched;
-		kv["walks_hookable"] = hookable;
-		kv["module_walks_unmatched"] = uint64_t(mine.size() - matched);
-		Json th = Json::object();
-		for (auto &[who, h] : waits) {
-			Json j = Json::object();
-			j["waits"] = h.to_json();
-			j["attributed"] = attributed[who];
-			j["max_attributed_ns"] = max_attr[who];
-			th[who] = std::move(j);
-		}
-		kv["threads"] = std::move(th);
-		kv["stalls"] = std::move(stalls);
-		Json hooks = Json::array();
-		uint64_t nmissed = 0;
-		for (auto &h : hooks_) {
-			if (!h.count(PTW_HOOK_KEY(hook)))
-				continue;
-			Json j = Json::object();
-			for (auto &[k, v] : h)
-				j[k] = v;
-			nmissed += u64(h, PTW_HOOK_KEY(nmissed)) + u64(h, PTW_HOOK_KEY(kp_nmissed));
-			hooks.push(std::move(j));
-		}
-		kv["hooks"] = std::move(hooks);
-		kv["nmissed"] = nmissed;
-		Json counters = Json::object();
-		for (auto &c : parse_records(counters_text_))
-			if (c.count(PTW_COUNTER_KEY(counter)))
-				counters[s(c, PTW_COUNTER_KEY(counter)) + "." +
-					 s(c, PTW_COUNTER_KEY(kind))] = u64(c, PTW_COUNTER_KEY(value));
-		kv["counters"] = std::move(counters);
-		return views;
+		return module_kernel_view(spans, rec_, kv);
 	}
 
 private:
-	// Merges the current rings into walks_/stalls_ (deduplicated).
+	// Merges the current rings into the records (deduplicated).
 	void collect()
 	{
 		const std::string d = kDir;
 		if (auto w = read_file(d + "/walks", nullptr))
 			for (auto &m : parse_module_walks(*w))
 				if (m.seq > seq0_)
-					walks_.emplace(m.seq, m);
+					rec_.walks.emplace(m.seq, m);
 		if (auto s2 = read_file(d + "/stalls", nullptr))
 			for (auto &x : parse_module_stalls(*s2))
 				if (x.walk_seq > seq0_)
-					stalls_.emplace(std::make_tuple(x.walk_seq, x.waiter_pid,
-									x.start_ns),
-							x);
+					rec_.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid,
+									    x.start_ns),
+							    x);
 	}
 
 	void unmount()
@@ -430,16 +445,11 @@ private:
 	}
 
 	std::string detail_ = "ptwalk.ko";
-	pid_t walker_ = 0, target_ = 0;
-	std::vector<WatchedThread> threads_;
-	std::vector<Record> hooks_;
+	ModuleRecords rec_;
 	uint64_t seq0_ = 0;
 	bool mounted_ = false, stopped_ = false;
-	std::string counters_text_;
 	std::thread poller_;
 	std::atomic<bool> quit_{false};
-	std::map<uint64_t, ModuleWalk> walks_;
-	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleStall> stalls_;
 };
 
 } // namespace

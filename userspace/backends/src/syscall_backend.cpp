@@ -16,10 +16,10 @@ public:
 	bool start(pid_t, const std::vector<WatchedThread> &, pid_t) override { return true; }
 	void stop() override {}
 	std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &walks,
-					     Json &kernel_view) override
+					     KernelView &kernel_view) override
 	{
-		kernel_view = Json::object();
-		kernel_view["source"] = "syscall timing only";
+		kernel_view = KernelView{};
+		kernel_view.source = "syscall timing only";
 		return std::vector<WalkKernelView>(walks.size());
 	}
 };

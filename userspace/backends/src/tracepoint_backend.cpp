@@ -103,27 +103,27 @@ public:
 	}
 
 	std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &walks,
-					     Json &kv) override
+					     KernelView &kv) override
 	{
-		kv = Json::object();
+		kv = KernelView{};
 		if (!started_ || !acc_) {
-			kv["source"] = "mmap_lock tracepoints via perf_event_open";
-			kv["available"] = false;
-			kv["why"] = detail_;
+			kv.source = "mmap_lock tracepoints via perf_event_open";
+			kv.unavailable = detail_;
 			return std::vector<WalkKernelView>(walks.size());
 		}
 		stop();
 		AttributionStats st;
 		st.lost_events = trace_.lost();
 		auto views = attribute_stalls(*acc_, walks, st, kv);
+		TraceSession &s = kv.tracepoint->session.emplace();
 		if (st.lost_events)
-			kv["lost_note"] = "the kernel dropped events: holds, waits "
-					  "and attribution may be incomplete";
-		kv["late_events"] = trace_.late();
-		kv["undecoded_events"] = trace_.undecoded();
-		kv["filter"] = filter_note_;
-		kv["ring_bytes_per_cpu"] = uint64_t(trace_.ring_bytes_per_cpu());
-		kv["memcg_field"] = trace_.memcg_field();
+			s.lost_note = "the kernel dropped events: holds, waits "
+				      "and attribution may be incomplete";
+		s.late_events = trace_.late();
+		s.undecoded_events = trace_.undecoded();
+		s.filter = filter_note_;
+		s.ring_bytes_per_cpu = uint64_t(trace_.ring_bytes_per_cpu());
+		s.memcg_field = trace_.memcg_field();
 		return views;
 	}
 

@@ -455,12 +455,10 @@ void assemble_walks(Run &r)
 		const WalkRecord &w = sh->walks[i];
 		spans.push_back({w.kind, w.walker_pid, w.start_ns, w.end_ns});
 	}
-	Json kv = Json::object(), kv2;
+	KernelView kv, kv2;
 	auto views = r.backend->annotate(spans, kv);
-	if (r.second) {
-		kv2 = Json::object();
+	if (r.second)
 		r.second->annotate(spans, kv2);
-	}
 	std::optional<WalkSize> wsize = r.size0 ? r.size0 : r.size1;
 	if (wsize && r.o.sc.backing == Backing::zeropage) {
 		// zero-page PTEs are not in Rss: count them from the PTE tables

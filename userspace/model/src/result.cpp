@@ -20,14 +20,6 @@ namespace ptwalk {
 
 namespace {
 
-// Reads a numeric member of a Json passed through (the kernel's facts, the
-// backend's view) as double; nullopt when absent or not numeric.
-std::optional<double> num(const Json &j, std::string_view key)
-{
-	const Json *v = j.find(key);
-	return v ? v->number() : std::nullopt;
-}
-
 std::string str(const Json &j, std::string_view key)
 {
 	const Json *v = j.find(key);
@@ -304,9 +296,9 @@ void print_table(const RunResult &r, FILE *out)
 	print_victims(r, out);
 	if (r.stall_estimate)
 		print_stall_estimates(*r.stall_estimate, out);
-	if (auto lost = num(r.kernel_view, "lost_events"); lost && *lost > 0)
+	if (const auto &tp = r.kernel_view.tracepoint; tp && tp->lost_events > 0)
 		fprintf(out, "\nwarning: %llu tracepoint events lost: lock figures are partial\n",
-			(unsigned long long)*lost);
+			(unsigned long long)tp->lost_events);
 	print_validation(r.validation, out);
 	if (!r.complete)
 		fprintf(out, "\nresult INCOMPLETE%s%s\n", r.error ? ": " : "",

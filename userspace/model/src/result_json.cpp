@@ -288,7 +288,7 @@ void put_figures(Json::Value &j, const RunResult &r)
 {
 	j["walks"] = r.walks;
 	j["walks_dropped"] = r.walks_dropped;
-	j["kernel_view"] = r.kernel_view.value();
+	j["kernel_view"] = r.kernel_view;
 	if (r.perf)
 		j["perf"] = r.perf->value();
 	Json::Value victims = Json::Value::object();
@@ -299,8 +299,7 @@ void put_figures(Json::Value &j, const RunResult &r)
 				   {"during", v.during.to_json().value()}};
 	j["victims"] = std::move(victims);
 	j["validation"] = r.validation;
-	if (r.kernel_view_tracepoint)
-		j["kernel_view_tracepoint"] = r.kernel_view_tracepoint->value();
+	put_optional(j, "kernel_view_tracepoint", r.kernel_view_tracepoint);
 	Json::Value summary = Json::Value::object();
 	for (const auto &s : r.walk_summary)
 		summary[s.kind] = s;

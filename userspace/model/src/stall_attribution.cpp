@@ -269,32 +269,29 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 
 // Per victim name (threads of one name merged): its waits on the target mm
 // and what of them was attributed to walks.
-Json thread_summary(const StallAccumulator &acc, const std::vector<std::string> &names,
-		    uint64_t tmm, const Attribution &at)
+std::vector<ThreadWaits> thread_summary(const StallAccumulator &acc,
+					const std::vector<std::string> &names, uint64_t tmm,
+					const Attribution &at)
 {
 	const auto &threads = acc.config().threads;
-	Json th = Json::object();
+	std::vector<ThreadWaits> th;
 	for (const auto &n : names) {
-		Histogram all;
-		uint64_t att = 0, mx = 0;
+		ThreadWaits &o = th.emplace_back();
+		o.name = n;
 		for (size_t i = 0; i < threads.size(); i++) {
 			if (threads[i].name != n)
 				continue;
 			if (const Histogram *h = acc.waits(i, tmm))
-				all.merge(*h);
-			att += at.attributed[i];
-			mx = std::max(mx, at.max_attr[i]);
+				o.waits.merge(*h);
+			o.attributed += at.attributed[i];
+			o.max_attributed_ns = std::max(o.max_attributed_ns, at.max_attr[i]);
 		}
-		Json &o = th[n];
-		o["waits"] = all.to_json();
-		o["attributed"] = att;
-		o["max_attributed_ns"] = mx;
 	}
 	return th;
 }
 
 // The stalls, longest first, as many as keep_stall() keeps.
-void stall_list(Json &kv, std::vector<Stall> stalls, const StallAccumulator &acc,
+void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulator &acc,
 		const AttributionStats &stats)
 {
 	const auto &threads = acc.config().threads;
@@ -303,23 +300,16 @@ void stall_list(Json &kv, std::vector<Stall> stalls, const StallAccumulator &acc
 			return a.w->span.ns() > b.w->span.ns();
 		return a.w->span.start_ns < b.w->span.start_ns;
 	});
-	kv["stalls_total"] = uint64_t(stalls.size());
-	Json arr = Json::array();
+	sv.total = uint64_t(stalls.size());
 	for (const auto &s : stalls) {
-		if (!keep_stall(arr.size(), s.w->span.ns(), stats))
+		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
 			break;
-		Json o = Json::object();
-		o["tid"] = s.w->span.tid;
-		o["victim"] = threads[s.w->thread].name;
-		o["start_ns"] = s.w->span.start_ns;
-		o["wait_ns"] = s.w->span.ns();
-		o["mode"] = lock_mode_name(s.w->span.write);
-		o["walk"] = s.walk;
-		arr.push(std::move(o));
+		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
+				   lock_mode_name(s.w->span.write), s.w->span.start_ns,
+				   s.w->span.ns(), s.walk, std::nullopt});
 	}
 	if (stalls.size() < stats.hard_cap)
-		kv["stalls_complete_above_ns"] = stats.keep_above_ns;
-	kv["stalls"] = std::move(arr);
+		sv.complete_above_ns = stats.keep_above_ns;
 }
 
 } // namespace
@@ -327,18 +317,19 @@ void stall_list(Json &kv, std::vector<Stall> stalls, const StallAccumulator &acc
 std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 					     const std::vector<WalkSpan> &walks,
 					     const AttributionStats &stats,
-					     Json &kv)
+					     KernelView &kv)
 {
 	std::vector<WalkKernelView> views(walks.size());
-	kv["source"] = stats.source;
-	kv["events"] = acc.events();
-	kv["lost_events"] = stats.lost_events;
+	kv.source = stats.source;
+	TracepointView &tp = kv.tracepoint.emplace();
+	tp.events = acc.events();
+	tp.lost_events = stats.lost_events;
 	uint64_t tmm = 0;
 	std::string basis;
-	const bool found = find_target_mm(acc, walks, tmm, basis);
-	kv["target_mm_found"] = found;
-	if (found)
-		kv["target_mm_basis"] = basis;
+	tp.target_mm_found = find_target_mm(acc, walks, tmm, basis);
+	if (tp.target_mm_found)
+		tp.target_mm_basis = basis;
+	tp.unpaired_events = acc.unpaired();
 
 	// Victim names in first-seen order; threads of one name merge.
 	std::vector<std::string> names;
@@ -346,25 +337,18 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 		if (std::find(names.begin(), names.end(), t.name) == names.end())
 			names.push_back(t.name);
 
-	if (!found) {
-		Json &th = kv["threads"];
-		th = Json::object();
-		for (const auto &n : names) {
-			Json &o = th[n];
-			o["waits"] = nullptr;
-			o["attributed"] = nullptr;
-			o["why"] = "target mm not found: no lock events by the "
-				   "target's threads nor walker holds in walk windows";
-		}
-		kv["stalls"] = Json::array();
-		kv["unpaired_events"] = acc.unpaired();
+	StallsView &sv = kv.stalls.emplace();
+	if (!tp.target_mm_found) {
+		for (const auto &n : names)
+			sv.threads.push_back({n, {}, 0, 0,
+					      "target mm not found: no lock events by the "
+					      "target's threads nor walker holds in walk windows"});
 		return views;
 	}
 	const std::vector<WalkHold> wh = walk_holds(acc, walks, tmm, views);
 	Attribution at = attribute_waits(acc, tmm, wh, views);
-	kv["threads"] = thread_summary(acc, names, tmm, at);
-	stall_list(kv, std::move(at.stalls), acc, stats);
-	kv["unpaired_events"] = acc.unpaired();
+	sv.threads = thread_summary(acc, names, tmm, at);
+	stall_list(sv, std::move(at.stalls), acc, stats);
 	return views;
 }
 

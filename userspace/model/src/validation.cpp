@@ -241,13 +241,6 @@ namespace ptwalk {
 
 namespace {
 
-// A member of the backend's kernel view (Json as the backend gives it).
-std::optional<double> num_at(const Json &j, std::string_view k)
-{
-	const Json *x = j.find(k);
-	return x ? x->number() : std::nullopt;
-}
-
 // The module's figures of the scanner's walks against the mapping's PTE
 // slots [lo, hi] and, when there is one, the module's complete walk.
 struct WalkTally {
@@ -328,23 +321,22 @@ std::vector<std::string> walk_disagreements(const WalkValidation &v)
 
 std::optional<WalkValidation> validate_walks(const RunResult &result)
 {
-	const Json &kv = result.kernel_view;
-	if (!kv.find("walks_matched"))
+	if (!result.kernel_view.module)
 		return std::nullopt;
+	const ModuleKernelView &kv = *result.kernel_view.module;
 	const std::optional<WalkSize> &start = result.workload.size_start;
 	const double vmas = start && start->vmas ? double(start->vmas) : 1;
 	const double lo = double(result.scenario.size_bytes) / 4096, hi = lo + 512 * vmas;
 	// the module's PTE slots of a complete walk (ptwalk's own rollup of
 	// the stopped workload)
 	std::optional<double> slots_ref;
-	if (const Json *r = kv.find("reference_walk"))
-		if (num_at(*r, "lock_holds").value_or(0) == 1)
-			slots_ref = num_at(*r, "pte_slots");
+	if (kv.reference_walk && kv.reference_walk->lock_holds == 1)
+		slots_ref = double(kv.reference_walk->pte_slots);
 	const WalkTally t = tally_walks(result, lo, hi, slots_ref);
 	WalkValidation v;
-	v.walks = uint64_t(num_at(kv, "walks_hookable").value_or(0));
-	v.matched_once = uint64_t(num_at(kv, "walks_matched").value_or(0));
-	v.module_walks_unmatched = uint64_t(num_at(kv, "module_walks_unmatched").value_or(0));
+	v.walks = kv.walks_hookable;
+	v.matched_once = kv.walks_matched;
+	v.module_walks_unmatched = kv.module_walks_unmatched;
 	v.walk_proper_timed = t.timed;
 	v.walk_proper_le_syscall = t.le;
 	v.pte_slots_checked = t.with_slots;
@@ -362,34 +354,21 @@ std::optional<WalkValidation> validate_walks(const RunResult &result)
 namespace {
 
 // A kernel view's attributed stalls, as the backend listed them.
-std::vector<ViewStall> stalls_of(const Json &kv)
+std::vector<ViewStall> stalls_of(const StallsView &sv)
 {
 	std::vector<ViewStall> out;
-	if (const Json *st = kv.find("stalls"))
-		for (size_t i = 0; i < st->size(); i++) {
-			const Json &s = st->at(i);
-			out.push_back({pid_t(num_at(s, "tid").value_or(0)),
-				       uint64_t(num_at(s, "start_ns").value_or(0)),
-				       uint64_t(num_at(s, "wait_ns").value_or(0))});
-		}
+	for (const auto &s : sv.list)
+		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns});
 	return out;
 }
 
-// Above which wait a kernel view's stall list is complete (UINT64_MAX:
-// only as far as it shows).
-uint64_t complete_above(const Json &kv)
-{
-	const auto v = num_at(kv, "stalls_complete_above_ns");
-	return v && *v >= 0 && *v < 1e18 ? uint64_t(*v) : UINT64_MAX;
-}
-
 // The view under test: its stalls, how many it attributed, and above which
-// wait its list is complete.
-void set_view(ValidationInput &in, const Json &kv)
+// wait its list is complete (absent: only as far as it shows).
+void set_view(ValidationInput &in, const StallsView &sv)
 {
-	in.stalls = stalls_of(kv);
-	in.stalls_total = uint64_t(num_at(kv, "stalls_total").value_or(double(in.stalls.size())));
-	in.complete_above_ns = complete_above(kv);
+	in.stalls = stalls_of(sv);
+	in.stalls_total = sv.total.value_or(in.stalls.size());
+	in.complete_above_ns = sv.complete_above_ns.value_or(UINT64_MAX);
 }
 
 // stalls >= threshold in a also in b (same thread, overlapping)
@@ -414,7 +393,7 @@ uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &
 
 // --cross-check: the tracepoint view judged on its own against the
 // victims, and how many stalls of each view the other saw.
-void add_second_view(Validation &val, const ValidationInput &in, const Json &second)
+void add_second_view(Validation &val, const ValidationInput &in, const StallsView &second)
 {
 	ValidationInput in2 = in;
 	in2.view = "tracepoint";
@@ -432,25 +411,28 @@ void add_second_view(Validation &val, const ValidationInput &in, const Json &sec
 } // namespace
 
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
-		    const Json *second)
+		    const KernelView *second)
 {
-	const Json &kv = result.kernel_view;
+	const KernelView &kv = result.kernel_view;
 	const std::string &view = result.backend;
+	// the second view counts only with stalls of its own
+	const StallsView *second_sv = second && second->stalls ? &*second->stalls : nullptr;
 	Validation val;
-	if (kv.find("stalls") && (view == "tracepoint" || view == "module")) {
+	if (kv.stalls && (view == "tracepoint" || view == "module")) {
 		ValidationInput in;
 		in.view = view;
 		in.ops = ops;
 		in.ops_dropped = ops_dropped;
-		set_view(in, kv);
+		set_view(in, *kv.stalls);
 		std::vector<ViewStall> second_stalls;
 		if (second) {
-			second_stalls = stalls_of(*second);
+			if (second_sv)
+				second_stalls = stalls_of(*second_sv);
 			in.second = &second_stalls;
 		}
 		val.stalls = validate_stalls(in);
 		if (second)
-			add_second_view(val, in, *second);
+			add_second_view(val, in, second_sv ? *second_sv : StallsView{});
 	} else {
 		val.stalls.view = view;
 		val.stalls.skipped = "no kernel view of stalls with the " + view + " backend";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <tuple>
 
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/procfs.hpp"
@@ -106,6 +107,43 @@ TEST(ModuleView, ParsesRecordedModuleOutput)
 		EXPECT_GT(x.wait_ns, 0u);
 		EXPECT_TRUE(x.mode == "read" || x.mode == "write") << x.mode;
 	}
+}
+
+// The module's kernel_view from its recorded records, text for text: the
+// golden text is the one the view wrote when it was still assembled by keys.
+TEST(ModuleView, KernelViewFromRecordedRecords)
+{
+	const std::string dir = std::string(PTWALK_TESTDATA) + "/../../module/testdata/";
+	ModuleRecords rec;
+	for (auto &w : parse_module_walks(read_file(dir + "walks.txt", nullptr).value_or("")))
+		rec.walks.emplace(w.seq, w);
+	for (auto &x : parse_module_stalls(read_file(dir + "stalls.txt", nullptr).value_or("")))
+		rec.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid, x.start_ns), x);
+	rec.hooks = parse_records(read_file(dir + "hooks.txt", nullptr).value_or(""));
+	rec.counters_text = read_file(dir + "counters.txt", nullptr).value_or("");
+	rec.walker = 98;
+	rec.target = 97;
+	rec.self = 96; // its smaps_rollup of 97 is the reference walk
+	rec.threads = {{100, "mmap"}};
+	const std::vector<WalkSpan> spans = {{"clear_refs", 98, 3971474000, 4132208000},
+					     {"maps", 98, 4132300000, 4132600000},
+					     {"clear_refs", 98, 4132697000, 4275779000},
+					     {"smaps", 98, 4275800000, 4276000000},
+					     {"clear_refs", 98, 4280773000, 4423559000}};
+	KernelView kv;
+	auto views = module_kernel_view(spans, rec, kv);
+	ASSERT_EQ(views.size(), spans.size());
+	EXPECT_TRUE(views[0].has_module);
+	EXPECT_FALSE(views[1].seen);
+	EXPECT_EQ(views[4].stalls, 1u);
+	EXPECT_EQ(Json(Json::Value(kv)).dump(), data("kernel_view-recorded.json"));
+	// and with no records at all
+	KernelView empty;
+	module_kernel_view(spans, ModuleRecords{}, empty);
+	EXPECT_EQ(Json(Json::Value(empty)).dump(), "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
+		  "\"source\":\"ptwalk.ko debugfs (walks, stalls, counters, hooks)\","
+		  "\"walks_matched\":0,\"walks_hookable\":4,\"module_walks_unmatched\":0,"
+		  "\"threads\":{},\"stalls\":[],\"hooks\":[],\"nmissed\":0,\"counters\":{}}");
 }
 
 namespace {

@@ -93,9 +93,13 @@ LayoutSummary layout(uint64_t vmas, uint64_t mapping_vmas, uint64_t largest)
 	return l;
 }
 
-Json stall_json(int tid, uint64_t start, uint64_t wait)
+KernelStall stall(int tid, uint64_t start, uint64_t wait)
 {
-	return Json(Json::Object{{"tid", tid}, {"start_ns", start}, {"wait_ns", wait}});
+	KernelStall s;
+	s.tid = tid;
+	s.start_ns = start;
+	s.wait_ns = wait;
+	return s;
 }
 
 const std::vector<VictimOp> kOps = {
@@ -125,11 +129,10 @@ RunResult anon_run()
 		   walk("smaps", 2000000, true, 1),      walk("clear_refs", 5000000, true, 2),
 		   walk("clear_refs", 4000000, true, 0), walk("clear_refs", 6000000, true, 3),
 		   walk("pagemap", 7000000, false, 3)};
-	r.kernel_view = Json(Json::Object{
-		{"lost_events", 3},
-		{"stalls", Json(Json::Array{stall_json(11, 1000, 2000000),
-					    stall_json(12, 50000000, 3000000)})},
-		{"stalls_total", 5}});
+	r.kernel_view.tracepoint.emplace().lost_events = 3;
+	r.kernel_view.stalls = StallsView{};
+	r.kernel_view.stalls->list = {stall(11, 1000, 2000000), stall(12, 50000000, 3000000)};
+	r.kernel_view.stalls->total = 5;
 	VictimEntry v{"mmap", 11, 12, {}, {}};
 	for (uint64_t x : {100, 100, 100, 100, 100, 900, 900, 1000, 1000, 5000})
 		v.outside.record(x);
@@ -207,13 +210,14 @@ RunResult alias_run()
 		}
 		a.walks.push_back(w);
 	}
-	a.kernel_view = Json(Json::Object{
-		{"walks_matched", 3},
-		{"walks_hookable", 4},
-		{"module_walks_unmatched", 1},
-		{"reference_walk", Json(Json::Object{{"pte_slots", 262700}, {"lock_holds", 1}})},
-		{"stalls", Json(Json::Array{stall_json(11, 1000, 2000000)})},
-		{"stalls_complete_above_ns", 1000000}});
+	ModuleKernelView &m = a.kernel_view.module.emplace();
+	m.walks_matched = 3;
+	m.walks_hookable = 4;
+	m.module_walks_unmatched = 1;
+	m.reference_walk = {262700, 1};
+	a.kernel_view.stalls = StallsView{};
+	a.kernel_view.stalls->list = {stall(11, 1000, 2000000)};
+	a.kernel_view.stalls->complete_above_ns = 1000000;
 	a.victims.push_back({"read", 12, 0, {}, {}});
 	return a;
 }
@@ -223,9 +227,9 @@ RunResult alias_run()
 TEST(ResultGolden, AliasedModuleRunAsAssembledByKeys)
 {
 	RunResult a = alias_run();
-	const Json second = Json(Json::Object{
-		{"stalls", Json(Json::Array{stall_json(11, 900, 2100000),
-					    stall_json(12, 40000100, 1500000)})}});
+	KernelView second;
+	second.stalls = StallsView{};
+	second.stalls->list = {stall(11, 900, 2100000), stall(12, 40000100, 1500000)};
 	a.walk_summary = summarize_walks(a.walks, a.scenario.size_bytes);
 	add_validation(a, kOps, 0, &second);
 	a.validation.second_view = "no second view";
@@ -243,7 +247,7 @@ TEST(ResultGolden, SyscallBackendSkipsTheStallValidation)
 {
 	RunResult s;
 	s.backend = "syscall";
-	s.kernel_view = Json(Json::Object{{"source", "syscall timing only"}});
+	s.kernel_view.source = "syscall timing only";
 	add_validation(s, kOps, 0, nullptr);
 	EXPECT_EQ(text(s.validation), golden("syscall_validation.json"));
 	EXPECT_EQ(validation_line(s.validation), "");
@@ -279,7 +283,8 @@ TEST(ResultJson, MembersInTheirOrder)
 	r.workload.ptes_source = "VmPTE/8";
 	r.self_memory = {1, 2, 3};
 	r.perf = Json(Json::Object{{"record", 1}});
-	r.kernel_view_tracepoint = Json(Json::Object{{"source", "tp"}});
+	r.kernel_view_tracepoint = KernelView{};
+	r.kernel_view_tracepoint->source = "tp";
 	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);
 	add_validation(r, kOps, 0, &*r.kernel_view_tracepoint);
 	add_stall_estimates(r, LayoutSpec{});

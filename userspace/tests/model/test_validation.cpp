@@ -164,10 +164,9 @@ RunResult walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint
 	r.workload.size_start->rss = uint64_t(258) << 20;
 	r.workload.size_end = WalkSize{};
 	r.workload.size_end->rss = uint64_t(260) << 20;
-	if (complete_slots) {
-		r.kernel_view["reference_walk"]["pte_slots"] = *complete_slots;
-		r.kernel_view["reference_walk"]["lock_holds"] = 1;
-	}
+	ModuleKernelView &m = r.kernel_view.module.emplace();
+	if (complete_slots)
+		m.reference_walk = {uint64_t(*complete_slots), 1};
 	for (auto [slots, holds, rss_mib] : ws) {
 		const bool incomplete = rss_mib < 258;
 		WalkEntry w;
@@ -185,9 +184,9 @@ RunResult walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint
 		r.walks.push_back(w);
 	}
 	const uint64_t n = r.walks.size();
-	r.kernel_view["walks_matched"] = n;
-	r.kernel_view["walks_hookable"] = n;
-	r.kernel_view["module_walks_unmatched"] = 0;
+	m.walks_matched = n;
+	m.walks_hookable = n;
+	m.module_walks_unmatched = 0;
 	return r;
 }
 

@@ -95,6 +95,12 @@ void feed_sorted(StallAccumulator &acc, std::vector<LockEvent> v)
 }
 
 // An integer member of a dumped JSON ("key":N); -1 when absent.
+// The view's text as the result writes it.
+std::string view_text(const KernelView &v)
+{
+	return Json(Json::Value(v)).dump();
+}
+
 long long json_int(const std::string &dump, const std::string &key)
 {
 	std::smatch m;
@@ -342,7 +348,7 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	std::vector<WalkSpan> walks = {{"clear_refs", 200, 1000, 5000},
 				       {"smaps_rollup", 200, 10000, 20000},
 				       {"smaps", 200, 30000, 40000}};
-	Json kv;
+	KernelView kv;
 	AttributionStats st;
 	st.lost_events = 3;
 	auto views = attribute_stalls(acc, walks, st, kv);
@@ -366,7 +372,7 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	EXPECT_FALSE(views[2].seen); // no events: not seen, not zero
 	EXPECT_FALSE(views[2].has_lock);
 
-	const std::string d = kv.dump();
+	const std::string d = view_text(kv);
 	EXPECT_NE(d.find("\"source\":\"mmap_lock tracepoints via perf_event_open\""), std::string::npos);
 	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"target_mm_basis\":\"target_threads\""), std::string::npos);
@@ -384,6 +390,23 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	// the kernel pointer never leaks, in hex or decimal
 	EXPECT_EQ(d.find("12345678"), std::string::npos);
 	EXPECT_EQ(d.find(std::to_string(kTargetMm)), std::string::npos);
+	// text for text as when the view was assembled by keys
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":30,"
+		  "\"lost_events\":3,\"target_mm_found\":true,"
+		  "\"target_mm_basis\":\"target_threads\","
+		  "\"threads\":{\"mmap\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":1103,"
+		  "\"p90_ns\":2800,\"p99_ns\":2800,\"p999_ns\":2800,\"p9999_ns\":2800,"
+		  "\"max_ns\":2800,\"mean_ns\":1333.3333333333333,\"buckets\":[[100,1],[1096,"
+		  "1],[2800,1]]},\"attributed\":2,\"max_attributed_ns\":2800},"
+		  "\"fault\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":200,\"p90_ns\":650,"
+		  "\"p99_ns\":650,\"p999_ns\":650,\"p9999_ns\":650,\"max_ns\":650,"
+		  "\"mean_ns\":316.6666666666667,\"buckets\":[[100,1],[200,1],[648,1]]},"
+		  "\"attributed\":1,\"max_attributed_ns\":650}},\"stalls_total\":3,"
+		  "\"stalls_complete_above_ns\":1000000,\"stalls\":[{\"tid\":101,"
+		  "\"victim\":\"mmap\",\"start_ns\":1500,\"wait_ns\":2800,\"mode\":\"write\","
+		  "\"walk\":0},{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":14000,\"wait_ns\":1100,"
+		  "\"mode\":\"write\",\"walk\":1},{\"tid\":102,\"victim\":\"fault\",\"start_ns\":14500,"
+		  "\"wait_ns\":650,\"mode\":\"read\",\"walk\":1}],\"unpaired_events\":0}");
 }
 
 // The live-test shape: the walker is a thread of the target process.
@@ -397,7 +420,7 @@ TEST(TracepointAttribution, WalkerThreadInsideTarget)
 	feed_sorted(acc, v);
 	EXPECT_TRUE(acc.is_walker(103, 100));
 	EXPECT_FALSE(acc.is_walker(101, 100));
-	Json kv;
+	KernelView kv;
 	auto views = attribute_stalls(acc, {{"clear_refs", 103, 900, 9500}}, {}, kv);
 	EXPECT_EQ(views[0].lock_hold_ns, 2000u);
 	EXPECT_EQ(views[0].lock_acquisitions, 1u);
@@ -414,25 +437,50 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	lock(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
 	lock(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
 	feed_sorted(acc, v);
-	Json kv;
+	KernelView kv;
 	auto views = attribute_stalls(acc, {{"smaps", 200, 1000, 2000}}, {}, kv);
-	const std::string d = kv.dump();
+	const std::string d = view_text(kv);
 	EXPECT_NE(d.find("\"target_mm_basis\":\"walker_holds\""), std::string::npos) << d;
 	EXPECT_EQ(views[0].lock_hold_ns, 190u); // the target's, not its own 390
 	EXPECT_EQ(views[0].lock_mode, "read");
 	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":0"), std::string::npos) << d;
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":9,"
+		  "\"lost_events\":0,\"target_mm_found\":true,"
+		  "\"target_mm_basis\":\"walker_holds\","
+		  "\"threads\":{\"fault\":{\"waits\":{\"count\":0,\"min_ns\":0,\"p50_ns\":0,"
+		  "\"p90_ns\":0,\"p99_ns\":0,\"p999_ns\":0,\"p9999_ns\":0,\"max_ns\":0,"
+		  "\"mean_ns\":0.0,\"buckets\":[]},\"attributed\":0,\"max_attributed_ns\":0}},"
+		  "\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,\"stalls\":[],"
+		  "\"unpaired_events\":0}");
 }
 
 TEST(TracepointAttribution, NoTargetMmSaysSo)
 {
 	StallAccumulator acc({100, {{101, "mmap"}}, 200});
-	Json kv;
+	KernelView kv;
 	auto views = attribute_stalls(acc, {{"clear_refs", 200, 1, 2}}, {}, kv);
 	EXPECT_FALSE(views[0].seen);
-	const std::string d = kv.dump();
+	const std::string d = view_text(kv);
 	EXPECT_NE(d.find("\"target_mm_found\":false"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"attributed\":null"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"stalls\":[]"), std::string::npos) << d;
+	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":0,"
+		  "\"lost_events\":0,\"target_mm_found\":false,"
+		  "\"threads\":{\"mmap\":{\"waits\":null,\"attributed\":null,"
+		  "\"why\":\"target mm not found: no lock events by the target's threads nor walker holds in walk windows\"}},"
+		  "\"stalls\":[],\"unpaired_events\":0}");
+}
+
+// A backend that never started says so, and nothing else.
+TEST(TracepointAttribution, UnstartedBackendSaysWhy)
+{
+	auto b = make_tracepoint_backend();
+	KernelView kv;
+	auto views = b->annotate({{"smaps", 2, 1, 2}}, kv);
+	ASSERT_EQ(views.size(), 1u);
+	EXPECT_FALSE(views[0].seen);
+	EXPECT_EQ(view_text(kv), "{\"source\":\"mmap_lock tracepoints via perf_event_open\","
+		  "\"available\":false,\"why\":\"tracepoint backend not started\"}");
 }
 
 // The stalls list keeps every wait the validation checks (>= 1 ms), not only
@@ -453,14 +501,13 @@ TEST(TracepointAttribution, StallListKeepsEveryWaitAboveTheThreshold)
 		     t0 + 3 * ms + 1000);
 	}
 	feed_sorted(acc, v);
-	Json kv;
+	KernelView kv;
 	AttributionStats st;
 	attribute_stalls(acc, {{"pagemap", 200, 5 * ms, 4000 * ms}}, st, kv);
-	EXPECT_EQ(json_int(kv.dump(), "stalls_total"), 300);
-	const Json *list = kv.find("stalls");
-	ASSERT_NE(list, nullptr);
-	EXPECT_EQ(list->size(), 250u); // every wait >= 1 ms, more than max_stalls
-	EXPECT_EQ(json_int(kv.dump(), "stalls_complete_above_ns"), 1000000);
+	EXPECT_EQ(json_int(view_text(kv), "stalls_total"), 300);
+	ASSERT_TRUE(kv.stalls);
+	EXPECT_EQ(kv.stalls->list.size(), 250u); // every wait >= 1 ms, more than max_stalls
+	EXPECT_EQ(json_int(view_text(kv), "stalls_complete_above_ns"), 1000000);
 	EXPECT_TRUE(keep_stall(199, 1, st));
 	EXPECT_FALSE(keep_stall(200, ms - 1, st));
 	EXPECT_TRUE(keep_stall(200, ms, st));
@@ -479,7 +526,7 @@ TEST(TracepointAttribution, DowngradeIsReadPlusWrite)
 	v.push_back(ev(150, 200, 200, kTargetMm, LockEventType::AcquireReturned, false));
 	v.push_back(ev(300, 200, 200, kTargetMm, LockEventType::Released, false));
 	feed_sorted(acc, v);
-	Json kv;
+	KernelView kv;
 	auto views = attribute_stalls(acc, {{"x", 200, 90, 400}}, {}, kv);
 	EXPECT_EQ(views[0].lock_mode, "read+write");
 	EXPECT_EQ(views[0].lock_acquisitions, 2u);
@@ -537,11 +584,11 @@ TEST(TracepointBackend, SyscallBackendIsTrivial)
 	EXPECT_EQ(b->name(), "syscall");
 	EXPECT_TRUE(b->start(1, {}, 2));
 	b->stop();
-	Json kv;
+	KernelView kv;
 	auto v = b->annotate({{"smaps", 2, 1, 2}}, kv);
 	ASSERT_EQ(v.size(), 1u);
 	EXPECT_FALSE(v[0].seen);
-	EXPECT_EQ(kv.dump(), "{\"source\":\"syscall timing only\"}");
+	EXPECT_EQ(view_text(kv), "{\"source\":\"syscall timing only\"}");
 	EXPECT_EQ(make_tracepoint_backend()->name(), "tracepoint");
 }
 
@@ -664,9 +711,9 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	b->stop();
 	ASSERT_TRUE(walk_err.empty()) << walk_err;
 	ASSERT_EQ(walks.size(), size_t(kWalks));
-	Json kv;
+	KernelView kv;
 	auto views = b->annotate(walks, kv);
-	const std::string d = kv.dump();
+	const std::string d = view_text(kv);
 	ASSERT_EQ(views.size(), walks.size());
 	printf("  backend: %s\n  mmap ops: %llu\n", b->detail().c_str(),
 	       (unsigned long long)mmap_ops.load());

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "ptwalk/module_abi.hpp"
@@ -57,6 +58,23 @@ std::string module_kind(std::string_view user_kind);
 // into `mw` or -1. Each record is used at most once.
 std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
 			     const std::vector<ModuleWalk> &mw, uint64_t slack_ns);
+
+// What the module recorded of one run (this run's records only) and whose
+// they are: module_kernel_view's input, kept apart from debugfs so that
+// recorded text tests it.
+struct ModuleRecords {
+	std::map<uint64_t, ModuleWalk> walks; // by seq
+	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleStall> stalls; // walk, waiter, start
+	std::vector<Record> hooks;
+	std::string counters_text;
+	pid_t walker = 0, target = 0;
+	pid_t self = 0; // ptwalk: its smaps_rollup of the stopped workload is the reference walk
+	std::vector<WatchedThread> threads;
+};
+
+// The module backend's per-walk views and kernel_view from its records.
+std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &spans,
+					       const ModuleRecords &rec, KernelView &kv);
 
 std::unique_ptr<Backend> make_module_backend();
 // Whether ptwalk.ko is loaded (/sys/module/ptwalk).

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "ptwalk/json.hpp"
+#include "ptwalk/kernel_view.hpp"
 
 namespace ptwalk {
 
@@ -66,11 +66,10 @@ struct Backend {
 			   pid_t walker) = 0;
 	// Stop observing (idempotent; safe from a signal-interrupted run).
 	virtual void stop() = 0;
-	// After stop(): per-walk views (same order/length as walks) and a JSON
-	// object stored under result["kernel_view"] (stalls, per-thread waits,
-	// lost events, ...).
+	// After stop(): per-walk views (same order/length as walks) and the
+	// result's kernel_view (stalls, per-thread waits, lost events, ...).
 	virtual std::vector<WalkKernelView>
-	annotate(const std::vector<WalkSpan> &walks, Json &kernel_view) = 0;
+	annotate(const std::vector<WalkSpan> &walks, KernelView &kernel_view) = 0;
 };
 
 std::unique_ptr<Backend> make_syscall_backend();

@@ -4,8 +4,8 @@
 // members, and each part's nlohmann to_json writes it once, in the schema's
 // member order. A member that is present only sometimes is an optional: an
 // empty one stays out. Parts that reach the result as JSON from elsewhere
-// (the kernel's and host's facts, a backend's view, perf's summary) stay
-// Json, passed through as they came.
+// (the kernel's and host's facts, perf's summary) stay Json, passed through
+// as they came.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "ptwalk/alias_calibration.hpp"
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
+#include "ptwalk/kernel_view.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/vma_layout.hpp"
 
@@ -189,11 +190,11 @@ struct RunResult {
 	uint64_t scan_start_ns = 0, scan_end_ns = 0;
 	std::vector<WalkEntry> walks;
 	uint64_t walks_dropped = 0;
-	Json kernel_view;        // the backend's own findings, as it gives them
+	KernelView kernel_view; // the backend's own findings
 	std::optional<Json> perf; // --perf: perf's summary, as it gives it
 	std::vector<VictimEntry> victims;
 	Validation validation;
-	std::optional<Json> kernel_view_tracepoint; // --cross-check: the second view's
+	std::optional<KernelView> kernel_view_tracepoint; // --cross-check: the second view's
 	std::vector<KindSummary> walk_summary;
 	std::optional<StallEstimate> stall_estimate;
 };

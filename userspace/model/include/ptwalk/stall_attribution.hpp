@@ -99,14 +99,13 @@ inline bool keep_stall(size_t n, uint64_t wait_ns, const AttributionStats &st)
 	return n < st.hard_cap && (n < st.max_stalls || wait_ns >= st.keep_above_ns);
 }
 
-// Per-walk views (same order as walks) and kernel_view:
-// {"source","events","lost_events","target_mm_found","target_mm_basis",
-//  "threads":{victim:{"waits":Histogram,"attributed","max_attributed_ns"}},
-//  "stalls":[{"tid","victim","start_ns","wait_ns","mode","walk"}],
-//  "unpaired_events"}. Without a target mm every view stays unseen.
+// Per-walk views (same order as walks) and the kernel view's source,
+// tracepoint figures (events, lost events, the target mm) and stalls (per
+// victim its waits and what of them was attributed; the stalls as kept).
+// Without a target mm every view stays unseen.
 std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 					     const std::vector<WalkSpan> &walks,
 					     const AttributionStats &stats,
-					     Json &kernel_view);
+					     KernelView &kernel_view);
 
 } // namespace ptwalk

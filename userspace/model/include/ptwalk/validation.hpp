@@ -95,6 +95,6 @@ std::optional<WalkValidation> validate_walks(const RunResult &result);
 // ("views": module stalls >= threshold seen by the tracepoint view, and the
 // reverse).
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops,
-		    uint64_t ops_dropped, const Json *second = nullptr);
+		    uint64_t ops_dropped, const KernelView *second = nullptr);
 
 } // namespace ptwalk

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+// A result's "kernel_view" (results/SCHEMA.md): what the backend saw, in
+// its own terms, as typed parts. The backends fill it, the validation and
+// the table read its members, and its to_json writes it once, in the order
+// each backend's view has always had.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptwalk/histogram.hpp"
+#include "ptwalk/json.hpp"
+
+namespace ptwalk {
+
+// One attributed wait, as the view lists it ("stalls").
+struct KernelStall {
+	int32_t tid = 0;
+	std::string victim, mode;
+	uint64_t start_ns = 0, wait_ns = 0;
+	uint64_t walk = 0;            // index into the result's walks
+	std::optional<bool> acquired; // the module's
+};
+
+// One victim's waits ("threads"): of one name, merged.
+struct ThreadWaits {
+	std::string name;
+	Histogram waits; // every wait on the target mm
+	uint64_t attributed = 0, max_attributed_ns = 0;
+	// the tracepoint view without a target mm: why (waits and attributed
+	// are then null, and max_attributed_ns absent)
+	std::optional<std::string> unknown_why;
+};
+
+// The attributed stalls of the tracepoint and module views.
+struct StallsView {
+	std::vector<ThreadWaits> threads; // in the view's order
+	std::vector<KernelStall> list;    // "stalls", longest first, as kept
+	// "stalls_total", absent when the tracepoint view found no target mm
+	std::optional<uint64_t> total;
+	// "stalls_complete_above_ns": above which wait the list is complete
+	std::optional<uint64_t> complete_above_ns;
+};
+
+// The tracepoint session's own figures (the backend's, beyond attribution).
+struct TraceSession {
+	std::optional<std::string> lost_note; // when events were lost
+	uint64_t late_events = 0, undecoded_events = 0;
+	std::string filter;
+	uint64_t ring_bytes_per_cpu = 0;
+	std::string memcg_field;
+};
+
+// The tracepoint view's attribution figures.
+struct TracepointView {
+	uint64_t events = 0, lost_events = 0;
+	bool target_mm_found = false;
+	std::optional<std::string> target_mm_basis;
+	uint64_t unpaired_events = 0;
+	std::optional<TraceSession> session; // the backend's, not attribute_stalls'
+};
+
+// The module view's own members.
+struct ModuleKernelView {
+	struct ReferenceWalk {
+		uint64_t pte_slots = 0, lock_holds = 0;
+	};
+	std::optional<ReferenceWalk> reference_walk;
+	uint64_t walks_matched = 0, walks_hookable = 0, module_walks_unmatched = 0;
+	// each hook's debugfs record as the module printed it: key -> text
+	std::vector<std::map<std::string, std::string>> hooks;
+	uint64_t nmissed = 0;
+	// "counter.kind" -> value, in the counters file's order
+	std::vector<std::pair<std::string, uint64_t>> counters;
+};
+
+struct KernelView {
+	std::string source;
+	std::optional<std::string> unavailable; // "available": false, "why"
+	std::optional<TracepointView> tracepoint;
+	std::optional<ModuleKernelView> module;
+	std::optional<StallsView> stalls; // the tracepoint and module views
+};
+
+void to_json(Json::Value &j, const KernelStall &s);
+void to_json(Json::Value &j, const KernelView &v);
+
+} // namespace ptwalk

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+// The kernel view's JSON (kernel_view.hpp), written once. Each backend's
+// view keeps the member order it has always had: the module's begins with
+// its reference walk and stall count, the tracepoint's with its source.
+#include "ptwalk/kernel_view.hpp"
+
+namespace ptwalk {
+
+void to_json(Json::Value &j, const KernelStall &s)
+{
+	j = Json::Value::object();
+	j["tid"] = s.tid;
+	j["victim"] = s.victim;
+	j["start_ns"] = s.start_ns;
+	j["wait_ns"] = s.wait_ns;
+	j["mode"] = s.mode;
+	j["walk"] = s.walk;
+	put_optional(j, "acquired", s.acquired);
+}
+
+namespace {
+
+Json::Value threads_json(const std::vector<ThreadWaits> &threads)
+{
+	Json::Value th = Json::Value::object();
+	for (const auto &t : threads) {
+		Json::Value &o = th[t.name];
+		if (t.unknown_why) {
+			o["waits"] = nullptr;
+			o["attributed"] = nullptr;
+			o["why"] = *t.unknown_why;
+			continue;
+		}
+		o["waits"] = t.waits.to_json().value();
+		o["attributed"] = t.attributed;
+		o["max_attributed_ns"] = t.max_attributed_ns;
+	}
+	return th;
+}
+
+void put_stall_count(Json::Value &j, const StallsView &s)
+{
+	put_optional(j, "stalls_total", s.total);
+	put_optional(j, "stalls_complete_above_ns", s.complete_above_ns);
+}
+
+void put_module(Json::Value &j, const KernelView &v, const ModuleKernelView &m)
+{
+	if (m.reference_walk)
+		j["reference_walk"] = {{"pte_slots", m.reference_walk->pte_slots},
+				       {"lock_holds", m.reference_walk->lock_holds}};
+	if (v.stalls)
+		put_stall_count(j, *v.stalls);
+	j["source"] = v.source;
+	j["walks_matched"] = m.walks_matched;
+	j["walks_hookable"] = m.walks_hookable;
+	j["module_walks_unmatched"] = m.module_walks_unmatched;
+	if (v.stalls) {
+		j["threads"] = threads_json(v.stalls->threads);
+		j["stalls"] = v.stalls->list;
+	}
+	Json::Value hooks = Json::Value::array();
+	for (const auto &h : m.hooks) {
+		Json::Value o = Json::Value::object();
+		for (const auto &[k, x] : h)
+			o[k] = x;
+		hooks.push_back(std::move(o));
+	}
+	j["hooks"] = std::move(hooks);
+	j["nmissed"] = m.nmissed;
+	Json::Value counters = Json::Value::object();
+	for (const auto &[k, n] : m.counters)
+		counters[k] = n;
+	j["counters"] = std::move(counters);
+}
+
+void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t)
+{
+	j["events"] = t.events;
+	j["lost_events"] = t.lost_events;
+	j["target_mm_found"] = t.target_mm_found;
+	put_optional(j, "target_mm_basis", t.target_mm_basis);
+	if (v.stalls) {
+		j["threads"] = threads_json(v.stalls->threads);
+		put_stall_count(j, *v.stalls);
+		j["stalls"] = v.stalls->list;
+	}
+	j["unpaired_events"] = t.unpaired_events;
+	if (const auto &s = t.session) {
+		put_optional(j, "lost_note", s->lost_note);
+		j["late_events"] = s->late_events;
+		j["undecoded_events"] = s->undecoded_events;
+		j["filter"] = s->filter;
+		j["ring_bytes_per_cpu"] = s->ring_bytes_per_cpu;
+		j["memcg_field"] = s->memcg_field;
+	}
+}
+
+} // namespace
+
+void to_json(Json::Value &j, const KernelView &v)
+{
+	j = Json::Value::object();
+	if (v.module) {
+		put_module(j, v, *v.module);
+		return;
+	}
+	j["source"] = v.source;
+	if (v.unavailable) {
+		j["available"] = false;
+		j["why"] = *v.unavailable;
+	}
+	if (v.tracepoint)
+		put_tracepoint(j, v, *v.tracepoint);
+}
+
+} // namespace ptwalk
