@@ -20,14 +20,6 @@ namespace ptwalk {
 
 namespace {
 
-std::string str(const Json &j, std::string_view key)
-{
-	const Json *v = j.find(key);
-	if (!v)
-		return "";
-	return v->string().value_or(v->dump());
-}
-
 double quantile(std::vector<double> v, double q)
 {
 	if (v.empty())
@@ -158,8 +150,8 @@ void print_header(const RunResult &r, FILE *out)
 	fprintf(out, "backend: %s (%s)\n", r.backend.c_str(), r.backend_detail.c_str());
 	if (r.backend_fallback)
 		fprintf(out, "         %s\n", r.backend_fallback->c_str());
-	if (!r.kernel.is_null())
-		fprintf(out, "kernel: %s\n", str(r.kernel, "release").c_str());
+	if (r.kernel.uname)
+		fprintf(out, "kernel: %s\n", r.kernel.uname->release.c_str());
 }
 
 // The calibration of an aliased run's bias: its ratio per kind, or the

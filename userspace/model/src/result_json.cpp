@@ -317,8 +317,8 @@ void to_json(Json::Value &j, const RunResult &r)
 	j["complete"] = r.complete;
 	j["started_at"] = r.started_at;
 	j["argv"] = r.argv;
-	j["kernel"] = r.kernel.value();
-	j["host"] = r.host.value();
+	j["kernel"] = r.kernel;
+	j["host"] = r.host;
 	put_optional(j, "alias_calibration", r.alias_calibration);
 	put_optional(j, "interrupted", r.interrupted);
 	put_optional(j, "error", r.error);

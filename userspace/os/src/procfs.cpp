@@ -277,15 +277,12 @@ std::string trim(std::string s)
 
 } // namespace
 
-Json kernel_info()
+KernelInfo kernel_info()
 {
-	Json k = Json::object();
+	KernelInfo k;
 	struct utsname u;
-	if (uname(&u) == 0) {
-		k["release"] = u.release;
-		k["version"] = u.version;
-		k["machine"] = u.machine;
-	}
+	if (uname(&u) == 0)
+		k.uname = KernelInfo::Uname{u.release, u.version, u.machine};
 	std::optional<std::string> cfg;
 	std::string source;
 	if (access("/proc/config.gz", R_OK) == 0) {
@@ -297,54 +294,85 @@ Json kernel_info()
 		cfg = read_file(source, nullptr);
 	}
 	if (cfg) {
-		k["config_source"] = source;
-		k["config"] = parse_kernel_config(*cfg);
-	} else {
-		k["config_source"] = nullptr;
-		k["config"] = Json::object();
-		k["config_note"] = "no /proc/config.gz or /boot/config-<release>: options unknown";
+		k.config_source = source;
+		k.config = parse_kernel_config(*cfg);
 	}
 	return k;
 }
 
-Json host_info()
+void to_json(Json::Value &j, const KernelInfo &k)
 {
-	Json h = Json::object();
+	j = Json::Value::object();
+	if (k.uname) {
+		j["release"] = k.uname->release;
+		j["version"] = k.uname->version;
+		j["machine"] = k.uname->machine;
+	}
+	if (k.config_source) {
+		j["config_source"] = *k.config_source;
+		j["config"] = k.config.value();
+	} else {
+		j["config_source"] = nullptr;
+		j["config"] = Json::Value::object();
+		j["config_note"] = "no /proc/config.gz or /boot/config-<release>: options unknown";
+	}
+}
+
+HostInfo host_info()
+{
+	HostInfo h;
 	char name[256] = {};
 	gethostname(name, sizeof(name) - 1);
-	h["hostname"] = name;
+	h.hostname = name;
 	if (auto ci = read_file("/proc/cpuinfo", nullptr)) {
 		size_t p = ci->find("model name");
 		if (p != std::string::npos) {
 			size_t c = ci->find(':', p), e = ci->find('\n', p);
 			if (c != std::string::npos && c < e)
-				h["cpu_model"] = trim(ci->substr(c + 2, e - c - 2));
+				h.cpu_model = trim(ci->substr(c + 2, e - c - 2));
 		}
 	}
-	h["cpus"] = long(sysconf(_SC_NPROCESSORS_ONLN));
-	if (auto mi = read_file("/proc/meminfo", nullptr)) {
-		MemInfo m = parse_meminfo(*mi);
-		h["mem_total_bytes"] = m.total;
-		h["mem_available_bytes"] = m.available;
-		h["hugepages_total"] = m.hugepages_total;
-		h["hugepages_free"] = m.hugepages_free;
-		h["hugepage_size_bytes"] = m.hugepage_size;
-	}
-	Json thp = Json::object();
+	h.cpus = long(sysconf(_SC_NPROCESSORS_ONLN));
+	if (auto mi = read_file("/proc/meminfo", nullptr))
+		h.mem = parse_meminfo(*mi);
 	const std::string tb = "/sys/kernel/mm/transparent_hugepage/";
-	for (const char *f : {"enabled", "defrag", "shmem_enabled"}) {
+	auto thp = [&](const char *f) -> std::optional<std::string> {
 		if (auto v = read_file(tb + f, nullptr))
-			thp[f] = trim(*v);
-		else
-			thp[f] = nullptr;
-	}
-	h["thp"] = std::move(thp);
-	const char *virt = access("/proc/xen", F_OK) == 0 ? "xen" : nullptr;
-	if (auto ci = read_file("/proc/cpuinfo", nullptr))
-		if (ci->find(" hypervisor") != std::string::npos && !virt)
-			virt = "hypervisor";
-	h["virtualized"] = virt ? Json(virt) : Json(false);
+			return trim(*v);
+		return std::nullopt;
+	};
+	h.thp_enabled = thp("enabled");
+	h.thp_defrag = thp("defrag");
+	h.thp_shmem_enabled = thp("shmem_enabled");
+	if (access("/proc/xen", F_OK) == 0)
+		h.virtualized = "xen";
+	else if (auto ci = read_file("/proc/cpuinfo", nullptr))
+		if (ci->find(" hypervisor") != std::string::npos)
+			h.virtualized = "hypervisor";
 	return h;
+}
+
+void to_json(Json::Value &j, const HostInfo &h)
+{
+	// an unreadable setting is null, never left out
+	auto or_null = [](const std::optional<std::string> &v) {
+		return v ? Json::Value(*v) : Json::Value(nullptr);
+	};
+	j = Json::Value::object();
+	j["hostname"] = h.hostname;
+	put_optional(j, "cpu_model", h.cpu_model);
+	j["cpus"] = int64_t(h.cpus);
+	if (h.mem) {
+		j["mem_total_bytes"] = h.mem->total;
+		j["mem_available_bytes"] = h.mem->available;
+		j["hugepages_total"] = h.mem->hugepages_total;
+		j["hugepages_free"] = h.mem->hugepages_free;
+		j["hugepage_size_bytes"] = h.mem->hugepage_size;
+	}
+	j["thp"] = {{"enabled", or_null(h.thp_enabled)},
+		    {"defrag", or_null(h.thp_defrag)},
+		    {"shmem_enabled", or_null(h.thp_shmem_enabled)}};
+	j["virtualized"] = h.virtualized ? Json::Value(*h.virtualized) : Json::Value(false);
 }
 
 } // namespace ptwalk

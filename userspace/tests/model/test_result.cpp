@@ -122,7 +122,7 @@ RunResult anon_run()
 	r.scenario.duration_ns = 10000000000ull;
 	r.backend = "tracepoint";
 	r.backend_detail = "tp detail";
-	r.kernel = Json(Json::Object{{"release", "6.1.0-test"}});
+	r.kernel.uname = KernelInfo::Uname{"6.1.0-test", "", ""};
 	r.workload.size_start = size(3, uint64_t(1) << 30, 0);
 	r.workload.vma_layout = layout(20, 1, uint64_t(1) << 30);
 	r.walks = {walk("smaps", 3000000, false, 0),     walk("smaps", 1000000, true, 1),
@@ -190,7 +190,7 @@ RunResult alias_run()
 	a.backend = "module";
 	a.backend_detail = "ptwalk.ko";
 	a.backend_fallback = "bpf unavailable";
-	a.kernel = Json(Json::Object{{"release", "6.1.0-test"}});
+	a.kernel.uname = KernelInfo::Uname{"6.1.0-test", "", ""};
 	a.workload.size_start = size(0, uint64_t(258) << 20, 20);
 	a.workload.vma_layout = layout(24, 4, uint64_t(1) << 28);
 	a.workload.size_end = size(0, uint64_t(260) << 20, 0);
@@ -274,7 +274,7 @@ TEST(ResultJson, MembersInTheirOrder)
 	RunResult r = alias_run();
 	r.started_at = "2026-01-01T00:00:00Z";
 	r.argv = {"ptwalk", "run"};
-	r.host = Json(Json::Object{{"hostname", "h"}});
+	r.host.hostname = "h";
 	r.interrupted = "Interrupt";
 	r.scenario.dir = "/tmp";
 	r.scenario.victims = {"read", "mmap"};

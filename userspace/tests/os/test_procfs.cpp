@@ -104,3 +104,54 @@ TEST(Procfs, KernelVersion)
 	EXPECT_EQ(kernel_version("6.1.0-56-amd64"), std::make_pair(6, 1));
 	EXPECT_EQ(kernel_version("garbage"), std::make_pair(0, 0));
 }
+
+// The text kernel_info() and host_info() have always had (key order, null
+// and false where a fact is unknown): results are compared across versions.
+TEST(Procfs, KernelInfoJsonKeepsItsOrderAndNulls)
+{
+	KernelInfo k;
+	k.uname = KernelInfo::Uname{"6.1.0-x", "#1 SMP", "x86_64"};
+	k.config_source = "/boot/config-6.1.0-x";
+	k.config = parse_kernel_config("CONFIG_HZ=250\n");
+	EXPECT_EQ(Json::Value(k).dump(),
+		  R"({"release":"6.1.0-x","version":"#1 SMP","machine":"x86_64",)"
+		  R"("config_source":"/boot/config-6.1.0-x","config":{"CONFIG_HZ":"250"}})");
+	k.config_source.reset();
+	EXPECT_EQ(Json::Value(k).dump(),
+		  R"({"release":"6.1.0-x","version":"#1 SMP","machine":"x86_64",)"
+		  R"("config_source":null,"config":{},"config_note":)"
+		  R"("no /proc/config.gz or /boot/config-<release>: options unknown"})");
+	k.uname.reset();
+	EXPECT_EQ(Json::Value(k).dump().substr(0, 19), R"({"config_source":nu)");
+}
+
+TEST(Procfs, HostInfoJsonKeepsItsOrderAndNulls)
+{
+	HostInfo h;
+	h.hostname = "h";
+	h.cpus = 1;
+	EXPECT_EQ(Json::Value(h).dump(),
+		  R"({"hostname":"h","cpus":1,"thp":{"enabled":null,"defrag":null,)"
+		  R"("shmem_enabled":null},"virtualized":false})");
+	h.cpu_model = "Xeon";
+	h.mem = MemInfo{1, 2, 4, 3, 5};
+	h.thp_enabled = "[always] madvise never";
+	h.thp_defrag = "madvise";
+	h.thp_shmem_enabled = "never";
+	h.virtualized = "hypervisor";
+	EXPECT_EQ(Json::Value(h).dump(),
+		  R"({"hostname":"h","cpu_model":"Xeon","cpus":1,"mem_total_bytes":1,)"
+		  R"("mem_available_bytes":2,"hugepages_total":3,"hugepages_free":4,)"
+		  R"("hugepage_size_bytes":5,"thp":{"enabled":"[always] madvise never",)"
+		  R"("defrag":"madvise","shmem_enabled":"never"},"virtualized":"hypervisor"})");
+}
+
+TEST(Procfs, KernelAndHostInfoOfThisHost)
+{
+	KernelInfo k = kernel_info();
+	ASSERT_TRUE(k.uname);
+	EXPECT_FALSE(k.uname->release.empty());
+	HostInfo h = host_info();
+	EXPECT_GT(h.cpus, 0);
+	EXPECT_TRUE(h.mem);
+}

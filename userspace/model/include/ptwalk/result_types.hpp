@@ -3,9 +3,10 @@
 // commands fill them, the summary, the table and the validation read their
 // members, and each part's nlohmann to_json writes it once, in the schema's
 // member order. A member that is present only sometimes is an optional: an
-// empty one stays out. Parts that reach the result as JSON from elsewhere
-// (the kernel's and host's facts, perf's summary) stay Json, passed through
-// as they came.
+// empty one stays out. The kernel's and host's facts are os's typed
+// KernelInfo and HostInfo (procfs.hpp), with their own to_json; perf's
+// summary reaches the result as JSON from the perf session and stays Json,
+// passed through as it came.
 #pragma once
 
 #include <cstdint>
@@ -179,7 +180,8 @@ struct RunResult {
 	bool complete = false;
 	std::string started_at;
 	std::vector<std::string> argv;
-	Json kernel, host; // as os's kernel_info() and host_info() give them
+	KernelInfo kernel; // os's kernel_info()
+	HostInfo host;     // os's host_info()
 	std::optional<AliasCalibration> alias_calibration; // the alias backing
 	std::optional<std::string> interrupted, error;
 	ScenarioInfo scenario;

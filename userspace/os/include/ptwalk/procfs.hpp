@@ -78,10 +78,31 @@ std::optional<WalkSize> measure_walk_size(pid_t pid, std::string *err);
 
 // Kernel config text ("CONFIG_X=y" lines) -> the options ptwalk reports.
 Json parse_kernel_config(std::string_view text);
-// {"release","version","machine","config_source","config":{...}}
-Json kernel_info();
-// {"hostname","cpu_model","cpus","mem_total","thp":{...},"hugepages":...}
-Json host_info();
+// A result's "kernel": uname's, and the config options ptwalk reports.
+struct KernelInfo {
+	struct Uname {
+		std::string release, version, machine;
+	};
+	std::optional<Uname> uname; // absent when uname(2) failed
+	// where the config was read; empty: none found (null, with a note)
+	std::optional<std::string> config_source;
+	Json config = Json::object(); // parse_kernel_config's
+};
+void to_json(Json::Value &j, const KernelInfo &k);
+KernelInfo kernel_info();
+
+// A result's "host": what the figures depend on.
+struct HostInfo {
+	std::string hostname;
+	std::optional<std::string> cpu_model;
+	long cpus = 0;
+	std::optional<MemInfo> mem; // absent when /proc/meminfo is unreadable
+	// transparent_hugepage's settings; empty: unreadable (null)
+	std::optional<std::string> thp_enabled, thp_defrag, thp_shmem_enabled;
+	std::optional<std::string> virtualized; // "xen", "hypervisor"; empty: false
+};
+void to_json(Json::Value &j, const HostInfo &h);
+HostInfo host_info();
 // "6.18.44-fc" -> {6,18}; {0,0} when unparsable.
 std::pair<int, int> kernel_version(std::string_view release);
 
