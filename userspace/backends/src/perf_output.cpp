@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -45,23 +44,15 @@ std::optional<double> percent(std::string_view f)
 
 } // namespace
 
-Json parse_perf_report_symbols(std::string_view text, size_t top)
+PerfReportSummary parse_perf_report_symbols(std::string_view text, size_t top)
 {
-	struct Entry {
-		std::string symbol;
-		double percent = 0;
-		std::optional<uint64_t> samples;
-	};
-	std::vector<Entry> kernel;
-	Json out = Json::object();
-	std::optional<std::string> event;
-	std::optional<uint64_t> lost;
+	std::vector<PerfSymbol> kernel;
+	PerfReportSummary out;
 	std::string samples_header;
 	// columns, by the names of the header line: "# Overhead\tSamples\tSymbol"
 	// (children mode: "# Children\tSelf\tSymbol")
 	size_t pct_col = SIZE_MAX, samples_col = SIZE_MAX, sym_col = SIZE_MAX;
 	uint64_t sample_sum = 0;
-	size_t entries = 0;
 	double kernel_pct = 0;
 
 	for (std::string_view line : split_lines(text)) {
@@ -74,12 +65,12 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 				size_t of = c.find(" of event '");
 				size_t n = of == std::string_view::npos ? of : of - 8;
 				samples_header = std::string(trim(c.substr(8, n)));
-				if (of != std::string_view::npos && !event) {
+				if (of != std::string_view::npos && !out.event) {
 					std::string_view ev = c.substr(of + 11);
-					event = std::string(ev.substr(0, ev.find('\'')));
+					out.event = std::string(ev.substr(0, ev.find('\'')));
 				}
 			} else if (c.starts_with("Total Lost Samples:")) {
-				lost = parse_u64(c.substr(19));
+				out.lost_samples = parse_u64(c.substr(19));
 			} else if (c.find('\t') != std::string_view::npos) {
 				auto names = split_fields(c);
 				pct_col = samples_col = sym_col = SIZE_MAX;
@@ -107,7 +98,7 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 		std::optional<uint64_t> nsamples;
 		if (samples_col < f.size())
 			nsamples = parse_u64(f[samples_col]);
-		++entries;
+		++out.entries;
 		if (nsamples)
 			sample_sum += *nsamples;
 		if (sym[1] == 'k') {
@@ -115,44 +106,28 @@ Json parse_perf_report_symbols(std::string_view text, size_t top)
 			kernel.push_back({std::string(trim(sym.substr(3))), *pct, nsamples});
 		}
 	}
-	std::stable_sort(kernel.begin(), kernel.end(),
-			 [](const Entry &a, const Entry &b) { return a.percent > b.percent; });
-	if (event)
-		out["event"] = *event;
+	std::stable_sort(kernel.begin(), kernel.end(), [](const PerfSymbol &a, const PerfSymbol &b) {
+		return a.percent > b.percent;
+	});
 	if (samples_col != SIZE_MAX)
-		out["samples"] = sample_sum;
+		out.samples = sample_sum;
 	if (!samples_header.empty())
-		out["samples_header"] = samples_header;
-	if (lost)
-		out["lost_samples"] = *lost;
-	out["entries"] = entries;
+		out.samples_header = samples_header;
 	// rounded to 0.01 without an integer cast: a percent may parse as
 	// anything up to 1e308 ("1e300%")
-	out["kernel_percent"] = std::floor(kernel_pct * 100 + 0.5) / 100;
-	Json syms = Json::array();
-	for (size_t i = 0; i < kernel.size() && i < top; ++i) {
-		Json s = Json::object();
-		s["symbol"] = kernel[i].symbol;
-		s["percent"] = kernel[i].percent;
-		if (kernel[i].samples)
-			s["samples"] = *kernel[i].samples;
-		syms.push(std::move(s));
-	}
-	out["top_kernel_symbols"] = std::move(syms);
+	out.kernel_percent = std::floor(kernel_pct * 100 + 0.5) / 100;
+	if (kernel.size() > top)
+		kernel.resize(top);
+	out.top_kernel_symbols = std::move(kernel);
 	return out;
 }
 
-Json parse_perf_stat_csv(std::string_view text)
+PerfStatSummary parse_perf_stat_csv(std::string_view text)
 {
 	// count,unit,event,run_ns,run_pct[,metric,metric_unit]
 	// count may be "<not supported>" / "<not counted>".
-	Json events = Json::object(), unsupported = Json::array(), run = Json::object(),
-	     malformed = Json::array();
-	std::vector<std::pair<std::string, uint64_t>> counts; // keeps order
-	std::vector<std::pair<std::string, uint64_t>> runs;
-	std::vector<std::string> unsup_seen;
-	auto add = [](std::vector<std::pair<std::string, uint64_t>> &v, const std::string &k,
-		      uint64_t x) {
+	PerfStatSummary out;
+	auto add = [](PerfCounts &v, const std::string &k, uint64_t x) {
 		for (auto &[name, val] : v)
 			if (name == k) {
 				val += x;
@@ -174,19 +149,16 @@ Json parse_perf_stat_csv(std::string_view text)
 			line.remove_prefix(c + 1);
 		}
 		if (f.size() < 3 || trim(f[2]).empty()) {
-			malformed.push(std::string(whole));
+			out.malformed.emplace_back(whole);
 			continue;
 		}
 		std::string name(trim(f[2]));
 		std::string_view cnt = trim(f[0]);
 		if (cnt.starts_with("<")) {
-			if (std::find(unsup_seen.begin(), unsup_seen.end(), name) == unsup_seen.end()) {
-				unsup_seen.push_back(name);
-				Json u = Json::object();
-				u["event"] = name;
-				u["reason"] = std::string("perf stat: ") + std::string(cnt);
-				unsupported.push(std::move(u));
-			}
+			if (std::none_of(out.unsupported.begin(), out.unsupported.end(),
+					 [&](const PerfUnsupported &u) { return u.event == name; }))
+				out.unsupported.push_back(
+					{name, std::string("perf stat: ") + std::string(cnt)});
 			continue;
 		}
 		auto v = parse_u64(cnt);
@@ -199,25 +171,15 @@ Json parse_perf_stat_csv(std::string_view text)
 				v = uint64_t(*d * 1e6 + 0.5);
 		}
 		if (!v) {
-			malformed.push(std::string(whole));
+			out.malformed.emplace_back(whole);
 			continue;
 		}
 		std::string key = trim(f[1]) == "msec" ? name + "_ns" : name;
-		add(counts, key, *v);
+		add(out.events, key, *v);
 		if (f.size() > 3)
 			if (auto r = parse_u64(f[3]))
-				add(runs, name, *r);
+				add(out.run_ns, name, *r);
 	}
-	for (auto &[k, v] : counts)
-		events[k] = v;
-	for (auto &[k, v] : runs)
-		run[k] = v;
-	Json out = Json::object();
-	out["events"] = std::move(events);
-	out["unsupported"] = std::move(unsupported);
-	out["run_ns"] = std::move(run);
-	if (malformed.size())
-		out["malformed"] = std::move(malformed);
 	return out;
 }
 

@@ -63,9 +63,9 @@ struct PerfSession::Impl {
 	Child stat;
 	std::string stat_error, stat_cmd, stat_stop, stat_scope;
 	std::string stat_path, stat_log;
-	Json stat_unsupported = Json::array();
+	std::vector<PerfUnsupported> stat_unsupported;
 	std::vector<std::string> stat_events;
-	Json result;
+	PerfSummary result;
 
 	void stop_children()
 	{
@@ -94,8 +94,8 @@ struct PerfSession::Impl {
 
 	bool start_record();
 	bool start_stat();
-	Json summarize_record();
-	Json summarize_stat();
+	PerfRecordPart summarize_record();
+	PerfStatPart summarize_stat();
 };
 
 PerfSession::PerfSession() : impl_(std::make_unique<Impl>()) {}
@@ -141,12 +141,8 @@ bool PerfSession::Impl::start_stat()
 	std::string terr;
 	if (!tracefs.open(&terr)) {
 		stat_error = "tracefs: " + terr;
-		for (const char *s : {"ptwalk:*", "mmap_lock:*", "tlb:*"}) {
-			Json u = Json::object();
-			u["event"] = s;
-			u["reason"] = "tracefs unavailable: " + terr;
-			stat_unsupported.push(std::move(u));
-		}
+		for (const char *s : {"ptwalk:*", "mmap_lock:*", "tlb:*"})
+			stat_unsupported.push_back({s, "tracefs unavailable: " + terr});
 		return false;
 	}
 	struct Sys {
@@ -161,11 +157,10 @@ bool PerfSession::Impl::start_stat()
 		std::string err;
 		auto evs = list_events(tracefs.root(), s.name, &err);
 		if (!evs || evs->empty()) {
-			Json u = Json::object();
-			u["event"] = std::string(s.name) + ":*";
-			u["reason"] = (evs ? tracefs.root() + "/events/" + s.name + ": empty" : err) +
-				      " (" + s.why_missing + ")";
-			stat_unsupported.push(std::move(u));
+			stat_unsupported.push_back(
+				{std::string(s.name) + ":*",
+				 (evs ? tracefs.root() + "/events/" + s.name + ": empty" : err) +
+					 " (" + s.why_missing + ")"});
 			continue;
 		}
 		stat_events.insert(stat_events.end(), evs->begin(), evs->end());
@@ -283,18 +278,18 @@ bool PerfSession::start(pid_t scanner, pid_t target, const PerfOptions &o)
 	}
 }
 
-Json PerfSession::Impl::summarize_record()
+PerfRecordPart PerfSession::Impl::summarize_record()
 {
-	Json r = Json::object();
-	r["event"] = "cpu-clock";
-	r["pid"] = scanner;
+	using At = PerfRecordPart::ErrorAt;
+	PerfRecordPart r;
+	r.pid = scanner;
 	if (!record_cmd.empty())
-		r["command"] = record_cmd;
+		r.command = record_cmd;
 	if (!record_error.empty()) {
-		r["error"] = record_error;
+		r.fail(record_error, At::record);
 		return r;
 	}
-	r["stop"] = record_stop;
+	r.stop = record_stop;
 	if (!exited_ok(record)) {
 		std::string tail = log_tail(record_log);
 		// "[ perf record: Captured and wrote 0.153 MB perf.data (947
@@ -304,12 +299,12 @@ Json PerfSession::Impl::summarize_record()
 			notes.push_back("perf record " + record_stop +
 					" after writing its data (\"Captured and wrote\")");
 		else
-			r["error"] = "perf record " + record_stop + ": " + tail;
+			r.fail("perf record " + record_stop + ": " + tail, At::record);
 	}
-	r["data"] = data_path;
+	r.data = data_path;
 	struct stat st {};
 	if (::stat(data_path.c_str(), &st) != 0) {
-		r["error"] = data_path + ": " + errno_str(errno);
+		r.fail(data_path + ": " + errno_str(errno), At::data);
 		return r;
 	}
 	std::string rep = path("perf-report.txt"), replog = path("perf-report.log"), err;
@@ -317,115 +312,99 @@ Json PerfSession::Impl::summarize_record()
 					 "--sort", "symbol", "--no-children", "-g", "none",
 					 "--show-nr-samples", "--field-separator", "\t"};
 	if (!run_to_completion(argv, rep, replog, opt.report_timeout_ms, &err)) {
-		r["error"] = err;
+		r.fail(err, At::data);
 		return r;
 	}
 	auto text = read_file(rep, &err);
 	if (!text) {
-		r["error"] = err;
+		r.fail(err, At::data);
 		return r;
 	}
-	r["report"] = rep;
-	Json p = parse_perf_report_symbols(*text, 15);
-	if (const Json *ev = p.find("event"); ev && ev->string())
-		r["event"] = *ev->string();
-	if (const Json *s = p.find("samples")) {
-		r["samples"] = *s;
+	r.report = rep;
+	PerfReportSummary p = parse_perf_report_symbols(*text, 15);
+	if (p.event)
+		r.event = *p.event;
+	if (p.samples) {
+		r.samples = p.samples;
 	} else if (log_tail(replog).find("has no samples") != std::string::npos) {
 		// perf report's own word ("The perf.data data has no samples!",
 		// exit 0, no table): the scanner never ran on a CPU while sampled
-		r["samples"] = 0;
+		r.samples = 0;
 		notes.push_back("perf report: no samples in " + data_path);
 	} else {
-		r["error"] = "perf report: no sample count in " + rep + ": " + log_tail(replog);
+		r.fail("perf report: no sample count in " + rep + ": " + log_tail(replog),
+		       At::report);
 	}
-	for (const char *k : {"lost_samples", "kernel_percent", "top_kernel_symbols"})
-		if (const Json *v = p.find(k))
-			r[k] = *v;
+	r.lost_samples = p.lost_samples;
+	r.kernel_percent = p.kernel_percent;
+	r.top_kernel_symbols = std::move(p.top_kernel_symbols);
 	return r;
 }
 
-Json PerfSession::Impl::summarize_stat()
+PerfStatPart PerfSession::Impl::summarize_stat()
 {
-	Json s = Json::object();
+	using At = PerfStatPart::ErrorAt;
+	PerfStatPart s;
 	if (!stat_cmd.empty())
-		s["command"] = stat_cmd;
+		s.command = stat_cmd;
 	if (!stat_scope.empty())
-		s["scope"] = stat_scope;
-	Json unsupported = stat_unsupported;
+		s.scope = stat_scope;
+	s.unsupported = stat_unsupported;
 	if (!stat_error.empty()) {
-		s["error"] = stat_error;
-		s["unsupported"] = std::move(unsupported);
+		s.fail(stat_error, At::stat);
 		return s;
 	}
-	s["stop"] = stat_stop;
+	s.stop = stat_stop;
 	if (!exited_ok(stat))
-		s["error"] = "perf stat " + stat_stop + ": " + log_tail(stat_log);
-	s["file"] = stat_path;
+		s.fail("perf stat " + stat_stop + ": " + log_tail(stat_log), At::stat);
+	s.file = stat_path;
 	std::string err;
 	auto text = read_file(stat_path, &err);
 	if (!text) {
-		s["error"] = err;
-		s["unsupported"] = std::move(unsupported);
+		s.fail(err, At::file);
 		return s;
 	}
-	Json p = parse_perf_stat_csv(*text);
-	s["events"] = p.find("events") ? *p.find("events") : Json::object();
-	if (const Json *u = p.find("unsupported"))
-		for (size_t i = 0; i < u->size(); ++i)
-			unsupported.push(u->at(i));
-	s["unsupported"] = std::move(unsupported);
-	if (const Json *r = p.find("run_ns"))
-		s["run_ns"] = *r;
-	if (const Json *m = p.find("malformed"))
-		s["malformed"] = *m;
+	PerfStatSummary p = parse_perf_stat_csv(*text);
 	// Every requested event must have a line: a missing one is said.
-	Json missing = Json::array();
-	const Json *ev = s.find("events");
 	for (const auto &e : stat_events) {
-		bool found = ev && ev->find(e);
+		bool found = find_count(p.events, e) ||
+			     std::any_of(p.unsupported.begin(), p.unsupported.end(),
+					 [&](const PerfUnsupported &u) { return u.event == e; });
 		if (!found)
-			if (const Json *u = p.find("unsupported"))
-				for (size_t i = 0; i < u->size(); ++i)
-					if (u->at(i).find("event")->string() == e)
-						found = true;
-		if (!found)
-			missing.push(e);
+			s.missing.push_back(e);
 	}
-	if (missing.size())
-		s["missing"] = std::move(missing);
+	s.events = std::move(p.events);
+	s.unsupported.insert(s.unsupported.end(), p.unsupported.begin(), p.unsupported.end());
+	s.run_ns = std::move(p.run_ns);
+	s.malformed = std::move(p.malformed);
 	return s;
 }
 
-Json PerfSession::stop()
+PerfSummary PerfSession::stop()
 {
 	Impl &m = *impl_;
 	if (m.stopped)
 		return m.result;
 	m.stopped = true;
-	Json perf = Json::object();
+	PerfSummary perf;
 	try {
 		m.stop_children();
 		if (!m.version.empty())
-			perf["version"] = m.version;
+			perf.version = m.version;
 		if (!m.started || m.perf.empty() || (m.record.pid() <= 0 && m.stat.pid() <= 0 &&
 						     m.record_error.empty() && m.stat_error.empty())) {
-			perf["error"] = m.started ? m.why : std::string("perf session not started");
+			perf.error = m.started ? m.why : std::string("perf session not started");
 		} else {
-			perf["record"] = m.summarize_record();
-			perf["stat"] = m.summarize_stat();
-			perf["workdir"] = m.workdir;
+			perf.record = m.summarize_record();
+			perf.stat = m.summarize_stat();
+			perf.workdir = m.workdir;
 		}
 	} catch (const std::exception &e) {
-		perf["error"] = std::string("perf session: ") + e.what();
+		perf.error = std::string("perf session: ") + e.what();
 	}
-	Json notes = Json::array();
-	for (const auto &n : m.notes)
-		notes.push(n);
-	perf["notes"] = std::move(notes);
-	m.result = Json::object();
-	m.result["perf"] = std::move(perf);
-	return m.result;
+	perf.notes = m.notes;
+	m.result = perf;
+	return perf;
 }
 
 } // namespace ptwalk

@@ -211,7 +211,7 @@ struct Run {
 	std::unique_ptr<Backend> backend, second;
 	std::string fallback, second_why;
 	PerfSession perf;
-	Json perf_json;
+	std::optional<PerfSummary> perf_summary; // start()'s refusal, or stop()'s
 	std::string failure;
 	int exit_code = 0;
 
@@ -347,8 +347,10 @@ void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &thread
 	if (r.o.perf && !g_signal) {
 		PerfOptions po;
 		po.workdir = (r.o.out_path.empty() ? std::string("ptwalk") : r.o.out_path) + ".perf";
-		if (!r.perf.start(r.sc.pid(), r.wl.pid(), po))
-			r.perf_json = Json(Json::Object{{"error", r.perf.why()}});
+		if (!r.perf.start(r.sc.pid(), r.wl.pid(), po)) {
+			r.perf_summary = PerfSummary{};
+			r.perf_summary->error = r.perf.why();
+		}
 	}
 }
 
@@ -417,11 +419,8 @@ void scan_and_stop(Run &r)
 	r.backend->stop();
 	if (r.second)
 		r.second->stop();
-	if (r.o.perf && r.perf_json.is_null()) {
-		Json p = r.perf.stop();
-		if (const Json *inner = p.find("perf"))
-			r.perf_json = *inner;
-	}
+	if (r.o.perf && !r.perf_summary)
+		r.perf_summary = r.perf.stop();
 }
 
 // What happened: interrupted, the workload died, or the scanner failed.
@@ -473,7 +472,7 @@ void assemble_walks(Run &r)
 	r.result.walks_dropped = sh->walks_dropped.load();
 	r.result.kernel_view = std::move(kv);
 	if (r.o.perf)
-		r.result.perf = std::move(r.perf_json);
+		r.result.perf = std::move(r.perf_summary);
 	r.result.victims = run_result::victims(*sh);
 	uint64_t slow_dropped = 0;
 	const std::vector<VictimOp> slow_ops = run_result::slow_ops(*sh, &slow_dropped);

@@ -289,8 +289,7 @@ void put_figures(Json::Value &j, const RunResult &r)
 	j["walks"] = r.walks;
 	j["walks_dropped"] = r.walks_dropped;
 	j["kernel_view"] = r.kernel_view;
-	if (r.perf)
-		j["perf"] = r.perf->value();
+	put_optional(j, "perf", r.perf);
 	Json::Value victims = Json::Value::object();
 	for (const auto &v : r.victims)
 		victims[v.name] = {{"tid", v.tid},

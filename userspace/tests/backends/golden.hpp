@@ -17,13 +17,8 @@
 
 namespace ptwalk::golden {
 
-// A document's text as the result file writes it (compact): a Json's, or a
-// typed struct's through its to_json.
-inline std::string text_of(const Json &j)
-{
-	return j.dump();
-}
-
+// A typed document's text as the result file writes it (compact): through
+// its to_json and ptwalk's Json, as result_json() does.
 template <typename T>
 std::string text_of(const T &v)
 {

@@ -33,14 +33,19 @@ std::string testdata(const char *name)
 	return text ? *text : "";
 }
 
-double num(const Json *j)
+// A count by name; -1 when there is none.
+double count(const PerfCounts &c, std::string_view name)
 {
-	return j && j->number() ? *j->number() : -1;
+	const uint64_t *v = find_count(c, name);
+	return v ? double(*v) : -1;
 }
 
-std::string str(const Json *j)
+// The summary's text, as the result file writes it.
+std::string text_of(const PerfSummary &p)
 {
-	return j && j->string() ? *j->string() : "";
+	Json::Value j;
+	to_json(j, p);
+	return Json(j).dump(2);
 }
 
 } // namespace
@@ -49,44 +54,43 @@ TEST(PerfSessionParse, ReportNoChildrenWithSampleCounts)
 {
 	// perf report --stdio --sort symbol --no-children -g none
 	// --show-nr-samples -t '\t' (what PerfSession runs)
-	Json r = parse_perf_report_symbols(testdata("report_fields_nochildren_clear_refs.txt"), 15);
-	EXPECT_EQ(str(r.find("event")), "cpu-clock");
+	PerfReportSummary r =
+		parse_perf_report_symbols(testdata("report_fields_nochildren_clear_refs.txt"), 15);
+	EXPECT_EQ(r.event, "cpu-clock");
 	// perf record said "(15998 samples)"; the header abbreviates to 15K.
-	EXPECT_EQ(num(r.find("samples")), 15998);
-	EXPECT_EQ(str(r.find("samples_header")), "15K");
-	EXPECT_EQ(num(r.find("lost_samples")), 0);
-	const Json *top = r.find("top_kernel_symbols");
-	ASSERT_TRUE(top && top->is_array());
-	ASSERT_EQ(top->size(), 15u);
-	EXPECT_EQ(str(top->at(0).find("symbol")), "vm_normal_folio");
-	EXPECT_DOUBLE_EQ(num(top->at(0).find("percent")), 54.58);
-	EXPECT_EQ(num(top->at(0).find("samples")), 8732);
-	EXPECT_EQ(str(top->at(1).find("symbol")), "clear_refs_pte_range");
-	EXPECT_EQ(num(top->at(1).find("samples")), 3490);
+	EXPECT_EQ(r.samples, 15998u);
+	EXPECT_EQ(r.samples_header, "15K");
+	EXPECT_EQ(r.lost_samples, 0u);
+	const auto &top = r.top_kernel_symbols;
+	ASSERT_EQ(top.size(), 15u);
+	EXPECT_EQ(top[0].symbol, "vm_normal_folio");
+	EXPECT_DOUBLE_EQ(top[0].percent, 54.58);
+	EXPECT_EQ(top[0].samples, 8732u);
+	EXPECT_EQ(top[1].symbol, "clear_refs_pte_range");
+	EXPECT_EQ(top[1].samples, 3490u);
 	double prev = 100;
-	for (size_t i = 0; i < top->size(); ++i) {
-		std::string s = str(top->at(i).find("symbol"));
+	for (const PerfSymbol &sym : top) {
 		// the padding and the trailing IPC columns are not part of the name
-		EXPECT_EQ(s.find_first_of(" \t"), std::string::npos) << s;
-		EXPECT_NE(s, "builtin_address_internal") << "a user ([.]) symbol among kernel ones";
-		double p = num(top->at(i).find("percent"));
-		EXPECT_LE(p, prev);
-		prev = p;
+		EXPECT_EQ(sym.symbol.find_first_of(" \t"), std::string::npos) << sym.symbol;
+		EXPECT_NE(sym.symbol, "builtin_address_internal")
+			<< "a user ([.]) symbol among kernel ones";
+		EXPECT_LE(sym.percent, prev);
+		prev = sym.percent;
 	}
 	// the sum of the [k] lines' Overhead column (45 [.] lines left out)
-	EXPECT_DOUBLE_EQ(num(r.find("kernel_percent")), 99.6);
-	EXPECT_EQ(num(r.find("entries")), 123);
+	EXPECT_DOUBLE_EQ(r.kernel_percent, 99.6);
+	EXPECT_EQ(r.entries, 123u);
 }
 
 TEST(PerfSessionParse, ReportOfARecordingWithoutSamples)
 {
 	// perf report exits 0, prints no table and says so on stderr: the
 	// parser gives no count (the session takes "0" from that stderr line).
-	Json r = parse_perf_report_symbols(testdata("report_fields_zero_samples.txt"), 15);
-	EXPECT_EQ(r.find("samples"), nullptr);
-	EXPECT_EQ(r.find("event"), nullptr);
-	EXPECT_EQ(num(r.find("entries")), 0);
-	EXPECT_EQ(r.find("top_kernel_symbols")->size(), 0u);
+	PerfReportSummary r = parse_perf_report_symbols(testdata("report_fields_zero_samples.txt"), 15);
+	EXPECT_EQ(r.samples, std::nullopt);
+	EXPECT_EQ(r.event, std::nullopt);
+	EXPECT_EQ(r.entries, 0u);
+	EXPECT_TRUE(r.top_kernel_symbols.empty());
 	EXPECT_NE(testdata("report_fields_zero_samples.stderr").find("has no samples"),
 		  std::string::npos);
 }
@@ -95,19 +99,18 @@ TEST(PerfSessionParse, ReportChildrenModeUsesSelfAndSkipsCallChains)
 {
 	// `perf report --stdio --sort symbol -t '\t'` of a -g recording:
 	// Children and Self columns, call-chain lines between the entries.
-	Json r = parse_perf_report_symbols(
+	PerfReportSummary r = parse_perf_report_symbols(
 		testdata("report_fields_children_callchain_clear_refs.txt"), 5);
-	EXPECT_EQ(str(r.find("event")), "cpu-clock");
-	EXPECT_EQ(r.find("samples"), nullptr) << "no Samples column: no exact count";
-	const Json *top = r.find("top_kernel_symbols");
-	ASSERT_TRUE(top && top->is_array());
-	ASSERT_EQ(top->size(), 5u);
+	EXPECT_EQ(r.event, "cpu-clock");
+	EXPECT_EQ(r.samples, std::nullopt) << "no Samples column: no exact count";
+	const auto &top = r.top_kernel_symbols;
+	ASSERT_EQ(top.size(), 5u);
 	// by Self (54.58%), not Children (72.08%), the same figure as the
 	// no-children report of the same recording
-	EXPECT_EQ(str(top->at(0).find("symbol")), "vm_normal_folio");
-	EXPECT_DOUBLE_EQ(num(top->at(0).find("percent")), 54.58);
-	EXPECT_EQ(str(top->at(1).find("symbol")), "clear_refs_pte_range");
-	EXPECT_DOUBLE_EQ(num(top->at(1).find("percent")), 21.82);
+	EXPECT_EQ(top[0].symbol, "vm_normal_folio");
+	EXPECT_DOUBLE_EQ(top[0].percent, 54.58);
+	EXPECT_EQ(top[1].symbol, "clear_refs_pte_range");
+	EXPECT_DOUBLE_EQ(top[1].percent, 21.82);
 }
 
 TEST(PerfSessionParse, ReportColumnsByNameAndOddLines)
@@ -122,62 +125,54 @@ TEST(PerfSessionParse, ReportColumnsByNameAndOddLines)
 			   "garbage line\n"
 			   "[k\t7%%\n"
 			   "[k] x\tnot a percent\n";
-	Json r = parse_perf_report_symbols(text, 15);
-	EXPECT_EQ(str(r.find("event")), "task-clock");
-	EXPECT_EQ(num(r.find("entries")), 3);
-	EXPECT_EQ(r.find("samples"), nullptr);
-	const Json *top = r.find("top_kernel_symbols");
-	ASSERT_TRUE(top);
-	ASSERT_EQ(top->size(), 2u);
-	EXPECT_EQ(str(top->at(0).find("symbol")), "do_syscall_64");
+	PerfReportSummary r = parse_perf_report_symbols(text, 15);
+	EXPECT_EQ(r.event, "task-clock");
+	EXPECT_EQ(r.entries, 3u);
+	EXPECT_EQ(r.samples, std::nullopt);
+	const auto &top = r.top_kernel_symbols;
+	ASSERT_EQ(top.size(), 2u);
+	EXPECT_EQ(top[0].symbol, "do_syscall_64");
 	// hidden kernel addresses (kptr_restrict) stay visible as addresses
-	EXPECT_EQ(str(top->at(1).find("symbol")), "0xffffffff81000000");
-	EXPECT_DOUBLE_EQ(num(r.find("kernel_percent")), 75.0);
+	EXPECT_EQ(top[1].symbol, "0xffffffff81000000");
+	EXPECT_DOUBLE_EQ(r.kernel_percent, 75.0);
 	// without a header line nothing is a table: perf's human form is not
 	// taken for the field-separated one
 	r = parse_perf_report_symbols("    50.00%  [k] do_syscall_64\n", 15);
-	EXPECT_EQ(num(r.find("entries")), 0);
+	EXPECT_EQ(r.entries, 0u);
 }
 
 TEST(PerfSessionParse, ReportEmpty)
 {
-	Json r = parse_perf_report_symbols("", 15);
-	EXPECT_EQ(num(r.find("entries")), 0);
-	ASSERT_TRUE(r.find("top_kernel_symbols"));
-	EXPECT_EQ(r.find("top_kernel_symbols")->size(), 0u);
-	EXPECT_EQ(r.find("samples"), nullptr);
+	PerfReportSummary r = parse_perf_report_symbols("", 15);
+	EXPECT_EQ(r.entries, 0u);
+	EXPECT_TRUE(r.top_kernel_symbols.empty());
+	EXPECT_EQ(r.samples, std::nullopt);
 }
 
 TEST(PerfSessionParse, StatPerPidTracepoints)
 {
 	// perf stat -x, -o FILE -p SCANNER,TARGET -e mmap_lock:...,tlb:tlb_flush
-	Json s = parse_perf_stat_csv(testdata("stat_pids_mmap_lock_tlb.csv"));
-	const Json *ev = s.find("events");
-	ASSERT_TRUE(ev && ev->is_object());
-	EXPECT_EQ(ev->size(), 4u);
-	EXPECT_EQ(num(ev->find("mmap_lock:mmap_lock_start_locking")), 400);
-	EXPECT_EQ(num(ev->find("mmap_lock:mmap_lock_acquire_returned")), 400);
-	EXPECT_EQ(num(ev->find("mmap_lock:mmap_lock_released")), 400);
-	EXPECT_EQ(num(ev->find("tlb:tlb_flush")), 2);
-	EXPECT_EQ(s.find("unsupported")->size(), 0u);
-	EXPECT_EQ(num(s.find("run_ns")->find("tlb:tlb_flush")), 1222367643);
-	EXPECT_EQ(s.find("malformed"), nullptr);
+	PerfStatSummary s = parse_perf_stat_csv(testdata("stat_pids_mmap_lock_tlb.csv"));
+	EXPECT_EQ(s.events.size(), 4u);
+	EXPECT_EQ(count(s.events, "mmap_lock:mmap_lock_start_locking"), 400);
+	EXPECT_EQ(count(s.events, "mmap_lock:mmap_lock_acquire_returned"), 400);
+	EXPECT_EQ(count(s.events, "mmap_lock:mmap_lock_released"), 400);
+	EXPECT_EQ(count(s.events, "tlb:tlb_flush"), 2);
+	EXPECT_TRUE(s.unsupported.empty());
+	EXPECT_EQ(count(s.run_ns, "tlb:tlb_flush"), 1222367643);
+	EXPECT_TRUE(s.malformed.empty());
 }
 
 TEST(PerfSessionParse, StatNotSupportedOnHostWithoutPmu)
 {
-	Json s = parse_perf_stat_csv(testdata("stat_no_pmu_not_supported.csv"));
-	const Json *ev = s.find("events");
-	ASSERT_TRUE(ev);
-	EXPECT_EQ(ev->find("cycles"), nullptr) << "never a fake zero";
-	EXPECT_EQ(num(ev->find("cpu-clock_ns")), 530000);
-	EXPECT_EQ(num(ev->find("mmap_lock:mmap_lock_released")), 35);
-	const Json *u = s.find("unsupported");
-	ASSERT_TRUE(u);
-	ASSERT_EQ(u->size(), 2u);
-	EXPECT_EQ(str(u->at(0).find("event")), "cycles");
-	EXPECT_EQ(str(u->at(0).find("reason")), "perf stat: <not supported>");
-	EXPECT_EQ(str(u->at(1).find("event")), "instructions");
+	PerfStatSummary s = parse_perf_stat_csv(testdata("stat_no_pmu_not_supported.csv"));
+	EXPECT_EQ(find_count(s.events, "cycles"), nullptr) << "never a fake zero";
+	EXPECT_EQ(count(s.events, "cpu-clock_ns"), 530000);
+	EXPECT_EQ(count(s.events, "mmap_lock:mmap_lock_released"), 35);
+	ASSERT_EQ(s.unsupported.size(), 2u);
+	EXPECT_EQ(s.unsupported[0].event, "cycles");
+	EXPECT_EQ(s.unsupported[0].reason, "perf stat: <not supported>");
+	EXPECT_EQ(s.unsupported[1].event, "instructions");
 }
 
 TEST(PerfSessionParse, StatSumsRepeatedLinesAndKeepsMalformed)
@@ -189,23 +184,21 @@ TEST(PerfSessionParse, StatSumsRepeatedLinesAndKeepsMalformed)
 			   "<not counted>,,mmap_lock:mmap_lock_released,0,0.00,,\n"
 			   "what,,\n"
 			   "12x,,foo:bar,1,100,,\n";
-	Json s = parse_perf_stat_csv(text);
-	EXPECT_EQ(num(s.find("events")->find("tlb:tlb_flush")), 7);
-	EXPECT_EQ(num(s.find("run_ns")->find("tlb:tlb_flush")), 20);
-	ASSERT_EQ(s.find("unsupported")->size(), 1u);
-	EXPECT_EQ(str(s.find("unsupported")->at(0).find("reason")), "perf stat: <not counted>");
-	ASSERT_TRUE(s.find("malformed"));
-	EXPECT_EQ(s.find("malformed")->size(), 2u);
+	PerfStatSummary s = parse_perf_stat_csv(text);
+	EXPECT_EQ(count(s.events, "tlb:tlb_flush"), 7);
+	EXPECT_EQ(count(s.run_ns, "tlb:tlb_flush"), 20);
+	ASSERT_EQ(s.unsupported.size(), 1u);
+	EXPECT_EQ(s.unsupported[0].reason, "perf stat: <not counted>");
+	EXPECT_EQ(s.malformed.size(), 2u);
 }
 
 TEST(PerfSessionApi, StopWithoutStartSaysSoAndIsIdempotent)
 {
 	PerfSession s;
-	Json a = s.stop();
-	ASSERT_TRUE(a.find("perf"));
-	EXPECT_EQ(str(a.find("perf")->find("error")), "perf session not started");
-	EXPECT_EQ(a.find("perf")->find("record"), nullptr);
-	EXPECT_EQ(s.stop().dump(), a.dump());
+	PerfSummary a = s.stop();
+	EXPECT_EQ(a.error, "perf session not started");
+	EXPECT_FALSE(a.record);
+	EXPECT_EQ(text_of(s.stop()), text_of(a));
 }
 
 TEST(PerfSessionApi, MissingPerfIsRefusedWithThePath)
@@ -219,10 +212,9 @@ TEST(PerfSessionApi, MissingPerfIsRefusedWithThePath)
 		o.workdir = dir;
 		EXPECT_FALSE(s.start(getpid(), getpid(), o));
 		EXPECT_NE(s.why().find("/nonexistent/perf"), std::string::npos) << s.why();
-		Json j = s.stop();
-		EXPECT_NE(str(j.find("perf")->find("error")).find("/nonexistent/perf"),
-			  std::string::npos)
-			<< j.dump();
+		PerfSummary p = s.stop();
+		EXPECT_NE(p.error.value_or("").find("/nonexistent/perf"), std::string::npos)
+			<< text_of(p);
 	}
 	{
 		PerfSession s;
@@ -316,15 +308,15 @@ TEST(PerfSessionApi, PerfIgnoringSigintIsKilledWithItsChildren)
 	auto rec_pid = read_file(std::string(dir) + "/fake-record.pid", &err);
 	ASSERT_TRUE(rec_pid) << err;
 	uint64_t t0 = now_ns();
-	Json j = s.stop();
+	PerfSummary sum = s.stop();
 	EXPECT_LT(now_ns() - t0, 5000000000ull);
-	SCOPED_TRACE(j.dump(2));
-	const Json *rec = j.find("perf")->find("record");
-	ASSERT_TRUE(rec);
-	EXPECT_NE(str(rec->find("stop")).find("SIGKILLed"), std::string::npos);
-	EXPECT_FALSE(str(rec->find("error")).empty());
-	EXPECT_EQ(rec->find("samples"), nullptr) << "never a figure perf did not give";
-	EXPECT_EQ(str(j.find("perf")->find("version")), "0.0-fake");
+	SCOPED_TRACE(text_of(sum));
+	ASSERT_TRUE(sum.record);
+	const PerfRecordPart &rec = *sum.record;
+	EXPECT_NE(rec.stop.value_or("").find("SIGKILLed"), std::string::npos);
+	EXPECT_FALSE(rec.error.value_or("").empty());
+	EXPECT_EQ(rec.samples, std::nullopt) << "never a figure perf did not give";
+	EXPECT_EQ(sum.version, "0.0-fake");
 	// the stand-ins and the children they started are gone
 	for (const char *name : {"fake-record.pid", "fake-stat.pid", "fake-sleep.pid"}) {
 		auto t = read_file(std::string(dir) + "/" + name, &err);
@@ -421,19 +413,18 @@ pid_t fork_clear_refs_scanner(const std::string &clear_refs, int go_r)
 
 // perf record's part: cpu-clock samples, a page-table walk among the top
 // kernel symbols.
-void expect_walk_sampled(const Json *perf)
+void expect_walk_sampled(const PerfSummary &perf)
 {
-	const Json *rec = perf->find("record");
-	ASSERT_TRUE(rec);
-	EXPECT_EQ(rec->find("error"), nullptr);
-	EXPECT_EQ(str(rec->find("event")), "cpu-clock");
-	EXPECT_GT(num(rec->find("samples")), 0);
-	const Json *top = rec->find("top_kernel_symbols");
-	ASSERT_TRUE(top && top->is_array());
-	ASSERT_GT(top->size(), 0u);
+	ASSERT_TRUE(perf.record);
+	const PerfRecordPart &rec = *perf.record;
+	EXPECT_EQ(rec.error, std::nullopt);
+	EXPECT_EQ(rec.event, "cpu-clock");
+	EXPECT_GT(rec.samples.value_or(0), 0u);
+	ASSERT_TRUE(rec.top_kernel_symbols);
+	ASSERT_GT(rec.top_kernel_symbols->size(), 0u);
 	bool walk_symbol = false;
-	for (size_t i = 0; i < top->size(); ++i) {
-		std::string s = str(top->at(i).find("symbol"));
+	for (const PerfSymbol &sym : *rec.top_kernel_symbols) {
+		const std::string &s = sym.symbol;
 		if (s.find("clear_refs") != std::string::npos ||
 		    s.find("walk_") != std::string::npos || s.find("pte") != std::string::npos)
 			walk_symbol = true;
@@ -442,28 +433,23 @@ void expect_walk_sampled(const Json *perf)
 }
 
 // perf stat's part: the mmap_lock events counted; ptwalk:* counted when
-// ptwalk.ko is loaded, else said to be absent (j: the whole result).
-void expect_lock_events_counted(const Json &j, const Json *perf)
+// ptwalk.ko is loaded, else said to be absent.
+void expect_lock_events_counted(const PerfSummary &perf)
 {
-	const Json *stat = perf->find("stat");
-	ASSERT_TRUE(stat);
-	EXPECT_EQ(stat->find("error"), nullptr);
-	const Json *ev = stat->find("events");
-	ASSERT_TRUE(ev);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_start_locking")), 0);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_acquire_returned")), 0);
-	EXPECT_GT(num(ev->find("mmap_lock:mmap_lock_released")), 0);
-	EXPECT_EQ(stat->find("missing"), nullptr);
+	ASSERT_TRUE(perf.stat);
+	const PerfStatPart &stat = *perf.stat;
+	EXPECT_EQ(stat.error, std::nullopt);
+	ASSERT_TRUE(stat.events);
+	EXPECT_GT(count(*stat.events, "mmap_lock:mmap_lock_start_locking"), 0);
+	EXPECT_GT(count(*stat.events, "mmap_lock:mmap_lock_acquire_returned"), 0);
+	EXPECT_GT(count(*stat.events, "mmap_lock:mmap_lock_released"), 0);
+	EXPECT_TRUE(stat.missing.empty());
 	bool ptwalk_said = false;
-	const Json *u = stat->find("unsupported");
-	ASSERT_TRUE(u);
-	for (size_t i = 0; i < u->size(); ++i)
-		if (str(u->at(i).find("event")) == "ptwalk:*")
-			ptwalk_said = str(u->at(i).find("reason")).find("ptwalk.ko") !=
-				      std::string::npos;
-	if (!ptwalk_said)
-		for (const char *name : {"ptwalk:"})
-			(void)name, ptwalk_said = j.dump().find("\"ptwalk:") != std::string::npos;
+	for (const PerfUnsupported &u : stat.unsupported)
+		if (u.event == "ptwalk:*")
+			ptwalk_said = u.reason.find("ptwalk.ko") != std::string::npos;
+	if (!ptwalk_said) // counted, not counted or missing: named somewhere
+		ptwalk_said = text_of(perf).find("\"ptwalk:") != std::string::npos;
 	EXPECT_TRUE(ptwalk_said);
 }
 
@@ -515,13 +501,11 @@ TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 	int st = 0;
 	ASSERT_TRUE(kids.wait(scanner, 30000, &st)) << "scanner did not finish";
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "scanner status " << st;
-	Json j = session.stop();
-	SCOPED_TRACE(j.dump(2));
-	EXPECT_EQ(session.stop().dump(), j.dump()) << "stop() is idempotent";
+	PerfSummary perf = session.stop();
+	SCOPED_TRACE(text_of(perf));
+	EXPECT_EQ(text_of(session.stop()), text_of(perf)) << "stop() is idempotent";
 
-	const Json *perf = j.find("perf");
-	ASSERT_TRUE(perf);
-	EXPECT_FALSE(str(perf->find("version")).empty());
+	EXPECT_FALSE(perf.version.value_or("").empty());
 	ASSERT_NO_FATAL_FAILURE(expect_walk_sampled(perf));
-	expect_lock_events_counted(j, perf);
+	expect_lock_events_counted(perf);
 }

@@ -3,7 +3,7 @@
 // without a real perf, byte for byte (testdata/perf/golden/session_*.json):
 // not started, perf missing or unusable, and a stand-in perf that fails
 // (or succeeds at) each step of record, report and stat. Recorded from the
-// untyped session; the typed one must write the same text: which keys are
+// untyped session (its "perf" member); the typed one must write the same text: which keys are
 // present, in which order ("error" sits where the step that failed put it).
 //
 // What differs from host to host is replaced before the comparison: the
@@ -188,12 +188,7 @@ struct Session {
 		*started = p.start(sleeper, sleeper, o);
 		return normalize(perf_text(p.stop()), dir, sleeper);
 	}
-	static std::string perf_text(const Json &j)
-	{
-		return j.find("perf") ? j.find("perf")->dump() : "(no perf member)";
-	}
-	template <typename T>
-	static std::string perf_text(const T &summary)
+	static std::string perf_text(const PerfSummary &summary)
 	{
 		return golden::text_of(summary);
 	}

@@ -282,7 +282,8 @@ TEST(ResultJson, MembersInTheirOrder)
 	r.workload.populate_bytes_per_s = 1e9;
 	r.workload.ptes_source = "VmPTE/8";
 	r.self_memory = {1, 2, 3};
-	r.perf = Json(Json::Object{{"record", 1}});
+	r.perf = PerfSummary{};
+	r.perf->error = "perf: not found in PATH";
 	r.kernel_view_tracepoint = KernelView{};
 	r.kernel_view_tracepoint->source = "tp";
 	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);

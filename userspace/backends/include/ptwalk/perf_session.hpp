@@ -7,7 +7,9 @@
 // (SIGINT, wait, SIGKILL), runs `perf report` and parses what perf wrote.
 //
 // What is missing is said, never filled in: no perf, no PMU, no tracefs, no
-// ptwalk.ko each show up in "notes" / "unsupported" / "error" members.
+// ptwalk.ko each show up in the summary's notes, unsupported events or
+// errors. The summary and the parsers' results are model's typed
+// perf_summary.hpp, written by its to_json.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +18,7 @@
 #include <string_view>
 #include <sys/types.h>
 
-#include "ptwalk/json.hpp"
+#include "ptwalk/perf_summary.hpp"
 
 namespace ptwalk {
 
@@ -41,7 +43,7 @@ public:
 	// from tracefs (found, or mounted for the session and unmounted in
 	// stop()); systems absent here (ptwalk:* without ptwalk.ko) are listed
 	// as unsupported with the reason. Returns true when at least one of
-	// the two runs (the other's failure is in stop()'s JSON); false with
+	// the two runs (the other's failure is in stop()'s summary); false with
 	// why() set when perf is missing or unusable. Never throws. Call once,
 	// from a thread that outlives the session: the children get SIGINT
 	// (PR_SET_PDEATHSIG) when it dies, and write their data. They run in
@@ -51,17 +53,15 @@ public:
 	bool start(pid_t scanner, pid_t target, const PerfOptions &o);
 
 	// Stops both children (SIGINT, wait up to stop_timeout_ms, SIGKILL),
-	// runs `perf report` and returns
-	//   {"perf": {"version", "record": {"event", "samples",
-	//     "top_kernel_symbols": [{"symbol","percent","samples"}...15],
-	//     (percent: of all the scanner's samples, user and kernel)
-	//     "data", ...}, "stat": {"events": {name: count},
-	//     "unsupported": [{"event","reason"}], "scope", ...},
-	//     "notes": [...]}}
-	// A part that failed carries "error" instead of figures. Idempotent:
-	// later calls return the same document. Before/without start(): the
-	// document says why perf did not run.
-	Json stop();
+	// runs `perf report` and returns the result's "perf" (model's
+	// perf_summary.hpp): the version, the "record" part (the event, the
+	// samples, the top 15 kernel symbols by percent of all the scanner's
+	// samples, user and kernel, where perf.data is, ...), the "stat" part
+	// (counts by event, the events not counted and why, their scope, ...),
+	// and the notes. A part that failed carries an error instead of (or
+	// after) its figures. Idempotent: later calls return the same summary.
+	// Before/without start(): the summary says why perf did not run.
+	PerfSummary stop();
 
 	std::string why() const;
 
@@ -72,18 +72,17 @@ private:
 
 // Parses `perf report --stdio --sort symbol -t '\t'` output, perf's
 // field-separated form (best with --no-children -g none --show-nr-samples):
-// columns are found by the names in its header line. Returns {"event", "samples" (sum of the
-// Samples column, only when present), "samples_header" (the "# Samples:"
-// figure, abbreviated by perf: "4K"), "lost_samples", "kernel_percent",
-// "entries", "top_kernel_symbols": [{"symbol", "percent", "samples"}]}:
-// the `top` [k] entries by self overhead. Call-chain lines are skipped; in
-// children mode the Self column is used.
-Json parse_perf_report_symbols(std::string_view perf_report_stdio_text, size_t top);
+// columns are found by the names in its header line. Gives the event, the
+// sum of the Samples column (only when there is one), the "# Samples:"
+// figure as perf abbreviates it ("4K"), the lost samples, the number of
+// entries, the kernel's percent and the `top` [k] entries by self overhead.
+// Call-chain lines are skipped; in children mode the Self column is used.
+PerfReportSummary parse_perf_report_symbols(std::string_view perf_report_stdio_text, size_t top);
 
-// Parses `perf stat -x,` output (as written by -o: "# started on" header).
-// Returns {"events": {name: count}, "unsupported": [{"event","reason"}],
-// "run_ns": {name: ns the counter ran}, "malformed": [line]}; counts of an
-// event seen on several lines (per-thread, per-cpu) are summed.
-Json parse_perf_stat_csv(std::string_view perf_stat_x_output);
+// Parses `perf stat -x,` output (as written by -o: "# started on" header):
+// counts by event, the events not counted and why, the ns each counter ran,
+// and the lines not understood. Counts of an event seen on several lines
+// (per-thread, per-cpu) are summed.
+PerfStatSummary parse_perf_stat_csv(std::string_view perf_stat_x_output);
 
 } // namespace ptwalk

@@ -5,8 +5,7 @@
 // member order. A member that is present only sometimes is an optional: an
 // empty one stays out. The kernel's and host's facts are os's typed
 // KernelInfo and HostInfo (procfs.hpp), with their own to_json; perf's
-// summary reaches the result as JSON from the perf session and stays Json,
-// passed through as it came.
+// summary is PerfSummary (perf_summary.hpp), filled by the perf session.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +18,7 @@
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/kernel_view.hpp"
+#include "ptwalk/perf_summary.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/vma_layout.hpp"
 
@@ -193,7 +193,7 @@ struct RunResult {
 	std::vector<WalkEntry> walks;
 	uint64_t walks_dropped = 0;
 	KernelView kernel_view; // the backend's own findings
-	std::optional<Json> perf; // --perf: perf's summary, as it gives it
+	std::optional<PerfSummary> perf; // --perf: the perf session's summary
 	std::vector<VictimEntry> victims;
 	Validation validation;
 	std::optional<KernelView> kernel_view_tracepoint; // --cross-check: the second view's
