@@ -19,6 +19,11 @@ own names):
           has exited: when P exits during a read, the reader drops the mm's
           last reference and the kernel tears the mm down (exit_mmap) in
           the reader. Prints its pid, then "reading".
+  forker  --comm C --mb MB --count N
+          touches MB of private anonymous memory, then N times forks a
+          child that execs /bin/true: each child's exec tears down its copy
+          of the parent's page tables (exit_mmap in the child, before the
+          exec event). Prints each child's pid, then "done".
 """
 from __future__ import annotations
 
@@ -107,6 +112,22 @@ def holder(a: argparse.Namespace) -> None:
     os.close(fd)
 
 
+def forker(a: argparse.Namespace) -> None:
+    set_comm(a.comm)
+    size = a.mb << 20
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for off in range(0, size, 4096):
+        buf[off] = 1
+    for _ in range(a.count):
+        pid = os.fork()
+        if pid == 0:
+            os.execv("/bin/true", ["true"])
+        os.waitpid(pid, 0)
+        print(pid, flush=True)
+        time.sleep(0.2)
+    print("done", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -125,8 +146,12 @@ def main() -> int:
     h = sub.add_parser("holder")
     h.add_argument("--comm", required=True)
     h.add_argument("--pid", type=int, required=True)
+    f = sub.add_parser("forker")
+    f.add_argument("--comm", required=True)
+    f.add_argument("--mb", type=int, default=1024)
+    f.add_argument("--count", type=int, default=5)
     a = p.parse_args()
-    {"target": target, "walker": walker, "holder": holder}[a.cmd](a)
+    {"target": target, "walker": walker, "holder": holder, "forker": forker}[a.cmd](a)
     return 0
 
 

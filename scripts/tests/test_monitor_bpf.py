@@ -79,7 +79,11 @@ def _compare(name: str, mine: dict[str, Any], other: dict[str, Any], lo: float,
         match = [x for x in other["holds"] if _same(h, x)]
         if not match:
             # only events the other view counted as lost may hide a hold
-            assert other["lost_events"] > 0, (name, "missing", h)
+            # with what the other view had around it, to chase the cause
+            near = [x for x in other["holds"] if abs(x["start_ns"] - h["start_ns"]) < 50_000_000]
+            assert other["lost_events"] > 0, (name, "missing", h, "other's holds within 50 ms",
+                                              near, "unpaired", mine["unpaired_events"],
+                                              other["unpaired_events"])
             continue
         x = match[0]
         checked += 1

@@ -219,3 +219,40 @@ def test_teardown_run_by_the_last_reader_is_the_owners_exit(tmp_path: Path, back
     assert all(h["start_ns"] < td_start and h["kind"] != "exit" for h in walks), walks
     print(f"teardown holds by the reader: "
           f"{[(h['mode'], h['hold_ns']) for h in by_reader]}, other reader holds {len(walks)}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exec_teardown_of_the_pre_exec_mm_is_the_process_own(tmp_path: Path,
+                                                             backend: str) -> None:
+    """A fork's child that execs tears its copy of the parent's page tables
+    down in exec_mmap(), before the exec event: that hold is the process's
+    own mm's teardown (kind exit, target itself, basis exec) in both
+    views: the bpf program's mark (mm_users 0) and the tracepoints' shape
+    (read hold, write lock at once) with the exec that follows."""
+    require_root()
+    fcomm = unique_comm("pwt-fork")
+    mon = _monitor(tmp_path, "120s", backend)
+    try:
+        time.sleep(3)
+        # 1 GiB touched: 256K PTEs copied into each child, ~10 ms to tear down
+        p = subprocess.run(["/usr/bin/python3", str(WORKLOADS), "forker", "--comm", fcomm,
+                            "--mb", "1024", "--count", "5"],
+                           capture_output=True, text=True, timeout=120, env=tagged_env())
+        assert p.returncode == 0, p.stderr
+        lines = p.stdout.split()
+        assert lines[-1] == "done", p.stdout
+        children = {int(x) for x in lines[:-1]}
+        time.sleep(1)
+    finally:
+        m = _finish(mon, tmp_path)
+    require(m["lost_events"] == 0,
+            f"{m['lost_events']} events were lost (kernel ring overrun): nothing to check")
+    held = [h for h in m["holds"] if h["holder"]["tgid"] in children]
+    unmap = [h for h in held if h["mode"] == "read" and h["hold_ns"] >= 2_000_000]
+    # most children's teardown is long enough to be seen
+    assert len({h["holder"]["tgid"] for h in unmap}) >= 3, held
+    for h in unmap:
+        t = h["target"]
+        assert h["kind"] == "exit", h
+        assert t["tgid"] == h["holder"]["tgid"] and t["self"] and t["basis"] == "exec", h
+    print(f"exec teardowns: {[(h['holder']['tgid'], h['hold_ns']) for h in unmap]}")

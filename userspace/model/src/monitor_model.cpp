@@ -153,6 +153,8 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, boo
 void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 {
 	ended_[tgid] = t;
+	if (std::strcmp(why, "exec") == 0)
+		execs_[tgid] = t;
 	auto it = by_tgid_.find(tgid);
 	if (it == by_tgid_.end())
 		return;
@@ -174,6 +176,12 @@ void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
 		by_tgid_.erase(it);
 	else
 		it->second = std::move(keep);
+}
+
+bool MmOwners::execed_between(pid_t tgid, uint64_t from, uint64_t to) const
+{
+	auto it = execs_.find(tgid);
+	return it != execs_.end() && it->second >= from && it->second <= to;
 }
 
 bool MmOwners::process_ended(pid_t tgid, uint64_t t) const
@@ -246,7 +254,7 @@ void MmOwners::prune(uint64_t t)
 		else
 			++it;
 	}
-	for (auto *m : {&born_, &ended_})
+	for (auto *m : {&born_, &ended_, &execs_})
 		for (auto it = m->begin(); it != m->end();)
 			it = it->second < t ? m->erase(it) : std::next(it);
 }
@@ -315,6 +323,10 @@ WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
 // exit_mmap() unmaps under the read lock, then takes the write lock at
 // once to free the page tables
 constexpr uint64_t kTeardownGapNs = 1'000'000;
+// exec_mmap()'s teardown of the old mm to the exec event: the rest of
+// load_elf_binary() (mapping the new image), well under this even when
+// the task is preempted on a loaded host; below the resolve grace
+constexpr uint64_t kExecTeardownNs = 100'000'000;
 
 void WalkTracker::pair(const LockEvent &e)
 {
@@ -491,13 +503,25 @@ bool WalkTracker::resolve(Pending &p, bool final)
 		o = MmOwners::Owner{};
 		o.why = "the mm's teardown; no fact named its owner (the address was reused)";
 	}
+	if ((!o.tgid || o.tgid == h.tgid) && (h.teardown || p.teardown_shape) &&
+	    owners_.execed_between(h.tgid, h.end_ns, h.end_ns + kExecTeardownNs)) {
+		// exec_mmap() drops the pre-exec mm (a fork's copy of its
+		// parent's page tables: ms to tear down), then the exec event
+		// fires: the process's own old mm. (A live process's own
+		// teardown-shaped unmap just before an exec is its own mm too.)
+		h.teardown = true;
+		o = MmOwners::Owner{};
+		o.tgid = h.tgid;
+		o.teardown = true;
+		o.basis = "exec";
+	}
 	if (!o.tgid && o.pending && !final && !(fd && fd->pid)) {
 		wants_probe_ = true;
 		return false;
 	}
 	if (o.tgid) {
 		w.target_tgid = o.tgid;
-		w.basis = o.teardown ? "exit" : o.basis;
+		w.basis = o.teardown && std::strcmp(o.basis, "exec") != 0 ? "exit" : o.basis;
 	} else if (fd && fd->pid) {
 		// the walker had /proc/PID/<file> open while it held the lock
 		w.target_tgid = fd->pid;

@@ -2,7 +2,6 @@
 #include "ptwalk/tracefs.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -13,107 +12,6 @@
 namespace ptwalk {
 
 namespace {
-
-std::string_view trim(std::string_view s)
-{
-	while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-		s.remove_prefix(1);
-	while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-		s.remove_suffix(1);
-	return s;
-}
-
-bool parse_u32(std::string_view s, uint32_t &out)
-{
-	s = trim(s);
-	if (s.empty())
-		return false;
-	auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-	return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-// "key:value" out of one tab-separated part of a field line
-bool part_value(std::string_view part, std::string_view key, std::string_view &value)
-{
-	part = trim(part);
-	if (part.substr(0, key.size()) != key || part.size() <= key.size() ||
-	    part[key.size()] != ':')
-		return false;
-	value = part.substr(key.size() + 1);
-	return true;
-}
-
-// "\tfield:TYPE NAME;\toffset:N;\tsize:N;\tsigned:N;"
-bool parse_field_line(std::string_view line, TraceField &f, std::string *why)
-{
-	std::vector<std::string_view> parts;
-	size_t pos = 0;
-	while (pos < line.size()) {
-		size_t semi = line.find(';', pos);
-		if (semi == std::string_view::npos) {
-			if (!trim(line.substr(pos)).empty())
-				parts.push_back(line.substr(pos));
-			break;
-		}
-		parts.push_back(line.substr(pos, semi - pos));
-		pos = semi + 1;
-	}
-	if (parts.size() < 3) {
-		*why = "too few parts";
-		return false;
-	}
-	std::string_view decl;
-	if (!part_value(parts[0], "field", decl)) {
-		*why = "no field:";
-		return false;
-	}
-	decl = trim(decl);
-	size_t sp = decl.find_last_of(" \t*");
-	if (sp == std::string_view::npos || sp + 1 >= decl.size()) {
-		*why = "no field name";
-		return false;
-	}
-	std::string_view name = decl.substr(sp + 1);
-	std::string_view type = trim(decl.substr(0, sp + 1));
-	if (size_t br = name.find('['); br != std::string_view::npos) {
-		std::string_view n = name.substr(br + 1);
-		if (!n.empty() && n.back() == ']')
-			n.remove_suffix(1);
-		uint32_t len = 0;
-		if (!n.empty() && parse_u32(n, len))
-			f.array_len = len;
-		name = name.substr(0, br);
-	}
-	if (name.empty() || type.empty()) {
-		*why = "empty name or type";
-		return false;
-	}
-	f.name = std::string(name);
-	f.type = std::string(type);
-	f.rel_loc = type.substr(0, 9) == "__rel_loc";
-	f.data_loc = f.rel_loc || type.substr(0, 10) == "__data_loc";
-	f.common = name.substr(0, 7) == "common_";
-	bool have_off = false, have_size = false;
-	for (size_t i = 1; i < parts.size(); i++) {
-		std::string_view v;
-		uint32_t n = 0;
-		if (part_value(parts[i], "offset", v)) {
-			have_off = parse_u32(v, n);
-			f.offset = n;
-		} else if (part_value(parts[i], "size", v)) {
-			have_size = parse_u32(v, n);
-			f.size = n;
-		} else if (part_value(parts[i], "signed", v)) {
-			if (parse_u32(v, n))
-				f.is_signed = n != 0;
-		}
-	}
-	if (!have_off || !have_size) {
-		*why = "no offset or size";
-		return false;
-	}
-	return true;
-}
 
 std::string decode_octal(std::string_view s)
 {
@@ -139,77 +37,6 @@ bool is_dir(const std::string &p)
 }
 
 } // namespace
-
-const TraceField *TraceEventFormat::find(std::string_view field) const
-{
-	for (const auto &f : fields)
-		if (f.name == field)
-			return &f;
-	return nullptr;
-}
-
-std::optional<TraceEventFormat> parse_event_format(std::string_view text,
-						   std::string *err)
-{
-	TraceEventFormat fmt;
-	bool have_name = false, have_id = false;
-	size_t pos = 0, lineno = 0;
-	while (pos < text.size()) {
-		size_t nl = text.find('\n', pos);
-		std::string_view line = text.substr(
-			pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-		pos = nl == std::string_view::npos ? text.size() : nl + 1;
-		lineno++;
-		std::string_view t = trim(line);
-		std::string_view v;
-		if (part_value(t, "name", v)) {
-			fmt.name = std::string(trim(v));
-			have_name = !fmt.name.empty();
-		} else if (part_value(t, "ID", v)) {
-			have_id = parse_u32(v, fmt.id);
-			if (!have_id) {
-				if (err)
-					*err = "format line " + std::to_string(lineno) +
-					       ": bad ID";
-				return std::nullopt;
-			}
-		} else if (t.substr(0, 6) == "field:") {
-			TraceField f;
-			std::string why;
-			if (!parse_field_line(t, f, &why)) {
-				if (err)
-					*err = "format line " + std::to_string(lineno) +
-					       ": " + why;
-				return std::nullopt;
-			}
-			fmt.fields.push_back(std::move(f));
-		} else if (t.substr(0, 11) == "print fmt: ") {
-			break;
-		}
-	}
-	if (!have_name || !have_id || fmt.fields.empty()) {
-		if (err)
-			*err = std::string("format: missing ") +
-			       (!have_name ? "name" : !have_id ? "ID" : "fields");
-		return std::nullopt;
-	}
-	return fmt;
-}
-
-bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw,
-		    uint64_t &out) noexcept
-{
-	if (size_t(f.offset) + f.size > raw.size())
-		return false;
-	const uint8_t *p = raw.data() + f.offset;
-	switch (f.size) {
-	case 1: out = p[0]; return true;
-	case 2: { uint16_t v; std::memcpy(&v, p, 2); out = v; return true; }
-	case 4: { uint32_t v; std::memcpy(&v, p, 4); out = v; return true; }
-	case 8: { uint64_t v; std::memcpy(&v, p, 8); out = v; return true; }
-	default: return false;
-	}
-}
 
 std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo,
 					     std::string_view fstype)

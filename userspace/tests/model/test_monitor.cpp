@@ -618,3 +618,45 @@ TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 	EXPECT_EQ(out[0].kind, "pagemap");
 	EXPECT_EQ(out[0].walk_file, "");
 }
+
+// exec_mmap() tears the pre-exec mm down (a fork's copy of its parent's
+// page tables) in the exec'ing task, then the exec event fires: that
+// teardown is the process's own, whether the tracepoints' shape or the
+// kernel's mark tells it, and whether or not a probe named the old mm.
+TEST(WalkTracker, ExecsTeardownOfItsPreExecMmIsItsOwn)
+{
+	std::vector<Walk> out;
+	WalkTracker t(small_config(10'000), collect(out), nullptr);
+	// tracepoints: unmap under the read lock, the write lock at once
+	std::vector<LockEvent> v;
+	hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
+	hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
+	feed(t, v);
+	t.task_end(300, 20'000, true);
+	// bpf: the kernel marks the teardown; one mm named by a probe
+	t.owner_fact(kMm + 192, 600, 100);
+	t.span(LockSpan{30'000, 40'000, kMm + 64, 400, 400, false, true, true}, true);
+	t.task_end(400, 45'000, true);
+	t.span(LockSpan{50'000, 60'000, kMm + 192, 600, 600, false, true, true}, true);
+	t.task_end(600, 61'000, true);
+	// the same shape with the exec 200 ms later: not tied to it
+	v.clear();
+	hold(v, 500, 500, kMm + 128, false, 70'000, 70'000, 79'000);
+	hold(v, 500, 500, kMm + 128, true, 79'500, 79'500, 82'000);
+	feed(t, v);
+	t.task_end(500, 82'000 + 200'000'000, true);
+	t.advance(300'000'000, true);
+	ASSERT_EQ(out.size(), 6u);
+	std::sort(out.begin(), out.end(),
+		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
+	for (size_t i = 0; i < 4; i++) {
+		SCOPED_TRACE(i);
+		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].target_tgid, out[i].hold.tgid);
+		EXPECT_TRUE(out[i].self);
+		EXPECT_EQ(out[i].basis, "exec");
+	}
+	EXPECT_EQ(out[4].hold.tgid, 500);
+	EXPECT_NE(out[4].basis, "exec");
+	EXPECT_NE(out[4].kind, "exit");
+}

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <regex>
 #include <sys/mman.h>
@@ -158,18 +159,94 @@ TEST(TracepointFormat, ArraysAndErrors)
 {
 	std::string err;
 	auto f = parse_event_format("name: sched_switch\nID: 3\nformat:\n"
-				    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n",
+				    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+				    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+				    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n",
 				    &err);
 	ASSERT_TRUE(f) << err;
-	EXPECT_EQ(f->fields[0].name, "prev_comm");
-	EXPECT_EQ(f->fields[0].array_len, 16u);
-	EXPECT_EQ(f->fields[0].type, "char");
+	ASSERT_EQ(f->fields.size(), 3u);
+	EXPECT_TRUE(f->fields[0].common);
+	EXPECT_EQ(f->fields[1].name, "prev_comm");
+	EXPECT_FALSE(f->fields[1].common);
+	EXPECT_EQ(f->fields[1].array_len, 16u);
+	EXPECT_EQ(f->fields[1].type, "char[16]"); // libtraceevent's spelling
+	EXPECT_TRUE(f->find("prev_pid")->is_signed);
+	EXPECT_EQ(f->find("prev_pid")->offset, 24u);
+	// without the blank line the kernel writes, every field is a common one
+	f = parse_event_format("name: e\nID: 3\nformat:\n"
+			       "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n", &err);
+	ASSERT_TRUE(f) << err;
+	EXPECT_TRUE(f->fields[0].common);
 
 	EXPECT_FALSE(parse_event_format("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", &err));
 	EXPECT_NE(err.find("ID"), std::string::npos) << err;
 	EXPECT_FALSE(parse_event_format("name: x\nID: 1\n\tfield:int a;\tsize:4;\n", &err));
 	EXPECT_NE(err.find("line 3"), std::string::npos) << err;
 	EXPECT_FALSE(parse_event_format("", &err));
+}
+
+// Lines not of the kernel's shape are refused before libtraceevent sees
+// them, each with its line number.
+TEST(TracepointFormat, RefusesLinesNotOfTheKernelsShape)
+{
+	const std::string head = "name: e\nID: 9\nformat:\n";
+	const std::string good = "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n";
+	std::string err;
+	ASSERT_TRUE(parse_event_format(head + good, &err)) << err;
+	for (const char *bad : {
+		     "\tfield:int a;\toffset:0;\tsize:4;\n",             // no signed
+		     "\tfield:int a;\toffset:0;\tsize:4;\tsigned:2;\n", // signed not 0/1
+		     "\tfield:int a\toffset:0;\tsize:4;\tsigned:1;\n",  // no ';'
+		     "\tfield:a;\toffset:0;\tsize:4;\tsigned:1;\n",     // no type
+		     "\tfield:char[ a;\toffset:0;\tsize:4;\tsigned:1;\n",
+		     "\tfield:char a[x];\toffset:0;\tsize:4;\tsigned:1;\n",
+		     "\tfield:int $a;\toffset:0;\tsize:4;\tsigned:1;\n",
+		     "\tfield:int a;\toffset:-1;\tsize:4;\tsigned:1;\n",
+		     "\tfield:int a;\toffset:0;\tsize:1234567890;\tsigned:1;\n",
+		     "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1; x\n",
+	     }) {
+		err.clear();
+		EXPECT_FALSE(parse_event_format(head + good + bad, &err)) << bad;
+		EXPECT_NE(err.find("format line 5: not a field line"), std::string::npos)
+			<< bad << ": " << err;
+	}
+	EXPECT_FALSE(parse_event_format("name: a b\nID: 9\nformat:\n" + good, &err));
+	EXPECT_NE(err.find("line 1: bad name"), std::string::npos) << err;
+	EXPECT_FALSE(parse_event_format("name: e\nID: 9x\nformat:\n" + good, &err));
+	EXPECT_NE(err.find("line 2: bad ID"), std::string::npos) << err;
+	EXPECT_FALSE(parse_event_format(head, &err));
+	EXPECT_NE(err.find("missing fields"), std::string::npos) << err;
+}
+
+// Every event format of the running kernel passes the shape check and is
+// parsed by libtraceevent: the check refuses nothing the kernel writes.
+TEST(TracepointLive, EveryFormatOfThisKernelParses)
+{
+	Tracefs tfs;
+	std::string err;
+	if (geteuid() != 0 || !tfs.open(&err))
+		GTEST_SKIP() << "needs root and tracefs: " << (err.empty() ? "not root" : err);
+	size_t parsed = 0;
+	const std::string events = tfs.root() + "/events";
+	for (const auto &sys : std::filesystem::directory_iterator(events)) {
+		if (!sys.is_directory())
+			continue;
+		for (const auto &ev : std::filesystem::directory_iterator(sys.path())) {
+			std::string path = ev.path().string() + "/format";
+			if (!std::filesystem::exists(path))
+				continue;
+			std::string rerr;
+			auto text = read_file(path, &rerr);
+			ASSERT_TRUE(text) << rerr;
+			std::string perr;
+			auto f = parse_event_format(*text, &perr);
+			ASSERT_TRUE(f) << path << ": " << perr;
+			EXPECT_EQ(f->name, ev.path().filename().string()) << path;
+			EXPECT_TRUE(f->find("common_pid")) << path;
+			parsed++;
+		}
+	}
+	EXPECT_GT(parsed, 100u);
 }
 
 TEST(TracepointFormat, DynamicFieldsDataLocAndRelLoc)

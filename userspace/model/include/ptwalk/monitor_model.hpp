@@ -112,13 +112,15 @@ public:
 	void born(pid_t tgid, uint64_t t) { born_[tgid] = t; }
 	// The process ended (exit, exec) at or before t.
 	bool process_ended(pid_t tgid, uint64_t t) const;
+	// Its latest exec was in [from, to].
+	bool execed_between(pid_t tgid, uint64_t from, uint64_t to) const;
 
 	struct Owner {
 		pid_t tgid = 0;          // 0: unknown
 		bool teardown = false;   // the mm torn down after its owner's end
 		bool pending = false;    // unknown, but a later probe may tell
 		std::string why;         // when unknown
-		const char *basis = "";  // known: the life's basis (probe | mm_owner)
+		const char *basis = "";  // known: the life's basis (probe | mm_owner), exec
 	};
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
 	// teardown: the hold is known to be the mm's teardown (whoever holds it)
@@ -133,7 +135,7 @@ public:
 private:
 	std::unordered_map<uint64_t, std::vector<MmLife>> lives_;
 	std::unordered_map<pid_t, std::vector<uint64_t>> by_tgid_; // open lives
-	std::unordered_map<pid_t, uint64_t> born_, ended_;
+	std::unordered_map<pid_t, uint64_t> born_, ended_, execs_;
 };
 
 // A /proc walk file in a task's fd table: /proc/PID/<file>.
@@ -156,7 +158,7 @@ struct Walk {
 	LockSpan hold;
 	pid_t target_tgid = 0; // 0: unknown
 	bool self = false;     // the holder's own mm
-	std::string basis;     // probe | mm_owner | fd_table | exit | unknown
+	std::string basis;     // probe | mm_owner | fd_table | exit | exec | unknown
 	std::string why;       // unknown: the reason
 	std::string kind;      // clear_refs, smaps, ... | own | exit | unknown
 	std::string walk_file; // "/proc/PID/file" from the fd table, or ""

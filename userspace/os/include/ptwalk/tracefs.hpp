@@ -34,11 +34,12 @@ struct TraceEventFormat {
 	const TraceField *find(std::string_view field) const;
 };
 
-// Parses the text of events/<system>/<event>/format. nullopt with *err set
-// when the name, ID or any field line is missing or malformed. Kept rather
-// than libtraceevent: Debian 12's 1.7.1 dereferences NULL on a malformed
-// format (fuzz_tracefs: testdata/tracefs/malformed/libtraceevent-null) and leaks
-// on its error paths; this parser is fuzzed clean.
+// Parses the text of events/<system>/<event>/format with libtraceevent
+// (os/src/trace_format.cpp), after checking each line has the shape the
+// kernel writes (libtraceevent 1.7.1 crashes or leaks on some that do not).
+// nullopt with *err set ("format line 5: not a field line as the kernel
+// writes one", "format: missing ID") otherwise. Fields in file order, the
+// common ones first; type strings as libtraceevent gives them ("char[16]").
 std::optional<TraceEventFormat> parse_event_format(std::string_view text,
 						   std::string *err);
 
