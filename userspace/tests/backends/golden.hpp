@@ -17,6 +17,16 @@
 
 namespace ptwalk::golden {
 
+// A recorded perf input: testdata/perf/<name>.
+inline std::string perf_testdata(const char *name)
+{
+	std::string path = std::string(PTWALK_TESTDATA) + "/perf/" + name;
+	std::string err;
+	auto text = read_file(path, &err);
+	EXPECT_TRUE(text) << err;
+	return text ? *text : "";
+}
+
 // A typed document's text as the result file writes it (compact): through
 // its to_json and ptwalk's Json, as result_json() does.
 template <typename T>

@@ -15,14 +15,7 @@ using namespace ptwalk;
 
 namespace {
 
-std::string testdata(const char *name)
-{
-	std::string path = std::string(PTWALK_TESTDATA) + "/perf/" + name;
-	std::string err;
-	auto text = read_file(path, &err);
-	EXPECT_TRUE(text) << err;
-	return text ? *text : "";
-}
+std::string testdata(const char *name) { return golden::perf_testdata(name); }
 
 // The parsers' results as the result file writes them (compact here).
 std::string report(std::string_view text, size_t top)

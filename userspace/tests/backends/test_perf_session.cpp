@@ -17,6 +17,7 @@
 
 #include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
+#include "golden.hpp"
 #include "ptwalk/perf_session.hpp"
 #include "ptwalk/procfs.hpp"
 
@@ -24,14 +25,7 @@ using namespace ptwalk;
 
 namespace {
 
-std::string testdata(const char *name)
-{
-	std::string path = std::string(PTWALK_TESTDATA) + "/perf/" + name;
-	std::string err;
-	auto text = read_file(path, &err);
-	EXPECT_TRUE(text) << err;
-	return text ? *text : "";
-}
+std::string testdata(const char *name) { return golden::perf_testdata(name); }
 
 // A count by name; -1 when there is none.
 double count(const PerfCounts &c, std::string_view name)
