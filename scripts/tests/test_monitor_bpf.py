@@ -83,7 +83,8 @@ def _compare(name: str, mine: dict[str, Any], other: dict[str, Any], lo: float,
             near = [x for x in other["holds"] if abs(x["start_ns"] - h["start_ns"]) < 50_000_000]
             assert other["lost_events"] > 0, (name, "missing", h, "other's holds within 50 ms",
                                               near, "unpaired", mine["unpaired_events"],
-                                              other["unpaired_events"])
+                                              other["unpaired_events"], "late",
+                                              mine["late_events"], other["late_events"])
             continue
         x = match[0]
         checked += 1

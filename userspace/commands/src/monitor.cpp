@@ -299,6 +299,7 @@ private:
 		h.lost = c.lost;
 		h.probes = prober_.probes();
 		h.fd_scans = trace_.fd_scans();
+		h.late = c.late;
 		h.backend = backend();
 		if (c.bpf && c.bpf->run_time_counted)
 			h.kernel_run_ns = int64_t(c.bpf->run_ns);

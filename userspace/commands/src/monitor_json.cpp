@@ -92,6 +92,7 @@ void put_trace(Json::Value &j, const MonitorTraceResult &t)
 	j["min_wait_ns"] = t.min_wait_ns;
 	j["events"] = t.health.events;
 	j["unpaired_events"] = t.health.unpaired;
+	j["late_events"] = t.health.late;
 	j["lost_events"] = t.health.lost;
 	j["probes"] = t.health.probes;
 	j["probe_facts"] = t.health.probe_facts;

@@ -155,12 +155,14 @@ public:
 		uint64_t events = 0;             // lock events seen
 		uint64_t lost = 0;               // rings full, program runs skipped
 		uint64_t unpaired_in_kernel = 0; // bpf: paired there
+		uint64_t late = 0;               // arrived after later ones were handed on
 		std::optional<BpfLockStats> bpf;
 	};
 	Counts counts() const
 	{
 		Counts c;
 		c.lost = perf_.lost();
+		c.late = late_.load(std::memory_order_relaxed);
 		if (!bpf_used_) {
 			c.events = events_.load();
 			return c;
@@ -218,16 +220,16 @@ private:
 			// the owner locking an mm while it has another: the one
 			// execve() builds for it
 			e.building = mine && r.foreign == PTW_MM_OTHER;
-			runs_.push(pending_, head_, e);
+			add(e);
 		};
 		switch (r.kind) {
 		case PTW_BPF_HOLD:
 			owner();
-			runs_.push(pending_, head_, Ev(r.end_ns, Hold, sp));
+			add(Ev(r.end_ns, Hold, sp));
 			released(tid);
 			break;
 		case PTW_BPF_WAIT:
-			runs_.push(pending_, head_, Ev(r.end_ns, Wait, sp));
+			add(Ev(r.end_ns, Wait, sp));
 			break;
 		case PTW_BPF_FOREIGN_ACQUIRE:
 			owner();
@@ -244,10 +246,16 @@ private:
 			e.tid = tid;
 			e.type = LockEventType::AcquireReturned;
 			e.write = r.write != 0;
-			runs_.push(pending_, head_, Ev(r.start_ns, Probe, e));
+			add(Ev(r.start_ns, Probe, e));
 			break;
 		}
 		}
+	}
+	void add(const Ev &e)
+	{
+		if (delivered_to_ && e.t <= delivered_to_)
+			n_late_++;
+		runs_.push(pending_, head_, e);
 	}
 	void released(pid_t tid)
 	{
@@ -260,7 +268,7 @@ private:
 		LockEvent e;
 		if (decoder_.decode(s, e)) {
 			n_events_++;
-			runs_.push(pending_, head_, Ev(e.time_ns, Lock, e));
+			add(Ev(e.time_ns, Lock, e));
 			// entries stay (marked idle) rather than churn the allocator
 			// at every acquisition; bounded in round_end
 			if (e.type == LockEventType::AcquireReturned && e.success) {
@@ -282,12 +290,12 @@ private:
 			else
 				gd = s.pid == s.tid; // older kernels: the leader's exit
 			if (gd)
-				runs_.push(pending_, head_, Ev(s.time_ns, Exit, s.pid));
+				add(Ev(s.time_ns, Exit, s.pid));
 		} else if (has_exec_ && type == exec_.id) {
-			runs_.push(pending_, head_, Ev(s.time_ns, Exec, s.pid));
+			add(Ev(s.time_ns, Exec, s.pid));
 		} else if (has_fork_ && type == fork_.id &&
 			   read_field_u64(*fork_.find("child_pid"), s.raw, v)) {
-			runs_.push(pending_, head_, Ev(s.time_ns, Fork, pid_t(v)));
+			add(Ev(s.time_ns, Fork, pid_t(v)));
 		}
 	}
 	// BPF: while a walk of another process's mm is in flight and its
@@ -340,6 +348,9 @@ private:
 			}
 		}
 		head_ = n;
+		if (limit != UINT64_MAX && limit > delivered_to_)
+			delivered_to_ = limit;
+		late_.store(n_late_, std::memory_order_relaxed);
 		// drop what was handed on once it is at least half: each event is
 		// moved O(1) times, not once per round it waits
 		if (head_ == pending_.size()) {
@@ -414,6 +425,11 @@ private:
 	// each ring is read in time order: pending_ past head_ is a few runs
 	SortedRuns<Ev, ByTime> runs_;
 	uint64_t n_events_ = 0;    // reader thread's count, published per round
+	// Stream time up to which entries were handed to the model, and the
+	// entries that arrived at or before it (after later ones were handed
+	// on: the model saw them out of order). Reader thread; published.
+	uint64_t delivered_to_ = 0, n_late_ = 0;
+	std::atomic<uint64_t> late_{0};
 	std::unordered_map<pid_t, Inflight> inflight_;
 	std::atomic<uint64_t> events_{0}, fd_scans_{0};
 };

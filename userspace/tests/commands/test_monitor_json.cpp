@@ -42,7 +42,7 @@ MonitorResult trace_result(bool bpf, bool interrupted)
 	} else {
 		t.bpf_unavailable = "bpf_prog_load: EPERM";
 	}
-	t.health = {.events = 21, .lost = 23, .unpaired = 22, .probes = 24, .probe_facts = 25,
+	t.health = {.events = 21, .lost = 23, .unpaired = 22, .late = 27, .probes = 24, .probe_facts = 25,
 		    .fd_scans = 26};
 	t.lifecycle_events = "exit,exec,fork";
 	t.memcg_field = "memcg_id";
@@ -78,6 +78,7 @@ TEST(MonitorJson, BpfResultAsTheOldAssemblyWroteIt)
   "min_wait_ns": 1000,
   "events": 21,
   "unpaired_events": 22,
+  "late_events": 27,
   "lost_events": 23,
   "probes": 24,
   "probe_facts": 25,
@@ -147,7 +148,7 @@ TEST(MonitorJson, FallbackToPerfWithoutHoldsAsTheOldAssemblyWroteIt)
 {
 	// compact: the pretty layout is the test above's
 	EXPECT_EQ(monitor_result_json(trace_result(false, true)).dump(),
-		  R"({"schema":"ptwalk.monitor/1","backend":"tracepoint","duration_ns":3000000111,"requested_duration_ns":3000000000,"interrupted":true,"start_ns":111,"min_hold_ns":1000000,"bpf_unavailable":"bpf_prog_load: EPERM","min_wait_ns":1000,"events":21,"unpaired_events":22,"lost_events":23,"probes":24,"probe_facts":25,"fd_scans":26,"lifecycle_events":"exit,exec,fork","memcg_field":"memcg_id","ring_bytes_per_cpu":2097152,"holds":[]})");
+		  R"({"schema":"ptwalk.monitor/1","backend":"tracepoint","duration_ns":3000000111,"requested_duration_ns":3000000000,"interrupted":true,"start_ns":111,"min_hold_ns":1000000,"bpf_unavailable":"bpf_prog_load: EPERM","min_wait_ns":1000,"events":21,"unpaired_events":22,"late_events":27,"lost_events":23,"probes":24,"probe_facts":25,"fd_scans":26,"lifecycle_events":"exit,exec,fork","memcg_field":"memcg_id","ring_bytes_per_cpu":2097152,"holds":[]})");
 }
 
 TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)

@@ -21,6 +21,7 @@ struct MonitorHealth {
 	uint64_t events = 0;      // mmap_lock events decoded
 	uint64_t lost = 0;        // dropped by the kernel (ring full)
 	uint64_t unpaired = 0;    // events that did not fit a wait/hold
+	uint64_t late = 0;        // arrived after later ones were handed on
 	uint64_t probes = 0;      // /proc/PID/cmdline probes done
 	uint64_t probe_facts = 0; // probes whose lock event was seen
 	uint64_t fd_scans = 0;    // walker fd tables read
