@@ -18,6 +18,7 @@ Environment:
     PTWALK_REQUIRE_VM=1   a missing qemu/kernel/permission fails instead of skipping
     PTWALK_VM_KERNEL=IMG  run vm tests on this image instead of the matrix
     PTWALK_VM_MATRIX=NAME matrix to use; PTWALK_VM_ACCEL=auto|kvm|tcg
+    PTWALK_VM_ARTIFACTS=DIR the acceptance test keeps the guest's files there
 """
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ per kernel runs scripts/vm/module-acceptance.sh, the assertions are here."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,13 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
                   files=["scripts/vm/module-acceptance.sh"], default_files=True,
                   env={"INJECT_NS": str(INJECT_NS)}, timeout=900.0, mem="2G")
     print(r.stdout[-6000:])
+    keep = os.environ.get("PTWALK_VM_ARTIFACTS")
+    if keep:  # to chase a failure: the guest's files, kept past pytest's tmp rotation
+        out = Path(keep) / (vm_kernel.name if vm_kernel is not None else "default")
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in r.files.items():
+            (out / name).write_bytes(data)
+        (out / "stdout.txt").write_text(r.stdout)
     assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"
     assert r.returncode == 0, f"acceptance script failed:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
@@ -164,15 +173,33 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     lost = bpf["lost_events"]
     # Both read the clock in a probe on the same tracepoint call, the
     # module's first: they differ by what runs between the two probes, a few
-    # microseconds, more when an interrupt lands there (up to 0.1 ms seen
-    # under TCG in 67 walks). Typically close; each within 0.5 ms + 5%.
-    diffs = []
+    # microseconds, more when an interrupt lands there (up to 0.24 ms seen
+    # under TCG). Under TCG with thread=single one host thread runs both
+    # vCPUs in turn while guest time follows the host clock, so a vCPU switch
+    # between the two probes stretches that gap by the other vCPU's turn:
+    # consecutive clock reads on one vCPU of this guest jumped by 1-5.5 ms
+    # about 130 times a second while the other vCPU was busy (0.8 ms at most
+    # with it idle). Such a switch inside a few-microsecond window is rare
+    # but not negligible over 10 walks x 2 ends x 3 kernels (seen once in
+    # CI). KVM: every walk within 0.5 ms + 5%. TCG: the typical walk still
+    # must agree (median within 50 us) and at most one walk in five may be
+    # off by a stretch, which cannot exceed a few vCPU turns (10 ms).
+    diffs, stretched = [], []
     for w in seen:
         m = [h for h in held if abs(h["start_ns"] - w["start_ns"]) < w["span_ns"] + 1_000_000]
         if not m:
-            assert lost, ("bpf missed a walk, nothing lost", w)
+            assert lost, ("bpf missed a walk, nothing lost", w, held)
             continue
         d = m[0]["hold_ns"] - w["lock_hold_ns"]
-        assert abs(d) <= 500_000 + 0.05 * w["lock_hold_ns"], (m[0], w)
         diffs.append(abs(d))
+        if abs(d) > 500_000 + 0.05 * w["lock_hold_ns"]:
+            stretched.append((d, m[0], w))
+    print(f"bpf vs module hold: {len(diffs)} walks, median |diff| "
+          f"{statistics.median(diffs) / 1e3 if diffs else float('nan'):.1f} us, "
+          f"{len(stretched)} beyond 0.5 ms + 5% ({r.accel}): {[d for d, _, _ in stretched]}")
     assert diffs and statistics.median(diffs) <= 50_000, sorted(diffs)
+    if r.accel != "tcg":
+        assert not stretched, stretched
+    else:
+        assert len(stretched) <= len(diffs) // 5, stretched
+        assert all(abs(d) <= 10_000_000 for d, _, _ in stretched), stretched
