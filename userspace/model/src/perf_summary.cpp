@@ -13,20 +13,6 @@ const uint64_t *find_count(const PerfCounts &c, std::string_view name)
 	return nullptr;
 }
 
-void PerfRecordPart::fail(std::string why, ErrorAt at)
-{
-	if (!error)
-		error_at = at;
-	error = std::move(why);
-}
-
-void PerfStatPart::fail(std::string why, ErrorAt at)
-{
-	if (!error)
-		error_at = at;
-	error = std::move(why);
-}
-
 namespace {
 
 Json::Value counts_json(const PerfCounts &c)
@@ -79,20 +65,16 @@ void to_json(Json::Value &j, const PerfStatSummary &s)
 void to_json(Json::Value &j, const PerfRecordPart &r)
 {
 	using At = PerfRecordPart::ErrorAt;
-	auto error_if = [&](At at) {
-		if (r.error && r.error_at == at)
-			j["error"] = *r.error;
-	};
 	j = Json::Value::object();
 	j["event"] = r.event;
 	j["pid"] = r.pid;
 	put_optional(j, "command", r.command);
 	put_optional(j, "stop", r.stop);
-	error_if(At::record);
+	r.put_error(j, At::record);
 	put_optional(j, "data", r.data);
-	error_if(At::data);
+	r.put_error(j, At::data);
 	put_optional(j, "report", r.report);
-	error_if(At::report);
+	r.put_error(j, At::report);
 	put_optional(j, "samples", r.samples);
 	put_optional(j, "lost_samples", r.lost_samples);
 	put_optional(j, "kernel_percent", r.kernel_percent);
@@ -102,17 +84,13 @@ void to_json(Json::Value &j, const PerfRecordPart &r)
 void to_json(Json::Value &j, const PerfStatPart &s)
 {
 	using At = PerfStatPart::ErrorAt;
-	auto error_if = [&](At at) {
-		if (s.error && s.error_at == at)
-			j["error"] = *s.error;
-	};
 	j = Json::Value::object();
 	put_optional(j, "command", s.command);
 	put_optional(j, "scope", s.scope);
 	put_optional(j, "stop", s.stop);
-	error_if(At::stat);
+	s.put_error(j, At::stat);
 	put_optional(j, "file", s.file);
-	error_if(At::file);
+	s.put_error(j, At::file);
 	if (s.events)
 		j["events"] = counts_json(*s.events);
 	j["unsupported"] = s.unsupported;

@@ -109,17 +109,10 @@ TEST(PerfSessionParse, ReportChildrenModeUsesSelfAndSkipsCallChains)
 
 TEST(PerfSessionParse, ReportColumnsByNameAndOddLines)
 {
-	const char *text = "# Samples: 12  of event 'task-clock'\n"
-			   "# Symbol\tOverhead\n" // columns in another order
-			   "[k] do_syscall_64\t 50.00%\n"
-			   "            |\n"
-			   "            ---entry_SYSCALL_64\n"
-			   "[.] std::vector<int, std::allocator<int> >::push_back\t 25.00%\n"
-			   "[k] 0xffffffff81000000\t25.00%\n"
-			   "garbage line\n"
-			   "[k\t7%%\n"
-			   "[k] x\tnot a percent\n";
-	PerfReportSummary r = parse_perf_report_symbols(text, 15);
+	// columns in another order (Symbol first), a call-graph line, a C++
+	// name, a hidden kernel address, lines that are not entries
+	PerfReportSummary r =
+		parse_perf_report_symbols(testdata("report_fields_odd_lines.txt"), 15);
 	EXPECT_EQ(r.event, "task-clock");
 	EXPECT_EQ(r.entries, 3u);
 	EXPECT_EQ(r.samples, std::nullopt);

@@ -60,12 +60,34 @@ struct PerfStatSummary {
 	std::vector<std::string> malformed;       // lines not understood (written when any)
 };
 
+// A part's "error" and the step (At) after whose figures it is written.
+template <class At> struct PerfPartError {
+	std::optional<std::string> error;
+	At error_at{}; // the first step
+
+	// Sets error; the first failure decides where it is written.
+	void fail(std::string why, At at)
+	{
+		if (!error)
+			error_at = at;
+		error = std::move(why);
+	}
+	// Writes "error" when it belongs after step `at`.
+	void put_error(Json::Value &j, At at) const
+	{
+		if (error && error_at == at)
+			j["error"] = *error;
+	}
+};
+
+// Where "record"'s error goes: after "stop" (perf record failed: not
+// started, not stopped cleanly), after "data" (no perf.data, perf report
+// failed or unreadable), after "report" (a report without a sample count).
+enum class PerfRecordErrorAt { record, data, report };
+
 // "record": perf record -g of the scanner, and its report.
-struct PerfRecordPart {
-	// Where "error" goes: after "stop" (perf record failed: not started,
-	// not stopped cleanly), after "data" (no perf.data, perf report failed
-	// or unreadable), after "report" (a report without a sample count).
-	enum class ErrorAt { record, data, report };
+struct PerfRecordPart : PerfPartError<PerfRecordErrorAt> {
+	using ErrorAt = PerfRecordErrorAt;
 
 	std::string event = "cpu-clock"; // the report's event, once read
 	int64_t pid = 0;                 // the scanner
@@ -73,18 +95,15 @@ struct PerfRecordPart {
 	std::optional<uint64_t> samples, lost_samples;
 	std::optional<double> kernel_percent;
 	std::optional<std::vector<PerfSymbol>> top_kernel_symbols;
-	std::optional<std::string> error;
-	ErrorAt error_at = ErrorAt::record;
-
-	// Sets error; the first failure decides where it is written.
-	void fail(std::string why, ErrorAt at);
 };
 
+// Where "stat"'s error goes: after "stop" (perf stat failed: not started,
+// not stopped cleanly) or after "file" (its file unreadable).
+enum class PerfStatErrorAt { stat, file };
+
 // "stat": perf stat of the tracepoints in the scanner and the target.
-struct PerfStatPart {
-	// Where "error" goes: after "stop" (perf stat failed: not started, not
-	// stopped cleanly) or after "file" (its file unreadable).
-	enum class ErrorAt { stat, file };
+struct PerfStatPart : PerfPartError<PerfStatErrorAt> {
+	using ErrorAt = PerfStatErrorAt;
 
 	std::optional<std::string> command, scope, stop, file;
 	std::optional<PerfCounts> events;         // once the file was read
@@ -92,11 +111,6 @@ struct PerfStatPart {
 	std::optional<PerfCounts> run_ns;         // once the file was read
 	std::vector<std::string> malformed;       // written when any
 	std::vector<std::string> missing;         // requested, no line: written when any
-	std::optional<std::string> error;
-	ErrorAt error_at = ErrorAt::stat;
-
-	// Sets error; the first failure decides where it is written.
-	void fail(std::string why, ErrorAt at);
 };
 
 // The result's "perf": PerfSession::stop()'s summary, or start()'s refusal
