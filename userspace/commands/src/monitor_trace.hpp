@@ -251,12 +251,7 @@ private:
 		}
 		}
 	}
-	void add(const Ev &e)
-	{
-		if (delivered_to_ && e.t <= delivered_to_)
-			n_late_++;
-		runs_.push(pending_, head_, e);
-	}
+	void add(const Ev &e) { runs_.push(pending_, head_, e); }
 	void released(pid_t tid)
 	{
 		auto it = inflight_.find(tid);
@@ -336,6 +331,10 @@ private:
 		size_t n = head_;
 		for (; n < pending_.size() && pending_[n].t <= limit; n++) {
 			const Ev &e = pending_[n];
+			if (e.t < last_delivered_)
+				n_late_++; // EventReorder's rule (os/mmap_lock_trace)
+			else
+				last_delivered_ = e.t;
 			switch (e.kind) {
 			case Lock: hooks_.lock(e.lock); break;
 			case Exit: hooks_.ended(e.pid, e.t, false); break;
@@ -348,8 +347,6 @@ private:
 			}
 		}
 		head_ = n;
-		if (limit != UINT64_MAX && limit > delivered_to_)
-			delivered_to_ = limit;
 		late_.store(n_late_, std::memory_order_relaxed);
 		// drop what was handed on once it is at least half: each event is
 		// moved O(1) times, not once per round it waits
@@ -425,10 +422,10 @@ private:
 	// each ring is read in time order: pending_ past head_ is a few runs
 	SortedRuns<Ev, ByTime> runs_;
 	uint64_t n_events_ = 0;    // reader thread's count, published per round
-	// Stream time up to which entries were handed to the model, and the
-	// entries that arrived at or before it (after later ones were handed
-	// on: the model saw them out of order). Reader thread; published.
-	uint64_t delivered_to_ = 0, n_late_ = 0;
+	// The latest entry handed to the model, and the entries handed on
+	// after a later one (the model saw them out of order). Reader thread;
+	// n_late_ published in late_.
+	uint64_t last_delivered_ = 0, n_late_ = 0;
 	std::atomic<uint64_t> late_{0};
 	std::unordered_map<pid_t, Inflight> inflight_;
 	std::atomic<uint64_t> events_{0}, fd_scans_{0};
