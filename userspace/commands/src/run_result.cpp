@@ -161,7 +161,8 @@ std::vector<VictimOp> slow_ops(const Shared &sh, uint64_t *dropped)
 					    v.slow[k].slept == kSleepUnknown
 						    ? -1 : int((v.slow[k].slept & kOpSlept) != 0),
 					    v.slow[k].slept == kSleepUnknown
-						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0)});
+						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0),
+					    (v.slow[k].during & kOpUpkeep) != 0});
 	}
 	return ops;
 }

@@ -200,7 +200,12 @@ void to_json(Json::Value &j, const StallValidation &v)
 	j["unexplained"] = std::move(u);
 	j["stalls_checked"] = v.stalls_checked;
 	j["confirmed"] = v.confirmed;
+	j["confirmed_by_upkeep"] = v.confirmed_by_upkeep;
 	j["precision"] = number_or_null(v.precision);
+	Json::Value c = Json::Value::array();
+	for (const auto &s : v.unconfirmed)
+		c.push_back({{"tid", s.tid}, {"start_ns", s.start_ns}, {"wait_ns", s.wait_ns}});
+	j["unconfirmed"] = std::move(c);
 	j["agree"] = v.agree;
 	j["disagreements"] = v.disagreements;
 }

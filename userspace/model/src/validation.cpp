@@ -109,6 +109,8 @@ Recall recall_of(const ValidationInput &in)
 // confirms (the view's precision).
 struct Precision {
 	uint64_t checked = 0, confirmed = 0, smallest = UINT64_MAX;
+	uint64_t by_upkeep = 0; // confirmed by the victim's upkeep alone
+	std::vector<UnconfirmedStall> unconfirmed;
 };
 
 Precision precision_of(const ValidationInput &in)
@@ -122,11 +124,16 @@ Precision precision_of(const ValidationInput &in)
 		if (s.wait_ns < in.threshold_ns)
 			continue;
 		p.checked++;
+		bool seen = false, by_op = false;
 		for (const VictimOp *o : by_tid[s.tid])
 			if (within(s, *o, in.tol_ns)) {
-				p.confirmed++;
-				break;
+				seen = true;
+				by_op |= !o->upkeep;
 			}
+		p.confirmed += seen;
+		p.by_upkeep += seen && !by_op;
+		if (!seen && p.unconfirmed.size() < 20)
+			p.unconfirmed.push_back({int32_t(s.tid), s.start_ns, s.wait_ns});
 	}
 	return p;
 }
@@ -157,7 +164,7 @@ std::vector<std::string> disagreements(const ValidationInput &in, const Recall &
 StallValidation validate_stalls(const ValidationInput &in)
 {
 	Recall r = recall_of(in);
-	const Precision p = precision_of(in);
+	Precision p = precision_of(in);
 	StallValidation v;
 	v.view = in.view;
 	v.threshold_ns = in.threshold_ns;
@@ -176,8 +183,10 @@ StallValidation validate_stalls(const ValidationInput &in)
 	v.unexplained = std::move(r.unexplained);
 	v.stalls_checked = p.checked;
 	v.confirmed = p.confirmed;
+	v.confirmed_by_upkeep = p.by_upkeep;
 	if (p.checked)
 		v.precision = double(p.confirmed) / double(p.checked);
+	v.unconfirmed = std::move(p.unconfirmed);
 	v.disagreements = disagreements(in, r, p);
 	v.agree = v.disagreements.empty();
 	return v;

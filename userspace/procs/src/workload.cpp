@@ -268,14 +268,22 @@ public:
 		}
 	}
 
-	// After an operation, not timed: the fault victim returns its pages
-	// once it has touched them all, so the next touches fault.
-	[[gnu::always_inline]] void after_op()
+	// After an operation: true when upkeep() is due. The fault victim
+	// returns its pages once it has touched them all, so the next touches
+	// fault.
+	[[gnu::always_inline]] bool after_op()
 	{
-		if (kind_ == Victim::fault && ++fault_next_ == kFaultPages) {
-			madvise(fault_map_.get(), kFaultPages * 4096, MADV_DONTNEED);
-			fault_next_ = 0;
-		}
+		return kind_ == Victim::fault && ++fault_next_ == kFaultPages;
+	}
+
+	// The upkeep, timed apart from the operations: MADV_DONTNEED takes
+	// mmap_lock for read, so it waits behind a walk like a fault without
+	// per-VMA locks does (on 6.12 most faults take only the VMA's lock,
+	// and then these are most of the fault victim's waits on mmap_lock).
+	[[gnu::always_inline]] void upkeep()
+	{
+		madvise(fault_map_.get(), kFaultPages * 4096, MADV_DONTNEED);
+		fault_next_ = 0;
 	}
 
 	// The mmap victim's last mapping, if any.
@@ -316,13 +324,16 @@ Switches thread_switches()
 // the slot's histogram for during or outside walks; when slow, also into
 // its slow operations, with whether it slept (v0: the switches before).
 void record_op(VictimSlot *slot, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t t1,
-	       bool track_sleep, const Switches &v0)
+	       bool track_sleep, const Switches &v0, bool upkeep = false)
 {
 	const bool during = (s0 & 1) || s1 != s0;
-	if (during)
+	if (upkeep) {
+		// the slow-op log only: the histograms are the operations'
+	} else if (during) {
 		slot->during.record(t1 - t0);
-	else
+	} else {
 		slot->outside.record(t1 - t0);
+	}
 	const Switches v1 = track_sleep ? thread_switches() : Switches{};
 	if (t1 - t0 >= kSlowOpNs) {
 		// rare: a fetch_add and a store, no allocation, no lock
@@ -333,7 +344,8 @@ void record_op(VictimSlot *slot, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t
 		if (k < kMaxSlowOps)
 			slot->slow[k] = SlowOp{t0, t1,
 					       (during ? kOpDuring : 0u) |
-						       ((s0 & 1) ? kOpBeganDuring : 0u),
+						       ((s0 & 1) ? kOpBeganDuring : 0u) |
+						       (upkeep ? kOpUpkeep : 0u),
 					       slept};
 	}
 }
@@ -368,17 +380,25 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 	// waited for something; one that did not was preempted or frozen.
 	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault;
 	uint64_t next = now_ns();
-	while (!sh->stop.load(std::memory_order_relaxed)) {
+	// one timed step: the operation, or the upkeep after it
+	auto timed = [&](bool upkeep) {
 		const Switches v0 = track_sleep ? thread_switches() : Switches{};
 		const uint64_t s0 = sh->walk_seq.load(std::memory_order_acquire);
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t t0 = now_ns();
-		v.op(t0);
+		if (upkeep)
+			v.upkeep();
+		else
+			v.op(t0);
 		const uint64_t t1 = now_ns();
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		const uint64_t s1 = sh->walk_seq.load(std::memory_order_acquire);
-		record_op(slot, s0, s1, t0, t1, track_sleep, v0);
-		v.after_op();
+		record_op(slot, s0, s1, t0, t1, track_sleep, v0, upkeep);
+	};
+	while (!sh->stop.load(std::memory_order_relaxed)) {
+		timed(false);
+		if (v.after_op())
+			timed(true);
 		if (op_interval_ns)
 			next = pace(next, op_interval_ns);
 	}

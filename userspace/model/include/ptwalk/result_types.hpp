@@ -130,6 +130,12 @@ struct UnexplainedOp {
 	uint64_t start_ns = 0, ns = 0;
 };
 
+// An attributed stall no operation the victim logged contains.
+struct UnconfirmedStall {
+	int32_t tid = 0;
+	uint64_t start_ns = 0, wait_ns = 0;
+};
+
 // "validation.stalls": one view's stalls against the victims' clocks
 // (validation.hpp says how).
 struct StallValidation {
@@ -143,7 +149,9 @@ struct StallValidation {
 	std::optional<double> recall; // null: nothing to judge it on
 	std::vector<UnexplainedOp> unexplained;
 	uint64_t stalls_checked = 0, confirmed = 0;
+	uint64_t confirmed_by_upkeep = 0; // of confirmed: by the victim's upkeep alone
 	std::optional<double> precision; // null: nothing to judge it on
+	std::vector<UnconfirmedStall> unconfirmed; // the first 20
 	bool agree = false;
 	std::vector<std::string> disagreements;
 };

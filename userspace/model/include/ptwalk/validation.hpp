@@ -40,6 +40,7 @@ struct VictimOp {
 	bool began_during = false; // began while a walk was in progress
 	int slept = -1;     // 1 slept, 0 did not (preempted/frozen), -1 unknown
 	int preempted = -1; // 1 was preempted during it, 0 not, -1 unknown
+	bool upkeep = false; // the victim's upkeep between operations, not one
 };
 
 struct ViewStall {

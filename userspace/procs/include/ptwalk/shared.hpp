@@ -26,9 +26,14 @@ constexpr uint32_t kOpPreempted = 2; // an involuntary one (it was preempted)
 constexpr uint32_t kSleepUnknown = 4;
 constexpr uint32_t kOpDuring = 1;      // overlapped a walk
 constexpr uint32_t kOpBeganDuring = 2; // began while a walk was in progress
+// Not the victim's operation but its upkeep between operations (the fault
+// victim's MADV_DONTNEED, which takes mmap_lock): logged for the validation,
+// never in the latency histograms.
+constexpr uint32_t kOpUpkeep = 4;
 struct SlowOp {
 	uint64_t start_ns, end_ns; // CLOCK_MONOTONIC around the operation
-	uint32_t during;           // kOpDuring | kOpBeganDuring (the victim's own verdict)
+	uint32_t during;           // kOpDuring | kOpBeganDuring (the victim's own
+				   // verdict) | kOpUpkeep
 	uint32_t slept;            // kOpSlept | kOpPreempted, or kSleepUnknown
 				   // (not tracked: read/write victims)
 };
