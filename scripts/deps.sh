@@ -14,7 +14,22 @@ pkgs_python="python3 python3-pytest python3-matplotlib python3-scipy"
 pkgs_vm="qemu-system-x86 busybox-static cpio kmod zstd \
 linux-image-amd64 linux-image-cloud-amd64 linux-image-rt-amd64 \
 linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
-pkgs_module="dkms linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
+pkgs_module="dkms pahole linux-headers-amd64 linux-headers-cloud-amd64 linux-headers-rt-amd64"
+# From bookworm-backports (the machine's own bookworm mirror), through a
+# private apt configuration (/var/lib/ptwalk/apt): the machine's apt
+# sources stay as they are. NAME/SUITE:MINVERSION is installed from SUITE
+# when missing or older than MINVERSION.
+# - QEMU 10: Debian 12's QEMU 7.2 double-faults 6.12 guests under TCG and
+#   hangs at boot with -icount and -smp 2 (README, "The VM matrix").
+# - Debian's 6.12 kernels and headers: the debian-6.12 matrix of
+#   scripts/kernels.toml (scripts/tests/test_kernels_toml.py holds the two
+#   together).
+bpo_suite="bookworm-backports"
+bpo_k612="6.12.95+deb12"
+pkgs_vm_bpo="qemu-system-x86/$bpo_suite:1:10.0 qemu-system-common/$bpo_suite:1:10.0 \
+qemu-system-data/$bpo_suite:1:10.0 seabios/$bpo_suite:1.16.3 \
+linux-image-$bpo_k612-amd64 linux-image-$bpo_k612-cloud-amd64 linux-image-$bpo_k612-rt-amd64 \
+linux-headers-$bpo_k612-amd64 linux-headers-$bpo_k612-cloud-amd64 linux-headers-$bpo_k612-rt-amd64"
 pkgs_perf="linux-perf"
 # the real Prometheus server and promtool for the monitor tests (the
 # package's own service is not used: tests run a private instance), and
@@ -25,12 +40,13 @@ pkgs_fuzz="clang libclang-rt-14-dev"
 
 groups="${*:-build python vm module perf prometheus fuzz}"
 want=""
+want_bpo=""
 for g in $groups; do
 	case "$g" in
 	build) want="$want $pkgs_build" ;;
 	python) want="$want $pkgs_python" ;;
-	vm) want="$want $pkgs_vm" ;;
-	module) want="$want $pkgs_module" ;;
+	vm) want="$want $pkgs_vm"; want_bpo="$want_bpo $pkgs_vm_bpo" ;;
+	module) want="$want $pkgs_module"; want_bpo="$want_bpo $pkgs_vm_bpo" ;;
 	perf) want="$want $pkgs_perf" ;;
 	prometheus) want="$want $pkgs_prometheus" ;;
 	fuzz) want="$want $pkgs_fuzz" ;;
@@ -38,22 +54,61 @@ for g in $groups; do
 	esac
 done
 
+installed() { # NAME [MINVERSION]: installed, and not older than MINVERSION
+	v=$(dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$1" 2>/dev/null) || return 1
+	case "$v" in ii*) ;; *) return 1 ;; esac
+	[ -z "${2:-}" ] || dpkg --compare-versions "${v#* }" ge "$2"
+}
+
 missing=""
 for p in $want; do
 	case " $missing " in *" $p "*) continue ;; esac
-	if ! dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii'; then
-		missing="$missing $p"
-	fi
+	installed "$p" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# NAME[/SUITE:MINVERSION] -> apt-get's NAME or NAME/SUITE
+missing_bpo=""
+for e in $want_bpo; do
+	min=""
+	case "$e" in */*:*) min=${e#*:} ;; esac
+	case " $missing_bpo " in *" ${e%%:*} "*) continue ;; esac
+	installed "${e%%/*}" "$min" || missing_bpo="$missing_bpo ${e%%:*}"
+done
+[ -z "$missing$missing_bpo" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
-	echo "ptwalk: missing Debian packages:$missing" >&2
-	echo "ptwalk: install them as root: apt-get install$missing" >&2
+	echo "ptwalk: missing Debian packages:$missing$missing_bpo" >&2
+	[ -z "$missing" ] || echo "ptwalk: install them as root: apt-get install$missing" >&2
+	[ -z "$missing_bpo" ] || echo "ptwalk: and from $bpo_suite:$missing_bpo" >&2
 	exit 1
 fi
-echo "ptwalk: installing Debian packages:$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >&2
+if [ -n "$missing" ]; then
+	echo "ptwalk: installing Debian packages:$missing" >&2
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+if [ -n "$missing_bpo" ]; then
+	echo "ptwalk: installing from $bpo_suite:$missing_bpo" >&2
+	# Its own source list (the machine's bookworm mirror, suite
+	# bookworm-backports) beside the machine's sources.list.d, its own
+	# package lists and cache: nothing under /etc/apt changes, and the
+	# machine's apt never offers a backport as an upgrade.
+	d=/var/lib/ptwalk/apt
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	uri=$(awk '/^URIs:/ { u = $2 } /^Suites:/ && / bookworm( |$)/ { print u; exit }' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+	if [ -z "$uri" ]; then
+		echo "ptwalk: no bookworm mirror in /etc/apt to take $bpo_suite from" >&2
+		exit 1
+	fi
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $bpo_suite main" \
+		>"$d/sources.list"
+	printf 'Dir::Etc::SourceList "%s";\nDir::State::Lists "%s";\nDir::Cache "%s";\n' \
+		"$d/sources.list" "$d/lists" "$d/cache" >"$d/apt.conf"
+	APT_CONFIG="$d/apt.conf" apt-get update -qq
+	# shellcheck disable=SC2086
+	APT_CONFIG="$d/apt.conf" apt-get install -y -qq --no-install-recommends $missing_bpo >&2
+fi
