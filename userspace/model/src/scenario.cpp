@@ -90,6 +90,11 @@ uint64_t page_table_bytes(const Scenario &sc)
 {
 	switch (sc.backing) {
 	case Backing::thp:
+		// PMD tables, and one PTE table per huge page set aside for a
+		// later split (pgtable_trans_huge_deposit() in
+		// __do_huge_pmd_anonymous_page(): mm/huge_memory.c, 6.1 and 6.12;
+		// module/KERNEL-FACTS.md): as many PTE tables as 4 KiB pages need
+		return sc.size / (512 * 512) + sc.size / 512;
 	case Backing::hugetlb:
 		return sc.size / (512 * 512); // PMD tables only
 	default:

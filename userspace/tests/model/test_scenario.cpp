@@ -48,6 +48,21 @@ TEST(Scenario, PagemapScanSupportMatchesKernel)
 	EXPECT_EQ(profile_unsupported(Profile::clear_refs), "");
 }
 
+// The memory guard's page-table figure: anonymous THP keeps a deposited PTE
+// table per huge page, so it costs a 4 KiB mapping's tables plus its PMDs;
+// hugetlb only PMD tables.
+TEST(Scenario, PageTableBytesCountTheThpDeposit)
+{
+	Scenario sc;
+	sc.size = uint64_t(1) << 30;
+	sc.backing = Backing::anon;
+	EXPECT_EQ(page_table_bytes(sc), uint64_t(2) << 20);
+	sc.backing = Backing::thp;
+	EXPECT_EQ(page_table_bytes(sc), (uint64_t(2) << 20) + 4096);
+	sc.backing = Backing::hugetlb;
+	EXPECT_EQ(page_table_bytes(sc), 4096u);
+}
+
 TEST(Result, SummaryPerKind)
 {
 	std::vector<WalkEntry> walks;
