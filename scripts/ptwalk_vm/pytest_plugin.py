@@ -17,7 +17,8 @@ VmResult: returncode, stdout, stderr, dmesg, files{name: bytes}, accel,
 Environment:
     PTWALK_REQUIRE_VM=1   a missing qemu/kernel/permission fails instead of skipping
     PTWALK_VM_KERNEL=IMG  run vm tests on this image instead of the matrix
-    PTWALK_VM_MATRIX=NAME matrix to use; PTWALK_VM_ACCEL=auto|kvm|tcg
+    PTWALK_VM_MATRIX=NAME[,NAME] matrices to use (default: kernels.toml's
+                          test_matrices); PTWALK_VM_ACCEL=auto|kvm|tcg
     PTWALK_VM_ARTIFACTS=DIR the acceptance test keeps the guest's files there
 """
 from __future__ import annotations
@@ -70,8 +71,10 @@ def matrix_kernels(cfg: Config) -> tuple[list[Kernel], list[str]]:
             return [cfg.kernel("custom", Path(img))], []
         except ConfigError as e:
             return [], [str(e)]
+    env = os.environ.get("PTWALK_VM_MATRIX", "")
     try:
-        return cfg.matrix(os.environ.get("PTWALK_VM_MATRIX") or None)
+        names = [n for n in env.split(",") if n] if env else cfg.test_matrices
+        return cfg.matrices(names)
     except ConfigError as e:
         return [], [str(e)]
 

@@ -133,6 +133,29 @@ def shell_line(cmd: list[str]) -> str:
     return shlex.join(cmd)
 
 
+def cpu_model(cmd: list[str]) -> str:
+    """The -cpu value of a qemu command line ("" without one)."""
+    return cmd[cmd.index("-cpu") + 1] if "-cpu" in cmd[:-1] else ""
+
+
+_VERSIONS: dict[str, str] = {}
+
+
+def qemu_version(qemu: str) -> str:
+    """QEMU's version as `qemu --version` states it ("10.0.2 (Debian
+    1:10.0.2+ds-2+deb13u1~bpo12+1)"), or why it could not be read."""
+    if qemu not in _VERSIONS:
+        try:
+            out = subprocess.run([qemu, "--version"], capture_output=True, text=True,
+                                 timeout=20).stdout
+            first = out.splitlines()[0] if out else ""
+            _VERSIONS[qemu] = first.split("version", 1)[1].strip() if "version" in first \
+                else f"unknown ({first.strip() or 'no output'})"
+        except (OSError, subprocess.TimeoutExpired) as e:
+            _VERSIONS[qemu] = f"unknown ({e})"
+    return _VERSIONS[qemu]
+
+
 # ---- KVM or TCG ------------------------------------------------------------
 
 def kvm_usable() -> str | None:

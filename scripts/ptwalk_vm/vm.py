@@ -113,7 +113,8 @@ def boot_step(cfg: Config, kernel: Kernel, initrd: Path, opts: RunOptions, run_d
                              append_extra=tuple(opts.append))
     cmd = qemu.qemu_command(params, run_dir)
     line = qemu.shell_line(cmd)
-    print(f"ptwalk-vm: {kernel.name} ({kernel.release}), accel {accel} ({why})", file=log)
+    print(f"ptwalk-vm: {kernel.id} ({kernel.release}), accel {accel} ({why}), "
+          f"qemu {qemu.qemu_version(cmd[0])}", file=log)
     print(f"+ {line}", file=log, flush=True)
     stream: list[tuple[str, TextIO]] = []
     if opts.stream:
@@ -123,6 +124,7 @@ def boot_step(cfg: Config, kernel: Kernel, initrd: Path, opts: RunOptions, run_d
     out = qemu.boot(cmd, run_dir, opts.timeout, stream)
     meta = {"kernel": kernel.name, "release": kernel.release, "image": str(kernel.image),
             "accel": accel, "accel_why": why, "qemu_cmdline": line,
+            "qemu_version": qemu.qemu_version(cmd[0]), "cpu": qemu.cpu_model(cmd),
             "timed_out": out.timed_out, "timeout": opts.timeout,
             "qemu_returncode": out.returncode, "qemu_stderr": out.stderr, "wall_s": out.wall_s,
             "allow": [*cfg.allow(), *opts.allow], "harness_error": out.error}

@@ -104,18 +104,25 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
 
     # 6.1 skips the VMA smaps_rollup finds after yielding mmap_lock: over 64
     # VMAs with a writer waiting, some walks skip, each one seen by both
-    # views (the walk's own Rss and the module's PTE slots)
+    # views (the walk's own Rss and the module's PTE slots). 6.12 has the
+    # fix (6d065f507d82): walks yield and none may skip.
     ra = _load(f, "rollup_alias.json")
     yielded = [w for w in ra["walks"] if w["lock_acquisitions"] > 1]
     skipped = [w for w in ra["walks"] if "incomplete" in w]
     assert yielded, "no smaps_rollup walk yielded mmap_lock: the writer never waited"
-    assert skipped, f"{len(yielded)} walks yielded the lock and none skipped a VMA"
+    bugs = vm_kernel.known_bugs if vm_kernel is not None else None
+    if bugs is not None and "smaps_rollup_skip" in bugs:
+        assert skipped, f"{len(yielded)} walks yielded the lock and none skipped a VMA"
+    elif bugs is not None:
+        assert not skipped, (f"{len(skipped)} of {len(yielded)} walks that yielded the lock "
+                             f"skipped a VMA on {vm_kernel.release}, which has the fix")
     val = ra["validation"]["walks"]
     assert val["complete_walk_pte_slots"] >= SIZE // 4096, val
     assert val["short_after_yielding_lock"] == len(skipped), val
     assert val["short_unconfirmed"] == 0 and val["agree"], val
     assert ra["walk_summary"]["smaps_rollup"]["incomplete"] == len(skipped)
-    assert "walks skipped VMAs after yielding mmap_lock" in f["rollup_alias.txt"].decode()
+    assert ("walks skipped VMAs after yielding mmap_lock" in f["rollup_alias.txt"].decode()) \
+        == bool(skipped)
 
     # mmap victims' stalls are attributed to the clear_refs walks that caused them
     cr = _load(f, "clear_refs.json")

@@ -49,7 +49,8 @@ def pick_kernel(vm_config: config.Config, name: str) -> Kernel:
     return next((k for k in ks if k.name == name), ks[0])
 
 
-def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | None) -> None:
+def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | None,
+                            vm_config: config.Config) -> None:
     files: list[tuple[Path, str]] = []
     cmd = "uname -r; echo hi > /results/x; mkdir -p /results/d; echo deep > /results/d/y; echo oops-not >&2"
     if cxx_hello is not None:
@@ -63,6 +64,8 @@ def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | No
     print(f"\n{vm_kernel.name}: wall {wall:.1f} s, qemu {r.wall_s} s, kernel->init {r.boot_s} s")
     assert r.problem() is None, r.problem()
     assert r.accel == "tcg" and "-accel tcg" in r.qemu_cmdline
+    # every result names the QEMU and the CPU model it ran on
+    assert r.qemu_version[:1].isdigit() and r.cpu == vm_config.arch(vm_kernel.arch).cpu_tcg
     assert r.returncode == 3 and r.exit_code() == 3 and r.complete and not r.findings
     assert r.stdout == f"{vm_kernel.release}\n"
     assert r.stderr == "oops-not\n"  # the detector reads kernel logs, not the command's output
