@@ -428,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"A/A calibration ({NOISE_SCHEMA}); default "
                    "results/budgets/aa-noise.json when present; 'none' for none")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--mixed-clocks", action="store_true",
+                   help="compare results measured under different clocks (a VM's "
+                   "accelerator, clock mode or QEMU, or a VM against a machine)")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -451,6 +454,11 @@ def main(argv: list[str] | None = None) -> int:
         b = res.load(args.b)
         if not any(r.usable for r in a) or not any(r.usable for r in b):
             raise res.InputError("no complete result on one side")
+        clocks = sorted({r.measured_on for r in a + b if r.usable})
+        if len(clocks) > 1 and not args.mixed_clocks:
+            raise res.InputError(
+                "the results were measured under different clocks, whose figures do not "
+                f"compare: {'; '.join(map(str, clocks))} (--mixed-clocks to compare anyway)")
     except res.InputError as e:
         print(f"ptwalk-compare: error: {e}", file=sys.stderr)
         return 2

@@ -32,6 +32,29 @@ class Result:
     def backend(self) -> str:
         return str(self.doc.get("backend", "?"))
 
+    @property
+    def measured_on(self) -> MeasuredOn:
+        """How the figures were clocked: a ptwalk-vm guest's accelerator,
+        clock mode and QEMU (host.vm), or the machine itself."""
+        vm = self.doc.get("host", {}).get("vm")
+        if not isinstance(vm, dict):
+            return MeasuredOn()
+        return MeasuredOn(vm=True, accel=str(vm.get("accel")), clock=str(vm.get("clock")),
+                          qemu=str(vm.get("qemu")))
+
+
+@dataclass(frozen=True, order=True)
+class MeasuredOn:
+    vm: bool = False
+    accel: str = ""
+    clock: str = ""
+    qemu: str = ""
+
+    def __str__(self) -> str:
+        if not self.vm:
+            return "no VM (the machine's own clock)"
+        return f"VM: accel {self.accel}, clock {self.clock}, QEMU {self.qemu}"
+
 
 @dataclass(frozen=True, order=True)
 class ScenarioKey:

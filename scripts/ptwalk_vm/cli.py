@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import config, initramfs, parse, vm
+from . import config, initramfs, parse, qemu, vm
 from .config import Config, ConfigError, Kernel
 
 SUBCOMMANDS = ("run", "initramfs", "boot", "parse", "matrix")
@@ -48,6 +48,9 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--smp", type=int, default=2)
     p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
                    help="auto: KVM if a probe boot works on this host (cached), else TCG")
+    p.add_argument("--clock", choices=qemu.CLOCKS, default="realtime",
+                   help="guest time: realtime (the host's clock) or icount (guest "
+                   "instructions, repeatable, blind to cache/TLB/memory latency; TCG only)")
     p.add_argument("--append", action="append", default=[], help="extra kernel command line word")
     p.add_argument("--allow", action="append", default=[], metavar="REGEX",
                    help="tolerate kernel-log lines matching REGEX (also: allow in kernels.toml)")
@@ -105,7 +108,11 @@ def options(a: argparse.Namespace) -> vm.RunOptions:
     if bad:
         raise ConfigError(f"--env wants K=V, got {bad[0]!r}")
     env = dict(kv.split("=", 1) for kv in a.env)
-    return vm.RunOptions(timeout=a.timeout, mem=a.mem, smp=a.smp, accel=a.accel,
+    if a.clock == "icount" and a.accel == "auto":
+        a.accel = "tcg"  # icount is TCG's: never let auto pick KVM under it
+    if a.clock == "icount" and a.accel == "kvm":
+        raise ConfigError("--clock icount needs --accel tcg: KVM runs the guest on the host's clock")
+    return vm.RunOptions(timeout=a.timeout, mem=a.mem, smp=a.smp, accel=a.accel, clock=a.clock,
                          add=[initramfs.parse_add(x, config.PROJECT) for x in a.add],
                          default_files=not a.no_default_files, modprobe=a.modprobe,
                          append=a.append, env=env, allow=a.allow,

@@ -38,6 +38,8 @@ class ArchSettings:
     extra_args: tuple[str, ...]
     # -accel tcg options, e.g. "thread=single" (see kernels.toml)
     tcg_opts: str = ""
+    # qemu arguments of --clock icount (kernels.toml's icount_args)
+    icount_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,8 @@ def load(path: Path = DEFAULT_TOML) -> Config:
             name=name, qemu=a["qemu"], machine=a.get("machine", "pc"),
             cpu_tcg=a.get("cpu_tcg", "max"), cpu_kvm=a.get("cpu_kvm", "host"),
             console=a.get("console", "ttyS0"), append=tuple(a.get("append", [])),
-            extra_args=tuple(a.get("extra_args", [])), tcg_opts=a.get("tcg_opts", ""))
+            extra_args=tuple(a.get("extra_args", [])), tcg_opts=a.get("tcg_opts", ""),
+            icount_args=tuple(a.get("icount_args", [])))
     return Config(raw=raw, path=path, arches=arches)
 
 

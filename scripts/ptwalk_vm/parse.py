@@ -209,6 +209,7 @@ class VmResult:
     harness_error: str | None = None  # qemu did not start or died before any console output
     qemu_version: str = ""  # "10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)"
     cpu: str = ""           # the -cpu model the guest ran on ("max,la57=off", "host")
+    clock: str = ""         # realtime or icount (qemu.CLOCKS); "" before they were recorded
 
     @property
     def ok(self) -> bool:
@@ -311,4 +312,5 @@ def assemble(console: str, channel: str, stdout: str, stderr: str, meta: dict,
         qemu_returncode=meta.get("qemu_returncode"), qemu_stderr=meta.get("qemu_stderr", ""),
         wall_s=meta.get("wall_s"), boot_s=boot, command_s=cmd_s,
         run_dir=str(run_dir) if run_dir else None, harness_error=harness_error,
-        qemu_version=str(meta.get("qemu_version", "")), cpu=str(meta.get("cpu", "")))
+        qemu_version=str(meta.get("qemu_version", "")), cpu=str(meta.get("cpu", "")),
+        clock=str(meta.get("clock", "")))

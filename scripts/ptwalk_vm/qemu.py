@@ -20,6 +20,13 @@ from .config import ArchSettings
 
 # Serial ports, in -serial order (ttyS0..ttyS3 in the guest); see init.sh.
 LOGS = ("console.log", "channel.log", "stdout.log", "stderr.log")
+# How guest time runs: realtime (the host's clock) or icount (guest
+# instructions; TCG only). kernels.toml's icount_args say how.
+CLOCKS = ("realtime", "icount")
+
+
+class QemuError(ValueError):
+    pass
 
 
 @dataclass
@@ -31,18 +38,35 @@ class BootParams:
     mem: str = "2G"
     smp: int = 2
     append_extra: tuple[str, ...] = ()
+    clock: str = "realtime"  # one of CLOCKS
 
 
-def qemu_command(p: BootParams, run_dir: Path) -> list[str]:
+def guest_facts(accel: str, cpu: str, clock: str, version: str) -> list[str]:
+    """Kernel command-line words that tell ptwalk in the guest how it runs
+    (its results' host.vm): ptwalk_accel=tcg ptwalk_clock=icount ..."""
+    words = {"ptwalk_accel": accel, "ptwalk_clock": clock, "ptwalk_cpu": cpu,
+             "ptwalk_qemu": version.split()[0] if version else "unknown"}
+    return [f"{k}={v}" for k, v in words.items() if v and " " not in v]
+
+
+def qemu_command(p: BootParams, run_dir: Path, version: str = "") -> list[str]:
     a = p.arch
+    if p.clock not in CLOCKS:
+        raise QemuError(f"clock must be one of {', '.join(CLOCKS)}, not {p.clock!r}")
+    if p.clock == "icount" and p.accel != "tcg":
+        raise QemuError("--clock icount needs TCG: KVM runs the guest on the host's clock")
+    if p.clock == "icount" and not a.icount_args:
+        raise QemuError(f"--clock icount: no icount_args in [arch.{a.name}] of kernels.toml")
     accel = p.accel
     if accel == "tcg" and a.tcg_opts:
         accel = f"tcg,{a.tcg_opts}"
-    cmd = [a.qemu, "-machine", a.machine, "-accel", accel,
-           "-cpu", a.cpu_kvm if p.accel == "kvm" else a.cpu_tcg,
+    cpu = a.cpu_kvm if p.accel == "kvm" else a.cpu_tcg
+    cmd = [a.qemu, "-machine", a.machine, "-accel", accel, "-cpu", cpu,
            "-m", p.mem, "-smp", str(p.smp), *a.extra_args,
+           *(a.icount_args if p.clock == "icount" else ()),
            "-kernel", str(p.kernel), "-initrd", str(p.initrd),
-           "-append", " ".join([*a.append, *p.append_extra])]
+           "-append", " ".join([*a.append, *p.append_extra,
+                                *guest_facts(p.accel, cpu, p.clock, version)])]
     for name in LOGS:
         cmd += ["-serial", f"file:{run_dir / name}"]
     return cmd

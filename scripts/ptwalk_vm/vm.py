@@ -23,6 +23,7 @@ class RunOptions:
     mem: str = "2G"
     smp: int = 2
     accel: str = "auto"            # auto | kvm | tcg
+    clock: str = "realtime"        # realtime | icount (TCG only): qemu.CLOCKS
     add: list[tuple[Path, str]] = field(default_factory=list)
     default_files: bool = True     # module/ptwalk.ko, build/ptwalk, build/selftests
     modprobe: list[str] = field(default_factory=list)
@@ -110,11 +111,12 @@ def boot_step(cfg: Config, kernel: Kernel, initrd: Path, opts: RunOptions, run_d
     log = opts.log
     params = qemu.BootParams(kernel=kernel.image, initrd=initrd, arch=cfg.arch(kernel.arch),
                              accel=accel, mem=opts.mem, smp=opts.smp,
-                             append_extra=tuple(opts.append))
-    cmd = qemu.qemu_command(params, run_dir)
+                             append_extra=tuple(opts.append), clock=opts.clock)
+    version = qemu.qemu_version(params.arch.qemu)
+    cmd = qemu.qemu_command(params, run_dir, version)
     line = qemu.shell_line(cmd)
     print(f"ptwalk-vm: {kernel.id} ({kernel.release}), accel {accel} ({why}), "
-          f"qemu {qemu.qemu_version(cmd[0])}", file=log)
+          f"clock {opts.clock}, qemu {version}", file=log)
     print(f"+ {line}", file=log, flush=True)
     stream: list[tuple[str, TextIO]] = []
     if opts.stream:
@@ -124,7 +126,7 @@ def boot_step(cfg: Config, kernel: Kernel, initrd: Path, opts: RunOptions, run_d
     out = qemu.boot(cmd, run_dir, opts.timeout, stream)
     meta = {"kernel": kernel.name, "release": kernel.release, "image": str(kernel.image),
             "accel": accel, "accel_why": why, "qemu_cmdline": line,
-            "qemu_version": qemu.qemu_version(cmd[0]), "cpu": qemu.cpu_model(cmd),
+            "qemu_version": version, "cpu": qemu.cpu_model(cmd), "clock": opts.clock,
             "timed_out": out.timed_out, "timeout": opts.timeout,
             "qemu_returncode": out.returncode, "qemu_stderr": out.stderr, "wall_s": out.wall_s,
             "allow": [*cfg.allow(), *opts.allow], "harness_error": out.error}

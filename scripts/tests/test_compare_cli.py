@@ -3,6 +3,7 @@
 synthetic sets, bad input."""
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import subprocess
@@ -176,3 +177,27 @@ def test_lists_of_files_with_vs(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "scenario clear_refs/anon/128M/fault,mmap,read   runs A=3 B=3" in p.stdout
     assert "smaps_rollup" not in p.stdout
+
+
+def test_results_under_different_clocks_are_refused(tmp_path: Path) -> None:
+    """A VM's icount figures and its real-time ones (or another QEMU's, or a
+    machine's) do not compare: refused with one line, unless asked."""
+    def put(side: str, vm: dict[str, str] | None) -> Path:
+        d = tmp_path / side
+        d.mkdir()
+        for f in sorted((DATA / "a").glob("*.json.gz")):
+            doc = json.loads(gzip.decompress(f.read_bytes()))
+            doc.setdefault("host", {})["vm"] = vm
+            (d / f.name.removesuffix(".gz")).write_text(json.dumps(doc))
+        return d
+    icount = {"accel": "tcg", "clock": "icount", "cpu": "max,la57=off", "qemu": "10.0.2"}
+    a = put("a", icount)
+    b = put("b", dict(icount, clock="realtime"))
+    p = run(str(a), str(b))
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    assert p.stderr.count("\n") == 1 and "different clocks" in p.stderr
+    assert "clock icount" in p.stderr and "clock realtime" in p.stderr
+    assert run(str(a), str(b), "--mixed-clocks").returncode in (0, 1)
+    c = put("c", None)  # a machine's own result against a VM's
+    assert run(str(a), str(c)).returncode == 2
+    assert run(str(a), str(a)).returncode in (0, 1)  # the same clock compares

@@ -168,3 +168,24 @@ image = "{boot}"
     with pytest.raises(ConfigError, match="unknown bug 'smaps_rollup_skp'"):
         config.load(toml).matrix("m")
     assert config.load(toml).kernel("x", boot).known_bugs is None  # outside a matrix: unknown
+
+
+def test_clock_mode_on_the_qemu_command_line(tmp_path: Path) -> None:
+    arch = config.load().arch("x86_64")
+    p = qemu.BootParams(kernel=Path("/k"), initrd=Path("/i"), arch=arch, accel="tcg")
+    real = qemu.qemu_command(p, tmp_path, "10.0.2 (Debian)")
+    assert "-icount" not in real and "ptwalk_clock=realtime" in real[real.index("-append") + 1]
+    assert "ptwalk_qemu=10.0.2" in real[real.index("-append") + 1]
+    ic = qemu.qemu_command(qemu.BootParams(kernel=Path("/k"), initrd=Path("/i"), arch=arch,
+                                           accel="tcg", clock="icount"), tmp_path, "10.0.2")
+    assert ic[ic.index("-icount") + 1] == "shift=0,sleep=off"
+    with pytest.raises(qemu.QemuError, match="needs TCG"):
+        qemu.qemu_command(qemu.BootParams(kernel=Path("/k"), initrd=Path("/i"), arch=arch,
+                                          accel="kvm", clock="icount"), tmp_path)
+    with pytest.raises(qemu.QemuError, match="clock must be one of"):
+        qemu.qemu_command(qemu.BootParams(kernel=Path("/k"), initrd=Path("/i"), arch=arch,
+                                          accel="tcg", clock="fast"), tmp_path)
+    p = subprocess.run([sys.executable, str(SCRIPTS / "ptwalk-vm"), "run", "--clock", "icount",
+                        "--accel", "kvm", "--kernel", "/nonexistent", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and p.stderr.count("\n") <= 2 and "Traceback" not in p.stderr

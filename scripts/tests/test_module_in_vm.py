@@ -126,6 +126,9 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
 
     # mmap victims' stalls are attributed to the clear_refs walks that caused them
     cr = _load(f, "clear_refs.json")
+    # the result says how it was clocked: this guest's accelerator, clock, CPU, QEMU
+    assert cr["host"]["vm"] == {"accel": r.accel, "clock": r.clock, "cpu": r.cpu,
+                                "qemu": r.qemu_version.split()[0]}, cr["host"]
     mm = cr["kernel_view"]["threads"].get("mmap")
     assert mm and mm["attributed"] > 0, cr["kernel_view"]["threads"]
     for s in cr["kernel_view"]["stalls"]:

@@ -3,6 +3,7 @@ timeout, panic, WARN and the CLI. Skips (or fails with PTWALK_REQUIRE_VM=1)
 without qemu, busybox-static or a readable kernel image."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,21 @@ def test_cli_steps_alone(vm_config: config.Config, tmp_path: Path) -> None:
     d = subprocess.run([sys.executable, str(SCRIPT), "parse", "--json", str(run_dir)],
                        capture_output=True, text=True)
     assert d.returncode == 0 and '"exit_code": 0' in d.stdout
+
+
+def test_icount_clock_reaches_the_guest(vm_config: config.Config, run_in_vm: RunInVm) -> None:
+    """--clock icount: qemu runs with icount_args, the result says so, and
+    ptwalk in the guest reads it from its command line (its results'
+    host.vm), as it does the accelerator, CPU model and QEMU version."""
+    k = pick_kernel(vm_config, "cloud-amd64")
+    cmd = ("cat /proc/cmdline; /ptwalk/build/ptwalk run --size 4M --duration 1s --interval 250ms "
+           "--victims none --backend syscall --out /results/r.json > /dev/null")
+    r = run_in_vm(k, cmd, accel="tcg", clock="icount", timeout=180, default_files=True)
+    assert r.ok, r.problem()
+    assert r.clock == "icount" and " -icount shift=0,sleep=off " in r.qemu_cmdline
+    words = dict(w.split("=", 1) for w in r.stdout.split() if w.startswith("ptwalk_"))
+    assert words == {"ptwalk_accel": "tcg", "ptwalk_clock": "icount",
+                     "ptwalk_cpu": r.cpu, "ptwalk_qemu": r.qemu_version.split()[0]}
+    host = json.loads(r.files["r.json"])["host"]
+    assert host["vm"] == {"accel": "tcg", "clock": "icount", "cpu": r.cpu,
+                          "qemu": r.qemu_version.split()[0]}

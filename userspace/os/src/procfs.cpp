@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/procfs.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -318,6 +320,40 @@ void to_json(Json::Value &j, const KernelInfo &k)
 	}
 }
 
+std::optional<VmFacts> parse_vm_cmdline(std::string_view cmdline)
+{
+	VmFacts f;
+	bool any = false;
+	size_t i = 0;
+	while (i < cmdline.size()) {
+		while (i < cmdline.size() && isspace(static_cast<unsigned char>(cmdline[i])))
+			i++;
+		size_t e = i;
+		while (e < cmdline.size() && !isspace(static_cast<unsigned char>(cmdline[e])))
+			e++;
+		const std::string_view word = cmdline.substr(i, e - i);
+		i = e;
+		const size_t eq = word.find('=');
+		if (eq == std::string_view::npos)
+			continue;
+		const std::string_view key = word.substr(0, eq), val = word.substr(eq + 1);
+		std::string *to = key == "ptwalk_accel" ? &f.accel
+				  : key == "ptwalk_clock" ? &f.clock
+				  : key == "ptwalk_cpu"	  ? &f.cpu
+				  : key == "ptwalk_qemu"  ? &f.qemu
+							  : nullptr;
+		// a value is short printable text, or it is not ours
+		if (!to || val.empty() || val.size() > 64 ||
+		    !std::all_of(val.begin(), val.end(), [](char c) { return c > ' ' && c < 127; }))
+			continue;
+		*to = std::string(val);
+		any = true;
+	}
+	if (!any)
+		return std::nullopt;
+	return f;
+}
+
 HostInfo host_info()
 {
 	HostInfo h;
@@ -344,6 +380,8 @@ HostInfo host_info()
 	h.thp_enabled = thp("enabled");
 	h.thp_defrag = thp("defrag");
 	h.thp_shmem_enabled = thp("shmem_enabled");
+	if (auto cl = read_file("/proc/cmdline", nullptr))
+		h.vm = parse_vm_cmdline(*cl);
 	if (access("/proc/xen", F_OK) == 0)
 		h.virtualized = "xen";
 	else if (auto ci = read_file("/proc/cpuinfo", nullptr))
@@ -373,6 +411,16 @@ void to_json(Json::Value &j, const HostInfo &h)
 		    {"defrag", or_null(h.thp_defrag)},
 		    {"shmem_enabled", or_null(h.thp_shmem_enabled)}};
 	j["virtualized"] = h.virtualized ? Json::Value(*h.virtualized) : Json::Value(false);
+	if (h.vm) {
+		auto word = [](const std::string &v) { return v.empty() ? Json::Value(nullptr)
+								       : Json::Value(v); };
+		j["vm"] = {{"accel", word(h.vm->accel)},
+			   {"clock", word(h.vm->clock)},
+			   {"cpu", word(h.vm->cpu)},
+			   {"qemu", word(h.vm->qemu)}};
+	} else {
+		j["vm"] = nullptr;
+	}
 }
 
 } // namespace ptwalk

@@ -132,18 +132,43 @@ TEST(Procfs, HostInfoJsonKeepsItsOrderAndNulls)
 	h.cpus = 1;
 	EXPECT_EQ(Json::Value(h).dump(),
 		  R"({"hostname":"h","cpus":1,"thp":{"enabled":null,"defrag":null,)"
-		  R"("shmem_enabled":null},"virtualized":false})");
+		  R"("shmem_enabled":null},"virtualized":false,"vm":null})");
 	h.cpu_model = "Xeon";
 	h.mem = MemInfo{1, 2, 4, 3, 5};
 	h.thp_enabled = "[always] madvise never";
 	h.thp_defrag = "madvise";
 	h.thp_shmem_enabled = "never";
 	h.virtualized = "hypervisor";
+	h.vm = VmFacts{"tcg", "icount", "max,la57=off", ""};
 	EXPECT_EQ(Json::Value(h).dump(),
 		  R"({"hostname":"h","cpu_model":"Xeon","cpus":1,"mem_total_bytes":1,)"
 		  R"("mem_available_bytes":2,"hugepages_total":3,"hugepages_free":4,)"
 		  R"("hugepage_size_bytes":5,"thp":{"enabled":"[always] madvise never",)"
-		  R"("defrag":"madvise","shmem_enabled":"never"},"virtualized":"hypervisor"})");
+		  R"("defrag":"madvise","shmem_enabled":"never"},"virtualized":"hypervisor",)"
+		  R"("vm":{"accel":"tcg","clock":"icount","cpu":"max,la57=off","qemu":null}})");
+}
+
+// What scripts/ptwalk-vm appends to a guest's command line (qemu.py's
+// guest_facts) is read back; anything else is not taken for it.
+TEST(Procfs, VmFactsFromTheKernelCommandLine)
+{
+	auto f = parse_vm_cmdline("console=ttyS0 panic=-1 ptwalk_accel=tcg ptwalk_clock=icount "
+				  "ptwalk_cpu=max,la57=off ptwalk_qemu=10.0.2\n");
+	ASSERT_TRUE(f);
+	EXPECT_EQ(f->accel, "tcg");
+	EXPECT_EQ(f->clock, "icount");
+	EXPECT_EQ(f->cpu, "max,la57=off");
+	EXPECT_EQ(f->qemu, "10.0.2");
+	EXPECT_FALSE(parse_vm_cmdline("BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"));
+	EXPECT_FALSE(parse_vm_cmdline(""));
+	EXPECT_FALSE(parse_vm_cmdline("ptwalk_clock= ptwalk_accel"));
+	// a value past 64 bytes or with a control byte is not ours
+	EXPECT_FALSE(parse_vm_cmdline("ptwalk_qemu=" + std::string(65, 'x')));
+	EXPECT_FALSE(parse_vm_cmdline(std::string("ptwalk_cpu=a\x01" "b")));
+	f = parse_vm_cmdline("ptwalk_clock=realtime");
+	ASSERT_TRUE(f);
+	EXPECT_EQ(f->clock, "realtime");
+	EXPECT_TRUE(f->accel.empty());
 }
 
 TEST(Procfs, KernelAndHostInfoOfThisHost)

@@ -92,6 +92,15 @@ void to_json(Json::Value &j, const KernelInfo &k);
 KernelInfo kernel_info();
 
 // A result's "host": what the figures depend on.
+// A guest booted by scripts/ptwalk-vm, as its kernel command line says
+// (ptwalk_accel=tcg ptwalk_clock=icount ptwalk_cpu=max,la57=off
+// ptwalk_qemu=10.0.2): what its figures can be compared with.
+struct VmFacts {
+	std::string accel, clock, cpu, qemu; // "" when that word is absent
+};
+// The words of /proc/cmdline's text; nullopt when it names none of them.
+std::optional<VmFacts> parse_vm_cmdline(std::string_view cmdline);
+
 struct HostInfo {
 	std::string hostname;
 	std::optional<std::string> cpu_model;
@@ -100,6 +109,7 @@ struct HostInfo {
 	// transparent_hugepage's settings; empty: unreadable (null)
 	std::optional<std::string> thp_enabled, thp_defrag, thp_shmem_enabled;
 	std::optional<std::string> virtualized; // "xen", "hypervisor"; empty: false
+	std::optional<VmFacts> vm;              // a ptwalk-vm guest; empty: null
 };
 void to_json(Json::Value &j, const HostInfo &h);
 HostInfo host_info();
