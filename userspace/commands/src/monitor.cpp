@@ -208,7 +208,9 @@ public:
 	void print_table();
 
 private:
-	HttpServer::Response page(const std::string &path)
+	// On the server's threads, several at once: reads only metrics_ (its
+	// own mutex), the clock and constants.
+	HttpServer::Response page(const std::string &path) const
 	{
 		HttpServer::Response r;
 		if (path == "/metrics") {
@@ -222,7 +224,7 @@ private:
 		}
 		return r;
 	}
-	std::string render()
+	std::string render() const
 	{
 		return metrics_.render(double(now_ns()) / 1e9, cpu_seconds(), start_unix_);
 	}
