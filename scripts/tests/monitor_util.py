@@ -86,7 +86,7 @@ def start_monitor(tmp: Path, *args: str) -> subprocess.Popen[str]:
 class Prometheus:
     """Debian's prometheus, private: own config, data dir, loopback port."""
 
-    def __init__(self, tmp: Path, scrape_port: int, rules: Path) -> None:
+    def __init__(self, tmp: Path, scrape_port: int, rules: Path | None = None) -> None:
         self.dir = tmp / "prometheus"
         self.dir.mkdir()
         self.port = free_port()
@@ -95,7 +95,7 @@ class Prometheus:
             "global:\n"
             "  scrape_interval: 1s\n"
             "  evaluation_interval: 1s\n"
-            f"rule_files: [{json.dumps(str(rules))}]\n"
+            + (f"rule_files: [{json.dumps(str(rules))}]\n" if rules else "") +
             "scrape_configs:\n"
             "  - job_name: ptwalk\n"
             "    static_configs:\n"
