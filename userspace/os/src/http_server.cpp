@@ -7,13 +7,18 @@
 #include <cstring>
 #include <exception>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <map>
 #include <microhttpd.h>
+#include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <string_view>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "ptwalk/fd.hpp"
 
@@ -72,6 +77,14 @@ struct HttpServer::Impl {
 	Handler handler;
 	int port = 0;
 	std::atomic<unsigned long> requests{0};
+	WebConfig web;
+	// basic auth answers by user and SHA-256 of the password: bcrypt
+	// costs ~0.1 s of CPU, not to be paid at each scrape
+	std::mutex auth_mu;
+	std::map<std::string, bool> auth_seen;
+
+	bool authorized(MHD_Connection *c);
+	bool client_verified(MHD_Connection *c);
 
 	static MHD_Result on_request(void *cls, MHD_Connection *c, const char *url,
 				     const char *method, const char *version,
@@ -90,6 +103,18 @@ MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char
 					size_t *, void **)
 {
 	Impl &m = *static_cast<Impl *>(cls);
+	if (!m.web.client_ca_pem.empty() && !m.client_verified(c))
+		return MHD_NO; // closed unanswered, as a failed handshake would be
+	if (!m.web.users.empty() && !m.authorized(c)) {
+		static const char body[] = "unauthorized\n";
+		MHD_Response *resp = MHD_create_response_from_buffer(
+			sizeof(body) - 1, const_cast<char *>(body), MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_Result ok = MHD_queue_basic_auth_fail_response(c, "ptwalk", resp);
+		MHD_destroy_response(resp);
+		return ok;
+	}
 	const std::string_view meth(method);
 	Response r;
 	if (meth != MHD_HTTP_METHOD_GET && meth != MHD_HTTP_METHOD_HEAD)
@@ -112,6 +137,47 @@ MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	MHD_Result ok = MHD_queue_response(c, unsigned(r.status), resp);
 	MHD_destroy_response(resp);
+	return ok;
+}
+
+bool HttpServer::Impl::client_verified(MHD_Connection *c)
+{
+	const MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return false;
+	unsigned status = 0;
+	auto session = static_cast<gnutls_session_t>(ci->tls_session);
+	return gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
+}
+
+bool HttpServer::Impl::authorized(MHD_Connection *c)
+{
+	char *pass = nullptr;
+	char *user = MHD_basic_auth_get_username_password(c, &pass);
+	std::unique_ptr<char, decltype(&MHD_free)> u(user, &MHD_free), p(pass, &MHD_free);
+	if (!user || !pass)
+		return false;
+	auto it = web.users.find(user);
+	if (it == web.users.end()) {
+		// as long as a known user's check: the time tells no names
+		(void)bcrypt_matches(web.users.begin()->second, pass);
+		return false;
+	}
+	unsigned char digest[32];
+	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, pass, strlen(pass), digest) != 0)
+		return false;
+	const std::string key = std::string(user) + '\0' +
+				std::string(reinterpret_cast<const char *>(digest), sizeof(digest));
+	{
+		std::lock_guard<std::mutex> g(auth_mu);
+		if (auto seen = auth_seen.find(key); seen != auth_seen.end())
+			return seen->second;
+	}
+	const bool ok = bcrypt_matches(it->second, pass);
+	std::lock_guard<std::mutex> g(auth_mu);
+	if (auth_seen.size() >= 256)
+		auth_seen.clear(); // bounded: a stream of wrong passwords costs bcrypt each
+	auth_seen[key] = ok;
 	return ok;
 }
 
@@ -162,7 +228,8 @@ bool HttpServer::Impl::listen_on(const std::string &host, int p, std::string *er
 	return true;
 }
 
-bool HttpServer::start(const std::string &host, int port, Handler h, std::string *err)
+bool HttpServer::start(const std::string &host, int port, Handler h, std::string *err,
+		       const WebConfig &web)
 {
 	Impl &m = *impl_;
 	if (m.daemon) {
@@ -172,16 +239,33 @@ bool HttpServer::start(const std::string &host, int port, Handler h, std::string
 	if (!m.listen_on(host, port, err))
 		return false;
 	m.handler = std::move(h);
+	m.web = web;
+	m.auth_seen.clear();
 	const int mhd_fd = fcntl(m.listen_fd.get(), F_DUPFD_CLOEXEC, 0);
 	if (mhd_fd < 0) {
 		*err = std::string("dup the listening socket: ") + strerror(errno);
 		m.listen_fd.reset();
 		return false;
 	}
+	// TLS options only with TLS (MHD refuses them otherwise); an empty
+	// trust string ends nothing: MHD_OPTION_ARRAY lists what is set
+	std::vector<MHD_OptionItem> tls;
+	auto opt = [&tls](MHD_OPTION o, const std::string &pem) {
+		tls.push_back({o, 0, const_cast<char *>(pem.c_str())});
+	};
+	if (m.web.tls()) {
+		opt(MHD_OPTION_HTTPS_MEM_CERT, m.web.cert_pem);
+		opt(MHD_OPTION_HTTPS_MEM_KEY, m.web.key_pem);
+		if (!m.web.client_ca_pem.empty())
+			opt(MHD_OPTION_HTTPS_MEM_TRUST, m.web.client_ca_pem);
+	}
+	tls.push_back({MHD_OPTION_END, 0, nullptr});
 	// no MHD_USE_ERROR_LOG: a refused or timed-out client is not news
 	m.daemon.reset(MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, nullptr, nullptr,
-		&Impl::on_request, &m,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			(m.web.tls() ? MHD_USE_TLS : 0),
+		0, nullptr, nullptr, &Impl::on_request, &m,
+		MHD_OPTION_ARRAY, tls.data(),
 		MHD_OPTION_LISTEN_SOCKET, MHD_socket(mhd_fd),
 		MHD_OPTION_THREAD_POOL_SIZE, kHttpThreads,
 		MHD_OPTION_CONNECTION_TIMEOUT, kHttpIdleTimeoutS,

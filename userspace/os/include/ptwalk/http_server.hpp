@@ -5,13 +5,15 @@
 // connection idle for kHttpIdleTimeoutS is closed, at most kHttpMaxPerIp
 // connections from one address and kHttpMaxConnections in all, a
 // request's headers within kHttpRequestMemory (else 431). GET and HEAD
-// only (else 405).
+// only (else 405); TLS and basic auth from a --web-config file.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "ptwalk/web_config.hpp"
 
 namespace ptwalk {
 
@@ -44,7 +46,11 @@ public:
 
 	// Binds and listens (SO_REUSEADDR), then serves on its threads. false
 	// with *err ("listen on 127.0.0.1:9632: Address already in use").
-	bool start(const std::string &host, int port, Handler h, std::string *err);
+	// With web.tls() over TLS only; with web.client_ca_pem a client
+	// without a certificate it signed is disconnected unanswered; with
+	// web.users every request needs basic auth (else 401).
+	bool start(const std::string &host, int port, Handler h, std::string *err,
+		   const WebConfig &web = {});
 	int port() const; // the bound port (useful with port 0)
 	void stop();       // idempotent; joins the threads, closes every connection
 	unsigned long requests() const; // requests handed to the handler or refused (405)
