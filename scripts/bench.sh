@@ -14,6 +14,7 @@ build/ptwalk_bench --benchmark_format=json --benchmark_out="$out/core.json" \
 /usr/bin/python3 scripts/bench.py "$out"
 /usr/bin/python3 scripts/bench_vm.py
 /usr/bin/python3 scripts/bench_monitor.py
+/usr/bin/python3 scripts/bench_monitor_http.py
 pairs=${BENCH_AA_PAIRS:-10}
 if [ "$pairs" -gt 0 ]; then
 	/usr/bin/python3 scripts/bench_aa.py --pairs "$pairs"

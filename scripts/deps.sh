@@ -9,7 +9,8 @@ set -eu
 
 pkgs_build="make g++ cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev gzip procps linux-source-6.1 \
 clang bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev nlohmann-json3-dev \
-libtraceevent-dev"
+libtraceevent-dev libmicrohttpd-dev \
+libyaml-cpp-dev libcrypt-dev libgnutls28-dev"
 pkgs_python="python3 python3-pytest python3-matplotlib python3-scipy"
 pkgs_vm="qemu-system-x86 busybox-static cpio kmod zstd \
 linux-image-amd64 linux-image-cloud-amd64 linux-image-rt-amd64 \
@@ -33,8 +34,9 @@ linux-headers-$bpo_k612-amd64 linux-headers-$bpo_k612-cloud-amd64 linux-headers-
 pkgs_perf="linux-perf"
 # the real Prometheus server and promtool for the monitor tests (the
 # package's own service is not used: tests run a private instance), and
-# a YAML parser for the deploy/ files' test
-pkgs_prometheus="prometheus python3-yaml"
+# a YAML parser for the deploy/ files' test, openssl for the TLS test's
+# certificates
+pkgs_prometheus="prometheus python3-yaml openssl"
 # libFuzzer, ASan and UBSan for the parsers' fuzz targets (scripts/fuzz.sh)
 pkgs_fuzz="clang libclang-rt-14-dev"
 

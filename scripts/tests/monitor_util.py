@@ -86,7 +86,9 @@ def start_monitor(tmp: Path, *args: str) -> subprocess.Popen[str]:
 class Prometheus:
     """Debian's prometheus, private: own config, data dir, loopback port."""
 
-    def __init__(self, tmp: Path, scrape_port: int, rules: Path) -> None:
+    def __init__(self, tmp: Path, scrape_port: int, rules: Path | None = None,
+                 scrape_extra: str = "") -> None:
+        """scrape_extra: more of the job's YAML (scheme, tls_config, ...)."""
         self.dir = tmp / "prometheus"
         self.dir.mkdir()
         self.port = free_port()
@@ -95,9 +97,10 @@ class Prometheus:
             "global:\n"
             "  scrape_interval: 1s\n"
             "  evaluation_interval: 1s\n"
-            f"rule_files: [{json.dumps(str(rules))}]\n"
+            + (f"rule_files: [{json.dumps(str(rules))}]\n" if rules else "") +
             "scrape_configs:\n"
             "  - job_name: ptwalk\n"
+            + scrape_extra +
             "    static_configs:\n"
             f"      - targets: ['127.0.0.1:{scrape_port}']\n")
         self.log = open(self.dir / "prometheus.log", "w")

@@ -83,6 +83,9 @@ const char kUsage[] =
 	"                       tracepoint) | module | bpf (holds paired in the kernel:\n"
 	"                       the cheap one) | tracepoint (every event through perf)\n"
 	"  --serve ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"  --web-config FILE    TLS and basic auth for --serve, the Prometheus\n"
+	"                       exporter-toolkit format (tls_server_config: cert_file,\n"
+	"                       key_file, client_ca_file; basic_auth_users: bcrypt)\n"
 	"  --textfile DIR       write DIR/ptwalk_monitor.prom (node_exporter textfile\n"
 	"                       collector format) atomically, every --textfile-interval\n"
 	"  --textfile-interval T  (default 15s)\n"
@@ -280,6 +283,10 @@ int cmd_monitor(Args &a)
 			std::string err;
 			if (!parse_listen_address(v, &o.serve_host, &o.serve_port, &err))
 				usage_error(a.cmd, "--serve '" + v + "': " + err);
+		} else if (k == "--web-config") {
+			if (v.empty())
+				usage_error(a.cmd, "--web-config needs a file");
+			o.web_config = v;
 		} else if (k == "--textfile") {
 			if (v.empty())
 				usage_error(a.cmd, "--textfile needs a directory");
@@ -302,6 +309,8 @@ int cmd_monitor(Args &a)
 		usage_error(a.cmd, "--duration must be greater than 0");
 	if (continuous && !duration_given)
 		o.duration_ns = 0; // until stopped
+	if (!o.web_config.empty() && o.serve_host.empty())
+		usage_error(a.cmd, "--web-config needs --serve");
 	if (continuous && o.backend == "module")
 		usage_error(a.cmd, "--serve/--textfile need the bpf or tracepoint backend");
 	return run_monitor(o);

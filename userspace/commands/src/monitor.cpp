@@ -100,8 +100,15 @@ public:
 		if (o_.serve_host.empty())
 			return true;
 		std::string err;
+		WebConfig web;
+		if (!o_.web_config.empty() && !load_web_config(o_.web_config, &web, &err)) {
+			fprintf(stderr, "ptwalk monitor: --web-config %s: %s\n",
+				o_.web_config.c_str(), err.c_str());
+			return false;
+		}
+		https_ = web.tls();
 		if (server_.start(o_.serve_host, o_.serve_port,
-				  [this](const std::string &path) { return page(path); }, &err))
+				  [this](const std::string &path) { return page(path); }, &err, web))
 			return true;
 		fprintf(stderr, "ptwalk monitor: %s\n", err.c_str());
 		return false;
@@ -208,7 +215,9 @@ public:
 	void print_table();
 
 private:
-	HttpServer::Response page(const std::string &path)
+	// On the server's threads, several at once: reads only metrics_ (its
+	// own mutex), the clock and constants.
+	HttpServer::Response page(const std::string &path) const
 	{
 		HttpServer::Response r;
 		if (path == "/metrics") {
@@ -222,7 +231,7 @@ private:
 		}
 		return r;
 	}
-	std::string render()
+	std::string render() const
 	{
 		return metrics_.render(double(now_ns()) / 1e9, cpu_seconds(), start_unix_);
 	}
@@ -313,7 +322,7 @@ private:
 			what = " until stopped";
 		fprintf(stderr, "ptwalk monitor: watching mmap_lock holds >= %s ms%s%s%s (Ctrl-C stops)\n",
 			ms(o_.min_hold_ns).c_str(), what.c_str(),
-			o_.serve_host.empty() ? "" : (", serving http://" + o_.serve_host + ":" +
+			o_.serve_host.empty() ? "" : (", serving " + std::string(https_ ? "https" : "http") + "://" + o_.serve_host + ":" +
 						      std::to_string(server_.port()) + "/metrics").c_str(),
 			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
 	}
@@ -327,6 +336,7 @@ private:
 	const double start_unix_;
 	const std::string textfile_;
 	HttpServer server_;
+	bool https_ = false;
 	TaskNames names_;
 	Prober prober_;
 	std::optional<WalkTracker> tracker_;

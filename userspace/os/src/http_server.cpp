@@ -5,15 +5,21 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <exception>
+#include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <map>
+#include <microhttpd.h>
+#include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
+#include <string_view>
 #include <sys/socket.h>
-#include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
-#include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
 
 namespace ptwalk {
@@ -49,129 +55,143 @@ bool parse_listen_address(const std::string &s, std::string *host, int *port,
 	return true;
 }
 
+namespace {
+
+struct DaemonStop {
+	void operator()(MHD_Daemon *d) const { MHD_stop_daemon(d); }
+};
+
+// The same socket: a dup of it, not a number since reused by another.
+bool same_socket(int a, int b)
+{
+	struct stat sa{}, sb{};
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+} // namespace
+
 struct HttpServer::Impl {
-	Fd listen_fd, stop_fd;
-	std::thread thread;
+	Fd listen_fd;
+	std::unique_ptr<MHD_Daemon, DaemonStop> daemon;
 	Handler handler;
 	int port = 0;
-	bool running = false;
 	std::atomic<unsigned long> requests{0};
+	WebConfig web;
+	// basic auth answers by user and SHA-256 of the password: bcrypt
+	// costs ~0.1 s of CPU, not to be paid at each scrape
+	std::mutex auth_mu;
+	std::map<std::string, bool> auth_seen;
 
-	void serve_one(int c);
-	void run();
+	bool authorized(MHD_Connection *c);
+	bool client_verified(MHD_Connection *c);
+
+	static MHD_Result on_request(void *cls, MHD_Connection *c, const char *url,
+				     const char *method, const char *version,
+				     const char *upload_data, size_t *upload_size,
+				     void **req_cls);
+	bool listen_on(const std::string &host, int port, std::string *err);
 };
 
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
 HttpServer::~HttpServer() { stop(); }
 
-static std::string status_text(int s)
+// On MHD's threads, once the request's headers are in: answered at once
+// (a GET has no body to wait for; a refused upload is not read).
+MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char *url,
+					const char *method, const char *, const char *,
+					size_t *, void **)
 {
-	switch (s) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	default: return "Error";
+	Impl &m = *static_cast<Impl *>(cls);
+	if (!m.web.client_ca_pem.empty() && !m.client_verified(c))
+		return MHD_NO; // closed unanswered, as a failed handshake would be
+	if (!m.web.users.empty() && !m.authorized(c)) {
+		static const char body[] = "unauthorized\n";
+		MHD_Response *resp = MHD_create_response_from_buffer(
+			sizeof(body) - 1, const_cast<char *>(body), MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_Result ok = MHD_queue_basic_auth_fail_response(c, "ptwalk", resp);
+		MHD_destroy_response(resp);
+		return ok;
 	}
-}
-
-static void send_all(int c, const std::string &s)
-{
-	size_t off = 0;
-	while (off < s.size()) {
-		pollfd p{c, POLLOUT, 0};
-		if (poll(&p, 1, 2000) <= 0)
-			return; // client gone or stuck
-		ssize_t n = send(c, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return;
-		}
-		off += size_t(n);
-	}
-}
-
-void HttpServer::Impl::serve_one(int c)
-{
-	std::string req;
-	const uint64_t deadline = now_ns() + 2'000'000'000ull;
-	while (req.find("\r\n\r\n") == std::string::npos && req.size() < 8192) {
-		uint64_t now = now_ns();
-		if (now >= deadline)
-			break;
-		pollfd p{c, POLLIN, 0};
-		int r = poll(&p, 1, int((deadline - now) / 1'000'000) + 1);
-		if (r <= 0)
-			break;
-		char buf[2048];
-		ssize_t n = recv(c, buf, sizeof(buf), 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			break;
-		req.append(buf, size_t(n));
-	}
-	Response resp;
-	size_t eol = req.find("\r\n");
-	if (req.find("\r\n\r\n") == std::string::npos) {
-		resp = {req.empty() ? 408 : 400, "text/plain; charset=utf-8", "incomplete request\n"};
-	} else {
-		std::string line = req.substr(0, eol);
-		size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
-		if (sp1 == std::string::npos || sp2 == sp1) {
-			resp = {400, "text/plain; charset=utf-8", "bad request line\n"};
-		} else {
-			std::string method = line.substr(0, sp1);
-			std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-			if (size_t q = path.find('?'); q != std::string::npos)
-				path.resize(q);
-			if (method != "GET" && method != "HEAD")
-				resp = {405, "text/plain; charset=utf-8", "GET only\n"};
-			else {
-				resp = handler(path);
-				if (method == "HEAD")
-					resp.body.clear();
-			}
+	const std::string_view meth(method);
+	Response r;
+	if (meth != MHD_HTTP_METHOD_GET && meth != MHD_HTTP_METHOD_HEAD)
+		r = {MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "GET only\n"};
+	else {
+		try {
+			r = m.handler(url); // MHD answers HEAD without the body
+		} catch (const std::exception &e) { // not through MHD's C frames
+			r = {MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+			     std::string(e.what()) + "\n"};
 		}
 	}
-	requests++;
-	std::string head = "HTTP/1.1 " + std::to_string(resp.status) + " " +
-			   status_text(resp.status) + "\r\nContent-Type: " + resp.content_type +
-			   "\r\nContent-Length: " + std::to_string(resp.body.size()) +
-			   "\r\nConnection: close\r\n\r\n";
-	send_all(c, head + resp.body);
+	m.requests++;
+	MHD_Response *resp = MHD_create_response_from_buffer(r.body.size(), r.body.data(),
+							     MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO; // out of memory: the connection is closed
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
+	if (r.status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	MHD_Result ok = MHD_queue_response(c, unsigned(r.status), resp);
+	MHD_destroy_response(resp);
+	return ok;
 }
 
-void HttpServer::Impl::run()
+bool HttpServer::Impl::client_verified(MHD_Connection *c)
 {
-	pollfd p[2] = {{listen_fd.get(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
-	for (;;) {
-		int n = poll(p, 2, 1000);
-		if (n < 0 && errno != EINTR)
-			return;
-		if (p[1].revents & POLLIN)
-			return;
-		if (!(p[0].revents & POLLIN))
-			continue;
-		Fd c(accept4(listen_fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-		if (!c)
-			continue; // ECONNABORTED, EMFILE...: try again later
-		serve_one(c.get());
+	const MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return false;
+	unsigned status = 0;
+	auto session = static_cast<gnutls_session_t>(ci->tls_session);
+	return gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
+}
+
+bool HttpServer::Impl::authorized(MHD_Connection *c)
+{
+	char *pass = nullptr;
+	char *user = MHD_basic_auth_get_username_password(c, &pass);
+	std::unique_ptr<char, decltype(&MHD_free)> u(user, &MHD_free), p(pass, &MHD_free);
+	if (!user || !pass)
+		return false;
+	auto it = web.users.find(user);
+	if (it == web.users.end()) {
+		// as long as a known user's check: the time tells no names
+		(void)bcrypt_matches(web.users.begin()->second, pass);
+		return false;
 	}
+	unsigned char digest[32];
+	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, pass, strlen(pass), digest) != 0)
+		return false;
+	const std::string key = std::string(user) + '\0' +
+				std::string(reinterpret_cast<const char *>(digest), sizeof(digest));
+	{
+		std::lock_guard<std::mutex> g(auth_mu);
+		if (auto seen = auth_seen.find(key); seen != auth_seen.end())
+			return seen->second;
+	}
+	const bool ok = bcrypt_matches(it->second, pass);
+	std::lock_guard<std::mutex> g(auth_mu);
+	if (auth_seen.size() >= 256)
+		auth_seen.clear(); // bounded: a stream of wrong passwords costs bcrypt each
+	auth_seen[key] = ok;
+	return ok;
 }
 
-bool HttpServer::start(const std::string &host, int port, Handler h, std::string *err)
+// The listening socket is ours (the errors say where, as before); MHD
+// serves a dup of it.
+bool HttpServer::Impl::listen_on(const std::string &host, int p, std::string *err)
 {
-	Impl &m = *impl_;
 	const std::string where = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-				  ":" + std::to_string(port);
+				  ":" + std::to_string(p);
 	addrinfo hints{}, *res = nullptr;
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	const std::string ps = std::to_string(port);
+	const std::string ps = std::to_string(p);
 	if (int rc = getaddrinfo(host.c_str(), ps.c_str(), &hints, &res); rc != 0) {
 		*err = "listen on " + where + ": " + gai_strerror(rc);
 		return false;
@@ -186,33 +206,82 @@ bool HttpServer::start(const std::string &host, int port, Handler h, std::string
 		}
 		int one = 1;
 		setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(s.get(), a->ai_addr, a->ai_addrlen) != 0 || listen(s.get(), 16) != 0) {
+		if (bind(s.get(), a->ai_addr, a->ai_addrlen) != 0 ||
+		    listen(s.get(), SOMAXCONN) != 0) {
 			last = errno;
 			continue;
 		}
 		sockaddr_storage ss{};
 		socklen_t sl = sizeof(ss);
 		getsockname(s.get(), reinterpret_cast<sockaddr *>(&ss), &sl);
-		m.port = ss.ss_family == AF_INET6
-				 ? ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port)
-				 : ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
-		m.listen_fd = std::move(s);
+		port = ss.ss_family == AF_INET6
+			       ? ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port)
+			       : ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
+		listen_fd = std::move(s);
 		break;
 	}
 	freeaddrinfo(res);
-	if (!m.listen_fd) {
+	if (!listen_fd) {
 		*err = "listen on " + where + ": " + strerror(last ? last : EINVAL);
 		return false;
 	}
-	m.stop_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-	if (!m.stop_fd) {
-		*err = std::string("eventfd: ") + strerror(errno);
+	return true;
+}
+
+bool HttpServer::start(const std::string &host, int port, Handler h, std::string *err,
+		       const WebConfig &web)
+{
+	Impl &m = *impl_;
+	if (m.daemon) {
+		*err = "the HTTP server is already running";
+		return false;
+	}
+	if (!m.listen_on(host, port, err))
+		return false;
+	m.handler = std::move(h);
+	m.web = web;
+	m.auth_seen.clear();
+	const int mhd_fd = fcntl(m.listen_fd.get(), F_DUPFD_CLOEXEC, 0);
+	if (mhd_fd < 0) {
+		*err = std::string("dup the listening socket: ") + strerror(errno);
 		m.listen_fd.reset();
 		return false;
 	}
-	m.handler = std::move(h);
-	m.running = true;
-	m.thread = std::thread([&m] { m.run(); });
+	// TLS options only with TLS (MHD refuses them otherwise); an empty
+	// trust string ends nothing: MHD_OPTION_ARRAY lists what is set
+	std::vector<MHD_OptionItem> tls;
+	auto opt = [&tls](MHD_OPTION o, const std::string &pem) {
+		tls.push_back({o, 0, const_cast<char *>(pem.c_str())});
+	};
+	if (m.web.tls()) {
+		opt(MHD_OPTION_HTTPS_MEM_CERT, m.web.cert_pem);
+		opt(MHD_OPTION_HTTPS_MEM_KEY, m.web.key_pem);
+		if (!m.web.client_ca_pem.empty())
+			opt(MHD_OPTION_HTTPS_MEM_TRUST, m.web.client_ca_pem);
+	}
+	tls.push_back({MHD_OPTION_END, 0, nullptr});
+	// no MHD_USE_ERROR_LOG: a refused or timed-out client is not news
+	m.daemon.reset(MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			(m.web.tls() ? MHD_USE_TLS : 0),
+		0, nullptr, nullptr, &Impl::on_request, &m,
+		MHD_OPTION_ARRAY, tls.data(),
+		MHD_OPTION_LISTEN_SOCKET, MHD_socket(mhd_fd),
+		MHD_OPTION_THREAD_POOL_SIZE, kHttpThreads,
+		MHD_OPTION_CONNECTION_TIMEOUT, kHttpIdleTimeoutS,
+		MHD_OPTION_CONNECTION_LIMIT, kHttpMaxConnections,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, kHttpMaxPerIp,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, kHttpRequestMemory,
+		MHD_OPTION_END));
+	if (!m.daemon) {
+		const int e = errno;
+		if (same_socket(mhd_fd, m.listen_fd.get()))
+			close(mhd_fd); // MHD did not take it
+		*err = std::string("start the HTTP server (libmicrohttpd): ") +
+		       strerror(e ? e : EINVAL);
+		m.listen_fd.reset();
+		return false;
+	}
 	return true;
 }
 
@@ -222,15 +291,8 @@ unsigned long HttpServer::requests() const { return impl_->requests.load(); }
 void HttpServer::stop()
 {
 	Impl &m = *impl_;
-	if (!m.running)
-		return;
-	m.running = false;
-	uint64_t one = 1;
-	(void)!write(m.stop_fd.get(), &one, sizeof(one));
-	if (m.thread.joinable())
-		m.thread.join();
+	m.daemon.reset(); // MHD_stop_daemon: joins its threads, closes its dup
 	m.listen_fd.reset();
-	m.stop_fd.reset();
 }
 
 } // namespace ptwalk

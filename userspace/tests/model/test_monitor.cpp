@@ -1,15 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // ptwalk monitor: owners from facts, the streaming walk tracker, the
-// Prometheus exposition and the HTTP server.
+// Prometheus exposition.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include "ptwalk/fd.hpp"
-#include "ptwalk/http_server.hpp"
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/monitor_metrics.hpp"
 #include "ptwalk/prom.hpp"
@@ -312,86 +305,6 @@ TEST(MonitorMetrics, RendersLabelsAndOtherPastTheLimit)
 		  std::string::npos) << later;
 }
 
-TEST(Http, ParsesListenAddresses)
-{
-	std::string h, e;
-	int p = 0;
-	EXPECT_TRUE(parse_listen_address("127.0.0.1:9632", &h, &p, &e));
-	EXPECT_EQ(h, "127.0.0.1");
-	EXPECT_EQ(p, 9632);
-	EXPECT_TRUE(parse_listen_address("[::1]:80", &h, &p, &e));
-	EXPECT_EQ(h, "::1");
-	EXPECT_FALSE(parse_listen_address("127.0.0.1", &h, &p, &e));
-	EXPECT_FALSE(parse_listen_address("127.0.0.1:0", &h, &p, &e));
-	EXPECT_FALSE(parse_listen_address("127.0.0.1:70000", &h, &p, &e));
-	EXPECT_FALSE(parse_listen_address("127.0.0.1:9x", &h, &p, &e));
-	EXPECT_FALSE(parse_listen_address("::1:80", &h, &p, &e));
-	EXPECT_FALSE(parse_listen_address(":80", &h, &p, &e));
-}
-
-namespace {
-std::string http_get(int port, const std::string &req)
-{
-	Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_port = htons(uint16_t(port));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	timeval tv{5, 0};
-	setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(s.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0)
-		return "connect failed";
-	(void)!write(s.get(), req.data(), req.size());
-	shutdown(s.get(), SHUT_WR);
-	std::string out;
-	char b[4096];
-	ssize_t n;
-	while ((n = read(s.get(), b, sizeof(b))) > 0)
-		out.append(b, size_t(n));
-	return out;
-}
-} // namespace
-
-TEST(Http, ServesOnLoopbackAndRejectsWhatItShould)
-{
-	HttpServer srv;
-	std::string err;
-	ASSERT_TRUE(srv.start("127.0.0.1", 0, [](const std::string &path) {
-		HttpServer::Response r;
-		if (path == "/metrics")
-			r.body = "m 1\n";
-		else {
-			r.status = 404;
-			r.body = "no\n";
-		}
-		return r;
-	}, &err)) << err;
-	const int port = srv.port();
-	std::string r = http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-	EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
-	EXPECT_NE(r.find("Content-Length: 4\r\n"), std::string::npos);
-	EXPECT_EQ(r.substr(r.size() - 4), "m 1\n");
-	EXPECT_EQ(http_get(port, "GET /x HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
-	EXPECT_EQ(http_get(port, "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
-	EXPECT_EQ(http_get(port, "garbage").rfind("HTTP/1.1 400", 0), 0u);
-	// the same port again: a clear error
-	HttpServer again;
-	EXPECT_FALSE(again.start("127.0.0.1", port, [](const std::string &) {
-		return HttpServer::Response{};
-	}, &err));
-	EXPECT_NE(err.find("Address already in use"), std::string::npos) << err;
-	srv.stop();
-	srv.stop(); // idempotent
-	EXPECT_EQ(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n"), "connect failed");
-}
-
-// The bpf backend: spans paired in the kernel, in the order they ended, and
-// the kernel's mm->owner; the same walk comes out as from the events.
-// A /proc reader still inside its read when the owner exits holds the mm's
-// last reference: exit_mmap() runs in the reader (read lock to unmap, then
-// at once the write lock to free the page tables). Both holds are the
-// owner's teardown, not the reader's walk; the reader's walks before and
-// a write lock that does not follow a read hold at once are not.
 TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 {
 	const pid_t prober = 999;

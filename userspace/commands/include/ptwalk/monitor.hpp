@@ -28,6 +28,7 @@ struct MonitorOptions {
 	// continuous mode
 	std::string serve_host;           // --serve HOST:PORT ("" = no server)
 	int serve_port = 0;
+	std::string web_config;           // --web-config FILE: TLS, basic auth
 	std::string textfile_dir;         // --textfile DIR ("" = none)
 	uint64_t textfile_interval_ns = 15'000'000'000ull;
 	size_t max_comms = 64;            // distinct comm label values, then "other"
