@@ -188,9 +188,10 @@ static __always_inline void hold_ended(struct state *s, __u64 mm, __u64 now)
  * Raw tracepoints: the tracepoints' arguments as they are called, before
  * any record is formatted, and apart from perf (a program on a perf
  * tracepoint event would, by its return value, filter what every other
- * perf user of that tracepoint sees). The arguments changed in 6.8-era
- * kernels: (mm, memcg_path, write[, success]) before, (mm, write[,
- * success]) after; each event has a program per form and the loader loads
+ * perf user of that tracepoint sees). The arguments changed in 6.14 ("mm:
+ * mmap_lock: optimize mmap_lock tracepoints"): (mm, memcg_path, write[,
+ * success]) before, 6.1 and 6.12 included, (mm, write[, success]) after;
+ * each event has a program per form and the loader loads
  * the one the running kernel's BTF prototype matches. Programs are named
  * ptw_* (a kernel object name has 15 characters): bpftool shows whose.
  */

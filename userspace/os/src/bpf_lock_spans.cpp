@@ -67,7 +67,8 @@ struct LogCapture {
 constexpr int kWithPath = 1, kWithoutPath = 2;
 
 // The arguments of mmap_lock_start_locking in the running kernel, from its
-// BTF: (mm, memcg_path, write) until the 6.8-era change, (mm, write) since.
+// BTF: (mm, memcg_path, write) through 6.13 (6.1 and 6.12 have it), (mm,
+// write) since 6.14's "mm: mmap_lock: optimize mmap_lock tracepoints".
 // "" and *form set, or why not.
 std::string tracepoint_form(int *form)
 {

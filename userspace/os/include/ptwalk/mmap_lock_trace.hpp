@@ -125,7 +125,7 @@ public:
 	bool init(const Tracefs &tfs, std::string *err);
 	bool decode(const PerfSample &s, LockEvent &out) const;
 	std::vector<uint32_t> ids() const;
-	// "memcg_id" (6.8+), "memcg_path" (older) or "none": informational.
+	// "memcg_id" (6.14+), "memcg_path" (older: 6.1, 6.12) or "none": informational.
 	const std::string &memcg_field() const { return memcg_; }
 
 private:
