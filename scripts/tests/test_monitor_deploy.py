@@ -134,3 +134,24 @@ def test_readme_explains_each_deploy_file() -> None:
     for f in DEPLOY.rglob("*"):
         if f.is_file():
             assert str(f.relative_to(REPO)) in readme, f"README does not explain {f.name}"
+
+
+
+_EXPOSURE = re.compile(r"Overall exposure level for ptwalk-monitor\.service: (\d+\.\d+) ")
+
+
+def test_systemd_unit_exposure_at_most_recorded() -> None:
+    """systemd's own rating of the unit's sandboxing, offline: no worse than
+    the figure deploy/systemd/SECURITY.md records."""
+    recorded = _EXPOSURE.search((DEPLOY / "systemd" / "SECURITY.md").read_text())
+    assert recorded, "deploy/systemd/SECURITY.md records no exposure level"
+    tool = shutil.which("systemd-analyze")
+    require(tool is not None, "systemd-analyze (Debian package systemd) missing")
+    r = subprocess.run([str(tool), "security", "--offline=yes", "--no-pager",
+                        str(DEPLOY / "systemd" / "ptwalk-monitor.service")],
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    require("--offline" not in r.stderr, f"systemd-analyze has no --offline: {r.stderr.strip()}")
+    m = _EXPOSURE.search(out)
+    assert m, out[-2000:]
+    assert float(m.group(1)) <= float(recorded.group(1)), out
