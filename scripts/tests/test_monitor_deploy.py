@@ -87,7 +87,16 @@ def _daemonset_argv() -> list[str]:
     serve = argv[argv.index("--serve") + 1]
     assert serve.endswith(f":{port}")
     assert doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    sc = c["securityContext"]
+    # every capability dropped but the ones added, under the runtime's
+    # default seccomp profile, not privileged, no setuid gains
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    seccomp = sc.get("seccompProfile") or spec.get("securityContext", {}).get("seccompProfile")
+    assert seccomp == {"type": "RuntimeDefault"}, seccomp
+    assert sc["privileged"] is False
+    assert sc["allowPrivilegeEscalation"] is False
+    # the same capabilities as the systemd unit's bounding set
+    assert {x.lower() for x in caps} == set(_systemd_argv()[1])
     return argv, [x.lower() for x in caps]
 
 
@@ -134,7 +143,6 @@ def test_readme_explains_each_deploy_file() -> None:
     for f in DEPLOY.rglob("*"):
         if f.is_file():
             assert str(f.relative_to(REPO)) in readme, f"README does not explain {f.name}"
-
 
 
 _EXPOSURE = re.compile(r"Overall exposure level for ptwalk-monitor\.service: (\d+\.\d+) ")
