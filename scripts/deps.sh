@@ -10,7 +10,7 @@ set -eu
 pkgs_build="make g++ cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev gzip procps linux-source-6.1 \
 clang bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev nlohmann-json3-dev \
 libtraceevent-dev libmicrohttpd-dev \
-libyaml-cpp-dev libcrypt-dev libgnutls28-dev"
+libyaml-cpp-dev libcrypt-dev libgnutls28-dev libcap-dev"
 pkgs_python="python3 python3-pytest python3-matplotlib python3-scipy"
 pkgs_vm="qemu-system-x86 busybox-static cpio kmod zstd \
 linux-image-amd64 linux-image-cloud-amd64 linux-image-rt-amd64 \

@@ -87,7 +87,16 @@ def _daemonset_argv() -> list[str]:
     serve = argv[argv.index("--serve") + 1]
     assert serve.endswith(f":{port}")
     assert doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    sc = c["securityContext"]
+    # every capability dropped but the ones added, under the runtime's
+    # default seccomp profile, not privileged, no setuid gains
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    seccomp = sc.get("seccompProfile") or spec.get("securityContext", {}).get("seccompProfile")
+    assert seccomp == {"type": "RuntimeDefault"}, seccomp
+    assert sc["privileged"] is False
+    assert sc["allowPrivilegeEscalation"] is False
+    # the same capabilities as the systemd unit's bounding set
+    assert {x.lower() for x in caps} == set(_systemd_argv()[1])
     return argv, [x.lower() for x in caps]
 
 
@@ -134,3 +143,23 @@ def test_readme_explains_each_deploy_file() -> None:
     for f in DEPLOY.rglob("*"):
         if f.is_file():
             assert str(f.relative_to(REPO)) in readme, f"README does not explain {f.name}"
+
+
+_EXPOSURE = re.compile(r"Overall exposure level for ptwalk-monitor\.service: (\d+\.\d+) ")
+
+
+def test_systemd_unit_exposure_at_most_recorded() -> None:
+    """systemd's own rating of the unit's sandboxing, offline: no worse than
+    the figure deploy/systemd/SECURITY.md records."""
+    recorded = _EXPOSURE.search((DEPLOY / "systemd" / "SECURITY.md").read_text())
+    assert recorded, "deploy/systemd/SECURITY.md records no exposure level"
+    tool = shutil.which("systemd-analyze")
+    require(tool is not None, "systemd-analyze (Debian package systemd) missing")
+    r = subprocess.run([str(tool), "security", "--offline=yes", "--no-pager",
+                        str(DEPLOY / "systemd" / "ptwalk-monitor.service")],
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    require("--offline" not in r.stderr, f"systemd-analyze has no --offline: {r.stderr.strip()}")
+    m = _EXPOSURE.search(out)
+    assert m, out[-2000:]
+    assert float(m.group(1)) <= float(recorded.group(1)), out

@@ -5,12 +5,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
 #include <sys/mount.h>
 #include <tuple>
 #include <unistd.h>
 
+#include "ptwalk/capabilities.hpp"
 #include "ptwalk/clock.hpp"
+#include "ptwalk/fd.hpp"
 #include "ptwalk/module_view.hpp"
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/procfs.hpp"
@@ -48,9 +51,8 @@ struct Recorded {
 
 // Polls the module's records every 200 ms until the duration ends or a
 // stop signal.
-Recorded collect(const MonitorOptions &o)
+Recorded collect(const MonitorOptions &o, const std::string &d)
 {
-	const std::string d = kModuleDir;
 	StopSignals stop_signals;
 	Recorded r;
 	uint64_t seq0 = 0;
@@ -136,9 +138,30 @@ int run_module_monitor(const MonitorOptions &o)
 		}
 		mounted = true;
 	}
-	const Recorded r = collect(o);
-	if (mounted)
-		umount("/sys/kernel/debug");
+	// Mounted here: the records read through a descriptor of their
+	// directory and the mount detached at once, so that nothing is left to
+	// unmount (CAP_SYS_ADMIN) at the end.
+	std::string dir = kModuleDir;
+	Fd dir_fd;
+	if (mounted) {
+		dir_fd.reset(open(kModuleDir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+		const int e = errno;
+		umount2("/sys/kernel/debug", MNT_DETACH);
+		if (!dir_fd) {
+			fprintf(stderr, "ptwalk monitor: %s: %s\n", kModuleDir, strerror(e));
+			return 1;
+		}
+		dir = "/proc/self/fd/" + std::to_string(dir_fd.get());
+	}
+	// Least privilege from here on: the module's files (0400, root's, in
+	// root's 0700 debugfs) are the owner's to read and its records name
+	// the target itself; /proc/PID/comm is anyone's. No capability is kept.
+	bool bounding_kept = false;
+	if (auto e = keep_only_capabilities({}, &bounding_kept); !e.empty()) {
+		fprintf(stderr, "ptwalk monitor: dropping capabilities: %s\n", e.c_str());
+		return 1;
+	}
+	const Recorded r = collect(o, dir);
 
 	MonitorResult res = monitor_result("module", o, r.t0, r.t1, r.interrupted);
 	std::vector<ModuleHold> &walks = res.walks.emplace();

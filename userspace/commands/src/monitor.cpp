@@ -16,6 +16,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <mutex>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "ptwalk/capabilities.hpp"
 #include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
 #include "ptwalk/http_server.hpp"
@@ -470,6 +472,37 @@ int run_monitor(const MonitorOptions &o)
 		return kMonitorFailed;
 	if (!s.start())
 		return kMonitorUnsupported;
+	// Least privilege from here on: the BPF programs are loaded and
+	// attached, the perf events (mmap_lock, sched lifecycle, every CPU)
+	// open and mapped, the port bound; nothing later opens another (no
+	// hotplug reopen), and reading the rings, the BPF maps and their
+	// run-time counter needs no capability. Naming targets still reads
+	// /proc: cmdline and comm are anyone's to read, but the fd table of a
+	// walker of another user, /proc/TGID/task/TID/fd (scan_fds), needs
+	// CAP_DAC_READ_SEARCH to list (mode 0500, the walker's) and
+	// CAP_SYS_PTRACE to readlink (ptrace_may_access). Those two are kept,
+	// everything else goes from every thread's effective, permitted and
+	// bounding sets (the last takes CAP_SETPCAP, which the deploy files
+	// grant for this and nothing else).
+	bool bounding_kept = false;
+	if (auto e = keep_only_capabilities({CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE}, &bounding_kept);
+	    !e.empty()) {
+		fprintf(stderr, "ptwalk monitor: dropping capabilities: %s\n", e.c_str());
+		s.stop(0);
+		return kMonitorFailed;
+	}
+	if (bounding_kept && !o.quiet)
+		fprintf(stderr, "ptwalk monitor: capabilities dropped but for "
+				"CAP_DAC_READ_SEARCH CAP_SYS_PTRACE; the bounding set kept as it was "
+				"(no CAP_SETPCAP to drop from it)\n");
+	// written as root without CAP_DAC_OVERRIDE from now on
+	if (!o.textfile_dir.empty()) {
+		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {
+			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
+			s.stop(0);
+			return kMonitorFailed;
+		}
+	}
 	const int rc = s.stop(s.watch());
 	if (s.continuous() && o.out_path.empty()) {
 		if (!o.quiet)
