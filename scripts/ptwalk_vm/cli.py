@@ -108,11 +108,11 @@ def options(a: argparse.Namespace) -> vm.RunOptions:
     if bad:
         raise ConfigError(f"--env wants K=V, got {bad[0]!r}")
     env = dict(kv.split("=", 1) for kv in a.env)
-    if a.clock == "icount" and a.accel == "auto":
-        a.accel = "tcg"  # icount is TCG's: never let auto pick KVM under it
     if a.clock == "icount" and a.accel == "kvm":
         raise ConfigError("--clock icount needs --accel tcg: KVM runs the guest on the host's clock")
-    return vm.RunOptions(timeout=a.timeout, mem=a.mem, smp=a.smp, accel=a.accel, clock=a.clock,
+    # icount is TCG's: never let auto pick KVM under it
+    accel = "tcg" if a.clock == "icount" else a.accel
+    return vm.RunOptions(timeout=a.timeout, mem=a.mem, smp=a.smp, accel=accel, clock=a.clock,
                          add=[initramfs.parse_add(x, config.PROJECT) for x in a.add],
                          default_files=not a.no_default_files, modprobe=a.modprobe,
                          append=a.append, env=env, allow=a.allow,

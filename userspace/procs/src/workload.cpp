@@ -327,13 +327,8 @@ void record_op(VictimSlot *slot, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t
 	       bool track_sleep, const Switches &v0, bool upkeep = false)
 {
 	const bool during = (s0 & 1) || s1 != s0;
-	if (upkeep) {
-		// the slow-op log only: the histograms are the operations'
-	} else if (during) {
-		slot->during.record(t1 - t0);
-	} else {
-		slot->outside.record(t1 - t0);
-	}
+	if (!upkeep) // upkeep goes to the slow-op log only
+		(during ? slot->during : slot->outside).record(t1 - t0);
 	const Switches v1 = track_sleep ? thread_switches() : Switches{};
 	if (t1 - t0 >= kSlowOpNs) {
 		// rare: a fetch_add and a store, no allocation, no lock
