@@ -66,7 +66,7 @@ void add_view(WalkEntry &j, const WalkKernelView &v)
 {
 	if (v.has_lock)
 		j.lock = {v.lock_hold_ns, v.lock_wait_ns, v.lock_acquisitions, v.lock_mode};
-	j.stalls = {v.stalls, v.max_stall_ns};
+	j.stalls = {v.stalls, v.max_stall_ns, v.max_stall_walker_held_ns};
 	if (!v.has_module)
 		return;
 	WalkEntry::Module m;

@@ -16,6 +16,10 @@ void to_json(Json::Value &j, const KernelStall &s)
 	j["mode"] = s.mode;
 	j["walk"] = s.walk;
 	put_optional(j, "acquired", s.acquired);
+	put_optional(j, "walker_held_ns", s.walker_held_ns);
+	put_optional(j, "others_held_ns", s.others_held_ns);
+	put_optional(j, "free_ns", s.free_ns);
+	put_optional(j, "walker_off_cpu_ns", s.walker_off_cpu_ns);
 }
 
 namespace {
@@ -34,6 +38,7 @@ Json::Value threads_json(const std::vector<ThreadWaits> &threads)
 		o["waits"] = t.waits.to_json().value();
 		o["attributed"] = t.attributed;
 		o["max_attributed_ns"] = t.max_attributed_ns;
+		put_optional(o, "max_attributed_walker_held_ns", t.max_attributed_walker_held_ns);
 	}
 	return th;
 }

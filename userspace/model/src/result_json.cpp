@@ -133,6 +133,7 @@ void to_json(Json::Value &j, const WalkEntry &w)
 	if (w.stalls) {
 		j["stalls"] = w.stalls->count;
 		j["max_stall_ns"] = w.stalls->max_ns;
+		put_optional(j, "max_stall_walker_held_ns", w.stalls->max_walker_held_ns);
 	}
 	if (w.module)
 		put_module(j, *w.module);

@@ -340,7 +340,7 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	StallsView &sv = kv.stalls.emplace();
 	if (!tp.target_mm_found) {
 		for (const auto &n : names)
-			sv.threads.push_back({n, {}, 0, 0,
+			sv.threads.push_back({n, {}, 0, 0, std::nullopt,
 					      "target mm not found: no lock events by the "
 					      "target's threads nor walker holds in walk windows"});
 		return views;

@@ -44,6 +44,9 @@ struct WalkKernelView {
 	std::string lock_mode;      // "read", "write" or "read+write"
 	uint32_t stalls = 0;        // waits by watched threads attributed here
 	uint64_t max_stall_ns = 0;
+	// the largest walker-held part of those waits, when the view splits
+	// them (KernelStall::walker_held_ns)
+	std::optional<uint64_t> max_stall_walker_held_ns;
 	// module backend only
 	bool has_module = false;
 	uint64_t kernel_duration_ns = 0; // inside the hooked calls (syscall part)

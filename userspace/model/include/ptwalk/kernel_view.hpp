@@ -24,6 +24,14 @@ struct KernelStall {
 	uint64_t start_ns = 0, wait_ns = 0;
 	uint64_t walk = 0;            // index into the result's walks
 	std::optional<bool> acquired; // the module's
+	// The wait split by who kept the lock from the waiter (results/
+	// SCHEMA.md): the walker held it in a conflicting mode, other holders
+	// did, or it was free (or held only compatibly) while the waiter had
+	// not returned. walker_held + others_held + free == wait_ns; unset
+	// when the view cannot split it.
+	std::optional<uint64_t> walker_held_ns, others_held_ns, free_ns;
+	// of walker_held_ns, the time the walker was off CPU (sched events)
+	std::optional<uint64_t> walker_off_cpu_ns;
 };
 
 // One victim's waits ("threads"): of one name, merged.
@@ -31,6 +39,8 @@ struct ThreadWaits {
 	std::string name;
 	Histogram waits; // every wait on the target mm
 	uint64_t attributed = 0, max_attributed_ns = 0;
+	// the largest walker_held_ns of its attributed waits, when split
+	std::optional<uint64_t> max_attributed_walker_held_ns;
 	// the tracepoint view without a target mm: why (waits and attributed
 	// are then null, and max_attributed_ns absent)
 	std::optional<std::string> unknown_why;

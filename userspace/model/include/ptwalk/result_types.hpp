@@ -72,6 +72,7 @@ struct WalkEntry {
 	struct Stalls { // any backend that saw the walk
 		uint32_t count = 0;
 		uint64_t max_ns = 0;
+		std::optional<uint64_t> max_walker_held_ns;
 	};
 	struct Module { // the module backend
 		uint64_t call_ns = 0; // also written as kernel_duration_ns
