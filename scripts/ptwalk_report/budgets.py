@@ -1,7 +1,9 @@
 """Budgets are data (results/budgets/*.json); this applies them to a set of
 results, one verdict (PASS / FAIL / SKIP, with the figures) per budget and
-scenario. `python3 -m ptwalk_report.budgets` prints them, writes a summary
-JSON and exits 0 when nothing FAILs, 1 otherwise, 2 on bad input."""
+scenario, and INFO lines that add context and never fail.
+`python3 -m ptwalk_report.budgets` prints them, writes a summary JSON (INFO
+lines included) and exits 0 when nothing FAILs, 1 otherwise, 2 on bad
+input."""
 from __future__ import annotations
 
 import argparse
