@@ -1,7 +1,9 @@
 """Budgets are data (results/budgets/*.json); this applies them to a set of
 results, one verdict (PASS / FAIL / SKIP, with the figures) per budget and
-scenario. `python3 -m ptwalk_report.budgets` prints them, writes a summary
-JSON and exits 0 when nothing FAILs, 1 otherwise, 2 on bad input."""
+scenario, and INFO lines that add context and never fail.
+`python3 -m ptwalk_report.budgets` prints them, writes a summary JSON (INFO
+lines included) and exits 0 when nothing FAILs, 1 otherwise, 2 on bad
+input."""
 from __future__ import annotations
 
 import argparse
@@ -12,11 +14,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import hist, layout, stats
+from . import hist, layout, split, stats
 from . import results as res
 from .compare import fmt_ns
 
-PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+PASS, FAIL, SKIP, INFO = "PASS", "FAIL", "SKIP", "INFO"   # INFO: context, never judged
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999, "max": 1.0}
 Q_KEYS = {"p50": "p50_ns", "p90": "p90_ns", "p99": "p99_ns", "p99.9": "p999_ns",
           "p99.99": "p9999_ns", "max": "max_ns"}
@@ -114,8 +116,13 @@ def busy_periods(walks: list[dict], gap_ns: float) -> list[float]:
 
 
 def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
-    worst: tuple[float, dict, float, res.Result] | None = None
-    n = 0
+    """The walker-held part of each walk's attributed stalls (split.py) is
+    at most factor x the busy period of back-to-back walks it belongs to +
+    slack. The rest of a wait (other holders, a waiter that was not
+    running) is not the walk's doing: an INFO line, never a FAIL. Walks
+    without the split are judged on the whole wait, as before the split."""
+    worst: tuple[float, dict, float, res.Result, float | None] | None = None
+    n = unsplit = 0
     for r in runs:
         walks = res.good_walks(r)
         periods = busy_periods(walks, b.get("gap_ns", 1_000_000))
@@ -123,20 +130,40 @@ def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
             if "max_stall_ns" not in w:
                 continue
             n += 1
-            excess = w["max_stall_ns"] - (b["factor"] * period + b["slack_ns"])
+            held = split.walk_held(r, w)
+            unsplit += held is None
+            judged = w["max_stall_ns"] if held is None else held
+            excess = judged - (b["factor"] * period + b["slack_ns"])
             if worst is None or excess > worst[0]:
-                worst = (excess, w, period, r)
+                worst = (excess, w, period, r, held)
     if worst is None:
         backends = sorted({r.backend for r in runs})
         return [Verdict(b["id"], key, SKIP, "no attributed stalls",
                         f"<= {b['factor']}x walk + {fmt_ns(b['slack_ns'])}",
                         f"backend {', '.join(backends)} does not attribute stalls")]
-    excess, w, period, r = worst
-    return [Verdict(b["id"], key, PASS if excess <= 0 else FAIL,
-                    f"worst stall {fmt_ns(w['max_stall_ns'])} behind {fmt_ns(period)} of "
-                    f"back-to-back walks ({w['kind']} {fmt_ns(w['duration_ns'])}; {n} walks)",
-                    f"<= {b['factor']}x walks + {fmt_ns(b['slack_ns'])}",
-                    f"{r.path.name} iteration {w.get('iteration')}")]
+    excess, w, period, r, held = worst
+    what = (f"worst stall {fmt_ns(w['max_stall_ns'])}" if held is None else
+            f"worst walk-held stall {fmt_ns(held)} (whole wait {fmt_ns(w['max_stall_ns'])})")
+    note = (split.UNAVAILABLE if unsplit == n else
+            f"{split.UNAVAILABLE} for {unsplit} of {n} walks: whole wait judged"
+            if unsplit else "")
+    out = [Verdict(b["id"], key, PASS if excess <= 0 else FAIL,
+                   f"{what} behind {fmt_ns(period)} of back-to-back walks "
+                   f"({w['kind']} {fmt_ns(w['duration_ns'])}; {n} walks)",
+                   f"<= {b['factor']}x walks + {fmt_ns(b['slack_ns'])}",
+                   "; ".join(x for x in (note, f"{r.path.name} iteration {w.get('iteration')}")
+                             if x))]
+    ws = split.worst_split(runs)
+    if ws:
+        x = ws[0]
+        out.append(Verdict(b["id"], key, INFO,
+                           f"longest attributed wait {fmt_ns(x.wait)}: the host kept the "
+                           f"waiter off CPU or waking for {fmt_ns(x.free)} (free), other "
+                           f"holders {fmt_ns(x.others)}, the walk held {fmt_ns(x.held)}"
+                           + (f" (walker off CPU {fmt_ns(x.off_cpu)} of it)"
+                              if x.off_cpu else ""),
+                           "not judged", f"{x.run}, {x.kind}"))
+    return out
 
 
 def _too_few(n: int, q: float) -> bool:
@@ -144,9 +171,23 @@ def _too_few(n: int, q: float) -> bool:
     return q < 1.0 and n * (1.0 - q) < 1.0 - 1e-9
 
 
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _share_text(v: str, qname: str, sh: split.Share, raw: float, n: int) -> str:
+    return (f"{v} {qname} during walks, the walk's share "
+            f"{'<= ' if sh.bound else ''}{fmt_ns(sh.value)} (the {_ordinal(sh.k)} largest "
+            f"walk-held part of {sh.stalls} stalls), "
+            f"raw {fmt_ns(raw)} ({n:,} ops)")
+
+
 def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     """A victim's latency quantile during walks (merged histograms of all
-    runs) may be factor x the longest walk + slack, or as slow as the same
+    runs): the walk's share of it (split.victim_share: what the walker held
+    of the victim's stalls) may be factor x the longest walk + slack.
+    Without the split, the raw quantile may be that or as slow as the same
     quantile outside walks (host noise is not the walk's doing)."""
     out = []
     qname = b.get("quantile", "max")
@@ -161,33 +202,45 @@ def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
         d, o = hist.quantile(during, q), hist.quantile(outside, q) or 0
         if d is None:
             continue
-        if _too_few(hist.total(during), q):
+        n = hist.total(during)
+        if _too_few(n, q):
             out.append(Verdict(f"{b['id']}[{v}]", key, SKIP,
-                               f"{hist.total(during)} {v} ops during walks",
+                               f"{n} {v} ops during walks",
                                f"{qname} needs >= {round(1 / (1 - q))} ops",
                                f"{qname} of so few is the max ({fmt_ns(d)})"))
             continue
-        allowed = max(b["factor"] * wmax + b["slack_ns"], o)
+        walk_limit = b["factor"] * wmax + b["slack_ns"]
+        sh = split.victim_share(runs, v, q, n)
+        if sh is not None:
+            out.append(Verdict(f"{b['id']}[{v}]", key, PASS if sh.value <= walk_limit else FAIL,
+                               _share_text(v, qname, sh, d, n) + f", longest walk "
+                               f"{fmt_ns(wmax)}, {qname} outside {fmt_ns(o)}",
+                               f"share <= {b['factor']}x walk + {fmt_ns(b['slack_ns'])}"))
+            continue
+        allowed = max(walk_limit, o)
         out.append(Verdict(f"{b['id']}[{v}]", key, PASS if d <= allowed else FAIL,
-                           f"{v} {qname} during {fmt_ns(d)} ({hist.total(during):,} ops), "
+                           f"{v} {qname} during {fmt_ns(d)} ({n:,} ops), "
                            f"longest walk {fmt_ns(wmax)}, {qname} outside {fmt_ns(o)}",
                            f"<= max({b['factor']}x walk + {fmt_ns(b['slack_ns'])}, "
-                           f"{qname} outside)"))
+                           f"{qname} outside)", f"{split.UNAVAILABLE}: raw quantile judged"))
     return out
 
 
 def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     """Latency quantile of a victim during walks (merged histograms of all
     runs) against max_ns, or against max_ns_per_gib x GiB mapped + slack_ns
-    (walks, and so the waits behind them, grow with the mapping)."""
+    (walks, and so the waits behind them, grow with the mapping): the
+    walk's share of it (split.victim_share) when the results split their
+    stalls, else the raw quantile."""
     v = b["victim"]
     h = res.victim_hist(runs, v, "during")
     q = QUANTILES[b["quantile"]]
     val = hist.quantile(h, q)
     if val is None:
         return []
-    if _too_few(hist.total(h), q):
-        return [Verdict(b["id"], key, SKIP, f"{hist.total(h)} {v} ops during walks",
+    n = hist.total(h)
+    if _too_few(n, q):
+        return [Verdict(b["id"], key, SKIP, f"{n} {v} ops during walks",
                         f"{b['quantile']} needs >= {round(1 / (1 - q))} ops",
                         f"{b['quantile']} of so few is the max ({fmt_ns(val)})")]
     if "max_ns" in b:
@@ -197,9 +250,13 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
         limit = b["max_ns_per_gib"] * gib + b.get("slack_ns", 0)
         limit_s = (f"<= {fmt_ns(b['max_ns_per_gib'])}/GiB x {gib:.3g} GiB + "
                    f"{fmt_ns(b.get('slack_ns', 0))} = {fmt_ns(limit)}")
+    sh = split.victim_share(runs, v, q, n)
+    if sh is not None:
+        return [Verdict(b["id"], key, PASS if sh.value <= limit else FAIL,
+                        _share_text(v, b["quantile"], sh, val, n), "share " + limit_s)]
     return [Verdict(f"{b['id']}", key, PASS if val <= limit else FAIL,
-                    f"{v} {b['quantile']} during walks {fmt_ns(val)} ({hist.total(h):,} ops)",
-                    limit_s)]
+                    f"{v} {b['quantile']} during walks {fmt_ns(val)} ({n:,} ops)",
+                    limit_s, f"{split.UNAVAILABLE}: raw quantile judged")]
 
 
 def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
@@ -276,8 +333,9 @@ def render(vs: list[Verdict]) -> str:
     for v in vs:
         lines.append(f"{v.verdict:4}  {v.scenario}  {v.budget}: {v.figure} (budget {v.limit})"
                      + (f" [{v.detail}]" if v.detail else ""))
-    n = {k: sum(1 for v in vs if v.verdict == k) for k in (PASS, FAIL, SKIP)}
-    lines.append(f"budgets: {overall(vs)} ({n[PASS]} pass, {n[FAIL]} fail, {n[SKIP]} skip)")
+    n = {k: sum(1 for v in vs if v.verdict == k) for k in (PASS, FAIL, SKIP, INFO)}
+    lines.append(f"budgets: {overall(vs)} ({n[PASS]} pass, {n[FAIL]} fail, {n[SKIP]} skip"
+                 + (f"; {n[INFO]} info, not judged" if n[INFO] else "") + ")")
     return "\n".join(lines) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fit as fitmod
-from . import hist
+from . import hist, split
 from . import results as res
 from .compare import fmt_ns
 
@@ -48,6 +49,9 @@ class RunPoint:
     worst_stall: float | None    # longest attributed stall of the run (lock-aware backends)
     walks: int
     fastest: float = 0.0         # shortest walk duration, ns: the least disturbed walk
+    worst_held: float | None = None   # walker-held part of its stalls (split.py), if split
+    estimate: dict | None = None      # stall_estimate.kinds.KIND of the run
+    layout: tuple[str, int, int] | None = None   # stall_estimate: text, VMAs, largest VMA
 
 
 @dataclass
@@ -63,6 +67,27 @@ class CostGroup:
     stall_fit: fitmod.Fit | None = None    # run worst stall = a + b * entries
     fastest_fit: fitmod.Fit | None = None  # run fastest walk = a + b * entries (budgets)
     entries_base: float = 0.0              # entries = entries_base + entries_per_byte * size
+    held_fit: fitmod.Fit | None = None     # run worst walker-held part = a + b * entries
+
+    @property
+    def lock_unit(self) -> str | None:
+        """How the kind holds mmap_lock (stall_estimate.kinds.KIND.lock_unit,
+        the C++ table userspace/model/src/vma_layout.cpp kLocking): None when
+        a run lacks it or the runs disagree; never guessed here."""
+        units = {(p.estimate or {}).get("lock_unit") for p in self.runs}
+        return units.pop() if len(units) == 1 and None not in units else None
+
+    @property
+    def split(self) -> bool:
+        """Every run with an attributed stall has the walker-held part."""
+        st = [p for p in self.runs if p.worst_stall is not None]
+        return bool(st) and all(p.worst_held is not None for p in st)
+
+    @property
+    def stall_points(self) -> list[tuple[float, float]]:
+        """(entries, worst stall) per run: the walk's part when split."""
+        return [(p.entries, p.worst_held if self.split else p.worst_stall)  # type: ignore
+                for p in self.runs if p.worst_stall is not None]
 
     def entries_at(self, size_bytes: float) -> float:
         return self.entries_base + self.entries_per_byte * size_bytes
@@ -93,12 +118,20 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
             g.xs += [float(w["ptes"]) for w in ws]
             g.ys += [float(w["duration_ns"]) for w in ws]
             stalls = [float(w["max_stall_ns"]) for w in ws if "max_stall_ns" in w]
+            held = [split.walk_held(r, w) for w in ws if "max_stall_ns" in w]
+            se = r.doc.get("stall_estimate") or {}
+            est = (se.get("kinds") or {}).get(kind)
             g.runs.append(RunPoint(r.path.name, int(sc.get("size_bytes", 0)),
                                    bool(sc.get("aliased") or sc["backing"] == "alias"),
                                    _median([float(w["ptes"]) for w in ws]),
                                    _median([float(w["duration_ns"]) for w in ws]),
                                    max(stalls) if stalls else None, len(ws),
-                                   min(float(w["duration_ns"]) for w in ws)))
+                                   min(float(w["duration_ns"]) for w in ws),
+                                   max(held) if held and None not in held else None,  # type: ignore
+                                   est if isinstance(est, dict) else None,
+                                   (str(se.get("layout", "?")), int(se.get("layout_vmas", 1)),
+                                    int(se.get("layout_largest_vma_bytes", 0)))
+                                   if isinstance(est, dict) else None))
             ratios.setdefault(key, []).extend(w["ptes"] / max(1, sc["size_bytes"]) for w in ws)
     for key, g in acc.items():
         g.entries_per_byte = sum(ratios[key]) / len(ratios[key])
@@ -111,7 +144,113 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         st = [p for p in g.runs if p.worst_stall is not None]
         g.stall_fit = fitmod.fit([p.entries for p in st], [p.worst_stall for p in st]) \
             if st else None
+        if g.split:
+            g.held_fit = fitmod.fit([p.entries for p in st], [p.worst_held for p in st])
     return [acc[k] for k in sorted(acc)]
+
+
+UNIT_TEXT = {"whole_walk": "whole walk", "vma_when_contended": "VMA (writer waits)",
+             "read_chunk": "read() of VMAs", "pmd_chunk": "2 MiB range",
+             "vma_per_call": "VMA (per ioctl)"}
+_BYTES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+
+
+def _est_max(p: RunPoint) -> float | None:
+    """The run's stall_estimate for its layout: estimate_max_ns, or the top
+    of estimate_max_range_ns (aliased runs whose calibration disagreed)."""
+    e = p.estimate or {}
+    if isinstance(e.get("estimate_max_ns"), (int, float)):
+        return float(e["estimate_max_ns"])
+    rg = e.get("estimate_max_range_ns")
+    return float(rg[1]) if isinstance(rg, list) and len(rg) == 2 else None
+
+
+def _vma_bytes(layout: tuple[str, int, int]) -> float | None:
+    """The largest VMA of the layout at any mapping size: None for one VMA
+    per mapping (it grows with the mapping), the size of "VMAs of SIZE",
+    else (the measured layout) the largest VMA the run recorded."""
+    text, _, largest = layout
+    if text == "one VMA per mapping":
+        return None
+    m = re.fullmatch(r"VMAs of ([\d.]+) (B|[KMGTP]iB)", text)
+    return float(m.group(1)) * _BYTES[m.group(2)] if m else float(largest)
+
+
+@dataclass
+class StallPrediction:
+    text: str                # the figure with how it was made, or why there is none
+    value: float | None      # ns
+
+
+def predict_stall(g: CostGroup, x: float) -> StallPrediction:
+    """Worst stall of a walk of this kind at x entries, extrapolated in the
+    unit the kind holds mmap_lock by (CostGroup.lock_unit): whole_walk:
+    linear in entries (the fit of each run's worst walker-held part, the
+    whole wait when the split is unavailable); pmd_chunk: flat, the longest
+    hold of one 2 MiB range measured (walker-held stalls) or modelled
+    (stall_estimate); per-VMA units (vma_when_contended, vma_per_call,
+    read_chunk): the walk of the layout's largest hold (stall_estimate):
+    the whole walk for one VMA per mapping, else flat once the runs
+    measured a hold that large. No unit: no prediction."""
+    unit = g.lock_unit
+    if unit is None:
+        return StallPrediction("lock unit unknown (the results carry no stall_estimate."
+                               "kinds.KIND.lock_unit): the stall is not extrapolated", None)
+    if unit == "whole_walk":
+        f = g.held_fit if g.split else g.stall_fit
+        if f is None:
+            return StallPrediction("n/a (no stall attribution)" if g.stall_fit is None and
+                                   not g.split else "not extrapolated", None)
+        if not f.extrapolates:
+            return StallPrediction("not extrapolated", None)
+        what = "walk held" if g.split else f"whole wait, {split.UNAVAILABLE}"
+        return StallPrediction(f"{_pi(f, x)} ({what}; linear in entries)", f.predict(x))
+    ests = [e for p in g.runs if (e := _est_max(p)) is not None]
+    if unit == "pmd_chunk":
+        held = [p.worst_held for p in g.runs if p.worst_held is not None]
+        if not held and not ests:
+            return StallPrediction("n/a (no hold of a 2 MiB range measured)", None)
+        v = max(held + ests)
+        parts = ([f"walk-held stalls up to {fmt_ns(max(held))}"] if held else []) + \
+            ([f"model {fmt_ns(max(ests))}"] if ests else [])
+        return StallPrediction(f"{fmt_ns(v)} flat (one 2 MiB range per hold: "
+                               f"{', '.join(parts)})", v)
+    layouts = {p.layout for p in g.runs if p.layout is not None}
+    if len({lay[0] for lay in layouts}) != 1:
+        return StallPrediction("not extrapolated: the runs name different VMA layouts", None)
+    lay = max(layouts, key=lambda t: t[2])
+    vma = _vma_bytes(lay)
+    target_bytes = max(0.0, (x - g.entries_base) / g.entries_per_byte) \
+        if g.entries_per_byte > 0 else math.inf
+    if vma is not None and unit == "read_chunk":
+        vpr = max(int((p.estimate or {}).get("vmas_per_read", 1)) for p in g.runs)
+        vma *= max(1, vpr)
+    if vma is None or vma >= target_bytes:
+        if g.fit is None or not g.extrapolates:
+            return StallPrediction("not extrapolated", None)
+        return StallPrediction(f"{_pi(g.fit, x)} (the walk of one VMA holding the whole "
+                               f"mapping: {lay[0]}; linear in entries)", g.fit.predict(x))
+    measured = max(float((p.estimate or {}).get("layout_hold_bytes", 0)) for p in g.runs)
+    if vma <= measured and ests:
+        v = max(ests)
+        return StallPrediction(f"{fmt_ns(v)} flat (the largest hold of {lay[0]}: "
+                               f"{_size(vma)}, stall_estimate)", v)
+    hx = g.entries_at(vma)
+    if g.fit is None or (hx > max(p.entries for p in g.runs) and not g.extrapolates):
+        return StallPrediction("not extrapolated", None)
+    return StallPrediction(f"{_pi(g.fit, hx)} flat (the walk of the largest hold of "
+                           f"{lay[0]}: {_size(vma)}, {hx:,.0f} entries)", g.fit.predict(hx))
+
+
+def measured_stall(g: CostGroup) -> str:
+    """The largest stall the runs measured: the walk's part and the whole wait."""
+    st = [p.worst_stall for p in g.runs if p.worst_stall is not None]
+    if not st:
+        return "-"
+    if g.split:
+        return (f"walk held {fmt_ns(max(p.worst_held for p in g.runs if p.worst_held is not None))}"
+                f" / whole wait {fmt_ns(max(st))}")
+    return f"whole wait {fmt_ns(max(st))} ({split.UNAVAILABLE})"
 
 
 def _pi(f: fitmod.Fit | None, x: float) -> str:
@@ -194,9 +333,9 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         series = [plots.CostSeries(g.kind + (f" ({g.release})" if len(releases) > 1 else ""),
                                    g.xs, g.ys, [p.entries for p in g.runs],
                                    [p.duration for p in g.runs],
-                                   [(p.entries, p.worst_stall) for p in g.runs
-                                    if p.worst_stall is not None],
-                                   g.fit, g.stall_fit,
+                                   g.stall_points, g.fit,
+                                   (g.held_fit if g.split else g.stall_fit)
+                                   if g.lock_unit in ("whole_walk", None) else None,
                                    [(p.entries, p.duration, p.worst_stall)
                                     for p in alias[(g.release, g.kind)].runs]
                                    if backing == "anon" and (g.release, g.kind) in alias
@@ -217,25 +356,34 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
            f"95% prediction interval of one new run (t quantile with runs - 2 degrees of "
            f"freedom, scipy.stats). A fit is extrapolated only when its measured sizes span "
            f"a decade or more (largest / smallest entries >= {fitmod.DECADE:.0f}); otherwise "
-           f"the figure is not extrapolated. Worst stall: lock-aware backends only; the upper "
-           f"bound of its interval is the figure to plan with.", "",
+           f"the figure is not extrapolated. Worst stall: the walk's part of it (walk held, "
+           f"see Worst stalls below), extrapolated in the unit the kind holds mmap_lock by "
+           f"(`stall_estimate.kinds.KIND.lock_unit`, the table the C++ side uses): a whole "
+           f"walk (clear_refs) grows linearly with the entries; a 2 MiB range (pagemap) "
+           f"stays flat at the longest hold of one range; per-VMA units (smaps_rollup, "
+           f"smaps' read(), PAGEMAP_SCAN) take the walk of the largest VMA of the layout the "
+           f"run named (`--vma-layout`): the whole walk for one VMA per mapping, flat for "
+           f"VMAs of a fixed size. A result without the unit is not extrapolated; one "
+           f"without the split extrapolates the whole wait and says so. The upper bound of "
+           f"an interval is the figure to plan with.", "",
            "| kernel | kind | backing | runs | measured entries | entries | walk duration "
-           "[95% PI] | worst stall [95% PI] |",
-           "| --- | --- | --- | ---: | --- | ---: | --- | --- |"]
+           "[95% PI] | predicted worst stall (walk's part) | lock held per "
+           "| measured max stall |",
+           "| --- | --- | --- | ---: | --- | ---: | --- | --- | --- | --- |"]
     for g in cgs:
         xs = [p.entries for p in g.runs]
         meas = f"{min(xs):,.0f}-{max(xs):,.0f} ({_span(g)})"
+        unit = UNIT_TEXT.get(g.lock_unit or "", g.lock_unit or "unknown")
         if not g.extrapolates:
             md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} | - "
-                      f"| {_not_extrapolated(g)} | - |")
+                      f"| {_not_extrapolated(g)} | - | {unit} | {measured_stall(g)} |")
             continue
         for label, x in ENTRY_TARGETS:
-            st = (_pi(g.stall_fit, x) if g.stall_fit and g.stall_fit.extrapolates else
-                  "n/a (no stall attribution)" if g.stall_fit is None else
-                  "not extrapolated")
             md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} "
-                      f"| {label} | {_pi(g.fit, x)} | {st} |")
+                      f"| {label} | {_pi(g.fit, x)} | {predict_stall(g, x).text} | {unit} "
+                      f"| {measured_stall(g)} |")
     md.append("")
+    md += worst_stalls_section(groups)
     md += _incident_check(usable, cgs)
 
     # --- victims
@@ -291,6 +439,36 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
     path = out / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     return path, pngs
+
+
+def worst_stalls_section(groups: dict[res.ScenarioKey, list[res.Result]],
+                         n: int = 3) -> list[str]:
+    """The longest attributed waits of each scenario, split into the walk's
+    part and the rest (results/SCHEMA.md kernel_view.stalls)."""
+    md = ["## Worst stalls: walk held / other holders / free", "",
+          "Each attributed mmap_lock wait is split: walk held (the walker held the lock in a "
+          "mode that excluded the waiter: the walk's doing), other holders (other tasks "
+          "held it), free (neither: the lock was free and the waiter not yet running: "
+          "waking, runnable, on a busy host). The three sum to the wait. Walker off CPU: "
+          "the part of the walk's hold the walker itself was not running. The budgets "
+          "judge the walk's part.", "",
+          "| scenario | kind | wait | walk held | other holders | free | walker off CPU "
+          "| run |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    unavailable = []
+    for key, runs in groups.items():
+        ws = split.worst_split(runs, n=n)
+        if not ws:
+            if any(split.stalls(r) for r in runs):
+                unavailable.append(str(key))
+            continue
+        for x in ws:
+            md.append(f"| {key} | {x.kind} | {fmt_ns(x.wait)} | {fmt_ns(x.held)} "
+                      f"({100 * x.held / x.wait if x.wait else 0:.0f}%) | {fmt_ns(x.others)} "
+                      f"| {fmt_ns(x.free)} | {_q(x.off_cpu)} | {x.run} |")
+    if unavailable:
+        md += ["", f"{split.UNAVAILABLE[0].upper() + split.UNAVAILABLE[1:]} (the results' "
+               f"views did not split their waits): " + ", ".join(unavailable) + "."]
+    return md + [""]
 
 
 def _incident_check(results: list[res.Result], cgs: list[CostGroup]) -> list[str]:

@@ -29,19 +29,48 @@ def _summary(lat: list[int]) -> dict[str, Any]:
 def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str = "anon",
                 size_bytes: int = 1 << 30, ptes: int = 262144, walks: int = 10,
                 ns_per_pte: float = 30.0, spread: float = 0.05, victim_ms: float = 5.0,
-                release: str = "6.18.0", complete: bool = True) -> dict[str, Any]:
+                release: str = "6.18.0", complete: bool = True,
+                stall_ns: float | None = None, held_ns: float | None = None,
+                others_ns: float = 0.0, walk_member: bool = True, during_ops: int = 50,
+                lock_unit: str | None = None, hold_bytes: int | None = None,
+                layout: tuple[str, int, int] | None = None) -> dict[str, Any]:
+    """One result of `walks` walks, each with one attributed stall of the
+    mmap victim: stall_ns long (default 0.8 x the walk). With held_ns the
+    stall is split (results/SCHEMA.md): walker_held_ns = held_ns,
+    others_held_ns = others_ns, free_ns = the rest, and the walk carries
+    max_stall_walker_held_ns unless walk_member is False (then only
+    kernel_view.stalls has it). With lock_unit, a stall_estimate for the
+    walk kind: hold_bytes of the mapping under the longest hold (default
+    the whole mapping) for layout (text, VMAs, largest VMA bytes; default
+    one VMA per mapping), estimate_max_ns = the longest walk x hold_bytes /
+    size_bytes, as userspace/model/src/vma_layout.cpp computes it."""
     t0 = 1_000_000_000
     ws = []
+    stalls = []
+    kind = profile if profile != "cadvisor" else "clear_refs"
     for i in range(walks):
         npp = rng.gauss(ns_per_pte, ns_per_pte * spread)
         dur = int(npp * ptes)
-        ws.append({"kind": profile if profile != "cadvisor" else "clear_refs", "iteration": i,
-                   "start_ns": t0 + i * 100_000_000, "duration_ns": dur, "ptes": ptes,
-                   "ns_per_pte": dur / ptes, "lock_hold_ns": int(dur * 0.9), "lock_mode": "write",
-                   "stalls": 1, "max_stall_ns": int(dur * 0.8)})
+        st = int(dur * 0.8 if stall_ns is None else stall_ns)
+        w = {"kind": kind, "iteration": i,
+             "start_ns": t0 + i * 100_000_000, "duration_ns": dur, "ptes": ptes,
+             "ns_per_pte": dur / ptes, "lock_hold_ns": int(dur * 0.9), "lock_mode": "write",
+             "stalls": 1, "max_stall_ns": st}
+        s = {"tid": 1, "victim": "mmap", "start_ns": t0 + i * 100_000_000 + 1000,
+             "wait_ns": st, "mode": "write", "walk": i}
+        if held_ns is not None:
+            h = min(int(held_ns), st)
+            o = min(int(others_ns), st - h)
+            s.update(walker_held_ns=h, others_held_ns=o, free_ns=st - h - o)
+            if walk_member:
+                w["max_stall_walker_held_ns"] = h
+        ws.append(w)
+        stalls.append(s)
+    stalls.sort(key=lambda x: -x["wait_ns"])
     outside = [int(rng.lognormvariate(8.0, 0.3)) for _ in range(2000)]
-    during = [int(rng.gauss(victim_ms * 1e6, victim_ms * 1e6 * spread)) for _ in range(50)]
-    return {
+    during = [int(rng.gauss(victim_ms * 1e6, victim_ms * 1e6 * spread))
+              for _ in range(during_ops)]
+    doc = {
         "schema": SCHEMA, "tool": {"name": "ptwalk", "version": "0.1.0"}, "complete": complete,
         "started_at": "2026-11-21T00:00:00Z",
         "argv": ["ptwalk", "run", "--size", str(size_bytes), "--scanner", profile],
@@ -57,8 +86,20 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
         "walks": ws, "walks_dropped": 0, "walk_summary": {},
         "victims": {"mmap": {"tid": 1, "ops": 2050, "outside": _summary(outside),
                              "during": _summary(during)}},
-        "kernel_view": {"source": "synthetic", "stalls": []},
+        "kernel_view": {"source": "synthetic", "stalls": stalls, "stalls_total": len(stalls),
+                        "stalls_complete_above_ns": 0},
     }
+    if lock_unit is not None:
+        text, vmas, largest = layout or ("one VMA per mapping", 1, size_bytes)
+        hb = size_bytes if hold_bytes is None else hold_bytes
+        dmax = max(w["duration_ns"] for w in ws)
+        doc["stall_estimate"] = {
+            "layout": text, "layout_vmas": vmas, "layout_largest_vma_bytes": largest,
+            "kinds": {kind: {"lock_unit": lock_unit, "measured_hold_bytes": hb,
+                             "layout_hold_bytes": hb, "status": "distinct",
+                             "model_stall_max_ns": int(dmax * hb / size_bytes),
+                             "estimate_max_ns": int(dmax * hb / size_bytes)}}}
+    return doc
 
 
 def read(path: Path) -> dict[str, Any]:

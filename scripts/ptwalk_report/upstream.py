@@ -8,6 +8,7 @@ import textwrap
 from typing import Any
 
 from . import results as res
+from . import split
 from .compare import fmt_ns
 
 WIDTH = 72
@@ -81,6 +82,36 @@ def _perf(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _split_lines(r: res.Result) -> list[str]:
+    """The longest attributed wait of each kind split into the walk's part
+    (the walker held mmap_lock against the waiter) and the rest, and the
+    walk's share of each victim's p99.9 during walks (split.py)."""
+    if not split.stalls(r):
+        return []
+    kinds = sorted({w["kind"] for w in r.doc.get("walks", [])})
+    rows = [f"{k}: longest wait {x.text()}" for k in kinds
+            for x in split.worst_split([r], k)]
+    if not rows:
+        return [""] + textwrap.wrap(
+            f"Attributed waits: {split.UNAVAILABLE} (this view did not split them); the "
+            f"figures above are whole waits.", WIDTH)
+    out = [""] + textwrap.wrap("Attributed waits, split (walk held: the walker held "
+                               "mmap_lock against the waiter; other holders; free: the "
+                               "waiter not yet running):", WIDTH)
+    for line in rows:
+        out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    for name, v in sorted(r.doc.get("victims", {}).items()):
+        du = v.get("during", {})
+        n, raw = int(du.get("count", 0)), du.get("p999_ns")
+        sh = split.victim_share([r], name, 0.999, n) if n >= 1000 else None
+        if sh is None or raw is None:
+            continue
+        out += textwrap.wrap(f"{name} p99.9 during walks {fmt_ns(raw)}, the walk's share "
+                             f"{'<= ' if sh.bound else ''}{fmt_ns(sh.value)}", WIDTH,
+                             initial_indent="  ", subsequent_indent="    ")
+    return out
+
+
 def render_upstream(r: res.Result) -> str:
     d = r.doc
     k, h, sc = d.get("kernel", {}), d.get("host", {}), d["scenario"]
@@ -120,6 +151,7 @@ def render_upstream(r: res.Result) -> str:
              for kind, s in sorted(d.get("walk_summary", {}).items()) if "lock_mode" in s]
     for line in locks:
         out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    out += _split_lines(r)
     out += ["", "Victim latency, outside walks -> during walks:",
             f"  {'victim':<7}{'ops out/during':>17}{'p99':>19}{'p99.9':>19}"]
     for name, v in sorted(d.get("victims", {}).items()):
