@@ -858,3 +858,90 @@ TEST(TracepointLive, CountsLostEvents)
 	EXPECT_GT(t.lost(), 0u);
 	EXPECT_EQ(seen.load(), t.events());
 }
+
+// Live: sched:sched_switch in the lock events' session, with its own
+// kernel filter; a filter the kernel refuses leaves only the sched events
+// unfiltered, the lock events keep theirs.
+TEST(TracepointLive, SchedSwitchBesideLockEvents)
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	const bool require = req && std::string(req) == "1";
+	if (geteuid() != 0) {
+		if (require)
+			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
+		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
+	}
+	for (bool good_filter : {true, false}) {
+		std::atomic<pid_t> sleeper{0};
+		std::atomic<bool> done{false};
+		std::thread th([&] {
+			sleeper = gettid();
+			while (!done) {
+				usleep(1000);
+				void *q = mmap(nullptr, 4096, PROT_READ,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (q != MAP_FAILED)
+					munmap(q, 4096);
+			}
+		});
+		while (!sleeper)
+			usleep(100);
+		const std::string tid = std::to_string(sleeper.load());
+		MmapLockTrace t;
+		MmapLockTrace::Options o;
+		o.filter = "common_pid == " + tid;
+		o.sched_filter = good_filter ? "prev_pid == " + tid + " || next_pid == " + tid
+					     : "no_such_field == 1";
+		std::atomic<uint64_t> out{0}, in{0}, other{0}, locks{0}, foreign_locks{0};
+		uint64_t last = 0;
+		bool ordered = true;
+		o.on_sched = [&](const SchedSwitch &s) {
+			ordered = ordered && s.time_ns >= last;
+			last = s.time_ns;
+			if (s.prev_tid == sleeper)
+				out++;
+			else if (s.next_tid == sleeper)
+				in++;
+			else
+				other++;
+		};
+		std::string err;
+		const bool ok = t.start(
+			o,
+			[&](const LockEvent &e) {
+				ordered = ordered && e.time_ns >= last;
+				last = e.time_ns;
+				locks++;
+				if (e.tid != sleeper)
+					foreign_locks++;
+			},
+			&err);
+		if (!ok) {
+			done = true;
+			th.join();
+			if (require)
+				FAIL() << err;
+			GTEST_SKIP() << err;
+		}
+		usleep(300000);
+		t.stop();
+		done = true;
+		th.join();
+		ASSERT_TRUE(t.sched_available()) << t.sched_why();
+		EXPECT_TRUE(t.filter_applied()) << t.filter_error();
+		EXPECT_EQ(foreign_locks.load(), 0u);
+		EXPECT_GT(locks.load(), 0u);
+		EXPECT_GT(out.load(), 10u); // it sleeps 1 ms at a time
+		EXPECT_GT(in.load(), 10u);
+		EXPECT_TRUE(ordered) << "sched and lock events out of time order";
+		EXPECT_EQ(t.sched_filter_applied(), good_filter) << t.sched_filter_error();
+		if (good_filter)
+			EXPECT_EQ(other.load(), 0u);
+		else
+			EXPECT_FALSE(t.sched_filter_error().empty());
+		printf("  filter %s: out %llu in %llu other %llu locks %llu\n",
+		       good_filter ? "good" : "refused", (unsigned long long)out.load(),
+		       (unsigned long long)in.load(), (unsigned long long)other.load(),
+		       (unsigned long long)locks.load());
+	}
+}
