@@ -73,6 +73,47 @@ def test_mmap_victim_stalls_during_clear_refs(clear_refs_run: tuple[dict[str, An
     assert mm["during"]["max_ns"] <= walk_max * 1.5 + 50_000_000
 
 
+def test_stall_splits(clear_refs_run: tuple[dict[str, Any], str]) -> None:
+    """Each attributed stall's walker_held + others_held + free is its wait
+    (checked by ptwalk itself in validation.stall_parts), and the walker's
+    part is no more than the walker held the lock in the walks it spans."""
+    r, out = clear_refs_run
+    if r["backend"] != "tracepoint":
+        pytest.skip("no tracepoint view on this host: " + r["backend_detail"])
+    kv = r["kernel_view"]
+    stalls = kv["stalls"]
+    parts = r["validation"]["stall_parts"]
+    assert parts["bad"] == 0, parts
+    # clear_refs holds mmap_lock for write over a 1 GiB walk: the mmap and
+    # fault victims stall behind it
+    assert stalls, "no attributed stall behind clear_refs walks"
+    assert parts["checked"] == len(stalls) > 0, parts
+    sched = kv["sched_events"]
+    assert isinstance(sched["available"], bool)
+    if not sched["available"]:
+        assert sched["why"], sched
+    slack = 100_000  # ns
+    for s in stalls:
+        held, others, free = s["walker_held_ns"], s["others_held_ns"], s["free_ns"]
+        assert held + others + free == s["wait_ns"], s
+        end = s["start_ns"] + s["wait_ns"]
+        spanned = [w for w in r["walks"]
+                   if w["start_ns"] < end and s["start_ns"] < w["start_ns"] + w["duration_ns"]]
+        bound = max(r["walks"][s["walk"]]["lock_hold_ns"],
+                    sum(w.get("lock_hold_ns", 0) for w in spanned))
+        assert held <= bound + slack, (s, bound)
+        if sched["available"]:
+            assert 0 <= s["walker_off_cpu_ns"] <= held, s
+        else:
+            assert "walker_off_cpu_ns" not in s, s
+    worst = stalls[0]
+    for w in r["walks"]:
+        if w.get("stalls"):
+            assert w["max_stall_walker_held_ns"] <= w["lock_hold_ns"] + slack, w
+    assert "worst stall " in out and "walk held" in out and " free " in out, out
+    assert worst["wait_ns"] == max(s["wait_ns"] for s in stalls)
+
+
 def test_table_on_stdout(clear_refs_run: tuple[dict[str, Any], str]) -> None:
     _, out = clear_refs_run
     assert "clear_refs" in out and "ns/PTE" in out

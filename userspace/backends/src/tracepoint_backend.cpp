@@ -75,6 +75,26 @@ public:
 		o.ring_bytes_per_cpu = kRingBytesPerCpu;
 		std::string err;
 		StallAccumulator *acc = acc_.get();
+		// Context switches of the walker's tasks (both directions), to
+		// tell the part of a stall the walker held the lock off CPU.
+		std::set<pid_t> wtids;
+		if (walker > 0) {
+			wtids.insert(walker);
+			if (walker != target)
+				add_tasks(walker, wtids);
+		}
+		for (pid_t t : wtids) {
+			if (!sched_filter_.empty())
+				sched_filter_ += " || ";
+			sched_filter_ += "prev_pid == " + std::to_string(t) +
+					 " || next_pid == " + std::to_string(t);
+		}
+		if (sched_filter_.size() > kMaxFilterChars)
+			sched_filter_.clear(); // all switches; the accumulator picks
+		if (!wtids.empty()) {
+			o.sched_filter = sched_filter_;
+			o.on_sched = [acc](const SchedSwitch &s) { acc->sched_switch(s); };
+		}
 		if (!trace_.start(o, [acc](const LockEvent &e) { acc->feed(e); }, &err)) {
 			detail_ = "tracepoint backend unavailable: " + err;
 			acc_.reset();
@@ -85,6 +105,22 @@ public:
 				? "common_pid (" + std::to_string(tids.size()) + " tids)"
 				: "none: " + trace_.filter_error();
 		filter_note_ = filter_note;
+		sched_ = TraceSession::Sched{};
+		if (wtids.empty()) {
+			sched_.why = "no walker task to follow";
+		} else if (!trace_.sched_available()) {
+			sched_.why = trace_.sched_why();
+		} else {
+			sched_.available = true;
+			sched_.filter = trace_.sched_filter_applied()
+				? "prev_pid/next_pid (" + std::to_string(wtids.size()) +
+					  " walker tids)"
+				: "none (walker tids picked in userspace)" +
+					  (trace_.sched_filter_error().empty()
+						   ? std::string()
+						   : ": " + trace_.sched_filter_error());
+		}
+		acc_->set_sched(sched_.available);
 		started_ = true;
 		detail_ = "mmap_lock tracepoints via perf_event_open (" +
 			  std::to_string(trace_.cpus()) + " CPUs x " +
@@ -124,12 +160,14 @@ public:
 		s.filter = filter_note_;
 		s.ring_bytes_per_cpu = uint64_t(trace_.ring_bytes_per_cpu());
 		s.memcg_field = trace_.memcg_field();
+		s.sched = sched_;
 		return views;
 	}
 
 private:
 	std::string detail_ = "tracepoint backend not started";
-	std::string filter_note_;
+	std::string filter_note_, sched_filter_;
+	TraceSession::Sched sched_;
 	bool started_ = false;
 	MmapLockTrace trace_;
 	std::unique_ptr<StallAccumulator> acc_;

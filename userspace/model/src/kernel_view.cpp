@@ -91,6 +91,7 @@ void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t
 		j["stalls"] = v.stalls->list;
 	}
 	j["unpaired_events"] = t.unpaired_events;
+	j["failed_acquires"] = t.failed_acquires;
 	if (const auto &s = t.session) {
 		put_optional(j, "lost_note", s->lost_note);
 		j["late_events"] = s->late_events;
@@ -98,6 +99,13 @@ void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t
 		j["filter"] = s->filter;
 		j["ring_bytes_per_cpu"] = s->ring_bytes_per_cpu;
 		j["memcg_field"] = s->memcg_field;
+		if (const auto &x = s->sched) {
+			Json::Value o = Json::Value::object();
+			o["available"] = x->available;
+			put_optional(o, "why", x->why);
+			put_optional(o, "filter", x->filter);
+			j["sched_events"] = std::move(o);
+		}
 	}
 }
 

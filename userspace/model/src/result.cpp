@@ -266,6 +266,24 @@ void print_victims(const RunResult &r, FILE *out)
 	}
 }
 
+// The worst attributed stall and who kept the lock from it, when the view
+// split it (the list is longest first).
+void print_worst_stall(const KernelView &kv, FILE *out)
+{
+	if (!kv.stalls || kv.stalls->list.empty())
+		return;
+	const KernelStall &s = kv.stalls->list.front();
+	if (!s.walker_held_ns || !s.others_held_ns || !s.free_ns)
+		return;
+	std::string off;
+	if (s.walker_off_cpu_ns)
+		off = " (walker off CPU " + format_ns(*s.walker_off_cpu_ns) + " of it)";
+	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s, free %s\n",
+		format_ns(s.wait_ns).c_str(), s.victim.c_str(), (unsigned long long)s.walk,
+		format_ns(*s.walker_held_ns).c_str(), off.c_str(),
+		format_ns(*s.others_held_ns).c_str(), format_ns(*s.free_ns).c_str());
+}
+
 // The validation's lines: the views against the victims, the module's
 // records against the walks.
 void print_validation(const Validation &val, FILE *out)
@@ -276,6 +294,10 @@ void print_validation(const Validation &val, FILE *out)
 	if (val.walks)
 		for (const auto &d : val.walks->disagreements)
 			fprintf(out, "validation: module records DISAGREE: %s\n", d.c_str());
+	if (val.stall_parts && val.stall_parts->bad)
+		fprintf(out, "validation: stall splits DISAGREE: %llu of %llu do not sum to "
+			"their wait\n", (unsigned long long)val.stall_parts->bad,
+			(unsigned long long)val.stall_parts->checked);
 }
 
 } // namespace
@@ -286,6 +308,7 @@ void print_table(const RunResult &r, FILE *out)
 	print_alias(r, out);
 	print_walks(r, out);
 	print_victims(r, out);
+	print_worst_stall(r.kernel_view, out);
 	if (r.stall_estimate)
 		print_stall_estimates(*r.stall_estimate, out);
 	if (const auto &tp = r.kernel_view.tracepoint; tp && tp->lost_events > 0)

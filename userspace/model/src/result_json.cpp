@@ -246,6 +246,9 @@ void to_json(Json::Value &j, const Validation &v)
 	put_optional(j, "views", v.views);
 	put_optional(j, "walks", v.walks);
 	put_optional(j, "second_view", v.second_view);
+	if (v.stall_parts)
+		j["stall_parts"] = {{"checked", v.stall_parts->checked},
+				    {"bad", v.stall_parts->bad}};
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace ptwalk {
 
@@ -26,7 +27,75 @@ void StallAccumulator::feed(const LockEvent &e)
 	events_++;
 	if (e.tgid == cfg_.target && !is_walker(e.tid, e.tgid))
 		target_mm_events_[e.mm]++;
+	const bool watched = watched_.count(e.tid) > 0;
+	auto open = std::find_if(open_waits_.begin(), open_waits_.end(), [&](const OpenWait &o) {
+		return o.tid == e.tid && o.mm == e.mm;
+	});
+	if (watched && e.type == LockEventType::StartLocking) {
+		if (open != open_waits_.end())
+			open->start_ns = e.time_ns; // a lost acquire_returned
+		else
+			open_waits_.push_back({e.tid, e.mm, e.time_ns});
+	}
 	pairer_.feed(e);
+	if (open != open_waits_.end() && e.type != LockEventType::StartLocking) {
+		open_waits_.erase(open);
+		prune_others();
+	}
+}
+
+// Drops the kept holds no open watched wait can still overlap (see the
+// bound in the header).
+void StallAccumulator::prune_others()
+{
+	if (open_waits_.empty()) {
+		recent_others_.clear();
+		return;
+	}
+	uint64_t oldest = UINT64_MAX;
+	for (const auto &o : open_waits_)
+		oldest = std::min(oldest, o.start_ns);
+	while (!recent_others_.empty() && recent_others_.front().end_ns <= oldest)
+		recent_others_.pop_front();
+}
+
+void StallAccumulator::keep_other(const LockSpan &h)
+{
+	bool wanted = false;
+	for (const auto &o : open_waits_)
+		if (o.mm == h.mm && o.tid != h.tid && o.start_ns < h.end_ns)
+			wanted = true;
+	if (!wanted)
+		return;
+	if (recent_others_.size() >= kMaxRecentOthers) {
+		others_horizon_ns_ = std::max(others_horizon_ns_, recent_others_.front().end_ns);
+		recent_others_.pop_front();
+	}
+	recent_others_.push_back(h);
+	recent_others_max_ = std::max(recent_others_max_, recent_others_.size());
+}
+
+void StallAccumulator::sched_switch(const SchedSwitch &s)
+{
+	if (auto it = off_since_.find(s.next_tid); it != off_since_.end()) {
+		off_cpu_.push_back({s.next_tid, it->second, s.time_ns});
+		off_since_.erase(it);
+	}
+	if (s.prev_tid == s.next_tid)
+		return;
+	for (const auto &o : open_walker_holds_)
+		if (o.tid == s.prev_tid) {
+			off_since_.try_emplace(s.prev_tid, s.time_ns);
+			return;
+		}
+}
+
+std::vector<StallAccumulator::OffCpu> StallAccumulator::walker_off_cpu() const
+{
+	std::vector<OffCpu> v = off_cpu_;
+	for (const auto &[tid, since] : off_since_)
+		v.push_back({tid, since, UINT64_MAX});
+	return v;
 }
 
 const Histogram *StallAccumulator::waits(size_t thread, uint64_t mm) const
@@ -37,6 +106,22 @@ const Histogram *StallAccumulator::waits(size_t thread, uint64_t mm) const
 	return it == hist_[thread].end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// Adds [s, e) to a time-ordered union of intervals built by ascending s.
+void add_interval(std::vector<StallAccumulator::Interval> &u, uint64_t s, uint64_t e)
+{
+	if (e <= s)
+		return;
+	if (!u.empty() && s <= u.back().end_ns) {
+		u.back().end_ns = std::max(u.back().end_ns, e);
+		return;
+	}
+	u.push_back({s, e});
+}
+
+} // namespace
+
 void StallAccumulator::wait(const LockSpan &w)
 {
 	if (is_walker(w.tid, w.tgid)) {
@@ -46,6 +131,12 @@ void StallAccumulator::wait(const LockSpan &w)
 	auto it = watched_.find(w.tid);
 	if (it == watched_.end())
 		return;
+	if (!w.success) {
+		// a failed trylock (or an interrupted killable lock): no wait
+		// the lock kept it in, see KERNEL-FACTS.md section 18
+		failed_acquires_++;
+		return;
+	}
 	auto &h = hist_[it->second][w.mm];
 	if (!h)
 		h = std::make_unique<Histogram>();
@@ -62,29 +153,49 @@ void StallAccumulator::wait(const LockSpan &w)
 	     ++r)
 		if (r->mm == w.mm && r->start_ns < w.end_ns)
 			overlap = true;
-	if (overlap)
-		candidates_.push_back({w, it->second});
+	if (!overlap)
+		return;
+	WatchedWait c{w, it->second, {}, {}, w.start_ns >= others_horizon_ns_};
+	// other tasks' holds within the wait, clipped: the kept closed ones
+	// and the open ones
+	std::vector<LockSpan> in;
+	for (const auto &o : recent_others_)
+		if (o.mm == w.mm && o.tid != w.tid && o.overlaps(w.start_ns, w.end_ns))
+			in.push_back(o);
+	for (const auto &o : open_others_)
+		if (o.mm == w.mm && o.tid != w.tid && o.start_ns < w.end_ns) {
+			LockSpan x = o;
+			x.end_ns = w.end_ns;
+			in.push_back(x);
+		}
+	std::sort(in.begin(), in.end(),
+		  [](const LockSpan &a, const LockSpan &b) { return a.start_ns < b.start_ns; });
+	for (const auto &o : in)
+		add_interval(o.write ? c.others_write : c.others_read,
+			     std::max(o.start_ns, w.start_ns), std::min(o.end_ns, w.end_ns));
+	candidates_.push_back(std::move(c));
 }
 
 void StallAccumulator::hold_begin(const LockSpan &h)
 {
-	if (!is_walker(h.tid, h.tgid))
-		return;
-	for (auto &o : open_walker_holds_)
+	auto &open = is_walker(h.tid, h.tgid) ? open_walker_holds_ : open_others_;
+	for (auto &o : open)
 		if (o.tid == h.tid && o.mm == h.mm) {
 			o = h;
 			return;
 		}
-	open_walker_holds_.push_back(h);
+	open.push_back(h);
 }
 
 void StallAccumulator::hold(const LockSpan &h)
 {
-	if (!is_walker(h.tid, h.tgid))
+	const bool walker = is_walker(h.tid, h.tgid);
+	auto &open = walker ? open_walker_holds_ : open_others_;
+	std::erase_if(open, [&](const LockSpan &o) { return o.tid == h.tid && o.mm == h.mm; });
+	if (!walker) {
+		keep_other(h);
 		return;
-	std::erase_if(open_walker_holds_, [&](const LockSpan &o) {
-		return o.tid == h.tid && o.mm == h.mm;
-	});
+	}
 	walker_holds_.push_back(h);
 }
 
@@ -188,11 +299,15 @@ std::vector<WalkHold> walk_holds(const StallAccumulator &acc, const std::vector<
 struct Stall {
 	const StallAccumulator::WatchedWait *w;
 	size_t walk;
+	// a read wait's pending attributed writer it queued behind, if any
+	const StallAccumulator::WatchedWait *writer = nullptr;
+	std::optional<uint64_t> walker_held, others_held, free, off_cpu;
 };
 
 struct Attribution {
 	std::vector<Stall> stalls;
 	std::vector<uint64_t> attributed, max_attr; // per watched thread
+	std::vector<std::optional<uint64_t>> max_held; // per watched thread
 };
 
 // The walk whose hold excludes the wait (a write hold excludes every wait,
@@ -223,6 +338,113 @@ size_t excluding_walk(const StallAccumulator::WatchedWait &c, const std::vector<
 	return best_walk;
 }
 
+using Interval = StallAccumulator::Interval;
+
+// The total length of a set of intervals, overlaps counted once.
+uint64_t union_ns(std::vector<Interval> v)
+{
+	std::sort(v.begin(), v.end(),
+		  [](const Interval &a, const Interval &b) { return a.start_ns < b.start_ns; });
+	uint64_t total = 0, cs = 0, ce = 0;
+	bool open = false;
+	for (const auto &x : v) {
+		if (x.end_ns <= x.start_ns)
+			continue;
+		if (open && x.start_ns <= ce) {
+			ce = std::max(ce, x.end_ns);
+			continue;
+		}
+		if (open)
+			total += ce - cs;
+		cs = x.start_ns;
+		ce = x.end_ns;
+		open = true;
+	}
+	return open ? total + ce - cs : total;
+}
+
+// [a, b) clipped to [lo, hi): empty (start == end) when disjoint
+Interval clip(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
+{
+	const uint64_t s = std::max(a, lo), e = std::min(b, hi);
+	return e > s ? Interval{s, e} : Interval{s, s};
+}
+
+struct SplitInput {
+	const std::vector<WalkHold> &wh;
+	uint64_t longest;                                 // the longest walk hold
+	const std::vector<StallAccumulator::OffCpu> &off; // by start
+	uint64_t longest_off; // the longest closed one
+	bool any_open;        // some span never ended (no early stop then)
+	bool sched;
+};
+
+// The stall split (see the header): walker_held, others_held, free, and
+// with sched events the walker's off-CPU part of walker_held.
+void split_stall(Stall &st, const SplitInput &in)
+{
+	const StallAccumulator::WatchedWait &c = *st.w;
+	if (!c.others_complete)
+		return;
+	const uint64_t s = c.span.start_ns, e = c.span.end_ns;
+	// while the writer this reader queued behind is pending, read holds
+	// exclude it too
+	Interval chain{s, s};
+	if (!c.span.write && st.writer)
+		chain = clip(st.writer->span.start_ns, st.writer->span.end_ns, s, e);
+	auto excluding = [&](bool write, uint64_t a, uint64_t b) {
+		if (write || c.span.write)
+			return clip(a, b, s, e);
+		return clip(a, b, chain.start_ns, chain.end_ns);
+	};
+	std::vector<Interval> walker, all;
+	std::vector<std::pair<pid_t, Interval>> pieces; // holder, part
+	auto hi = std::lower_bound(in.wh.begin(), in.wh.end(), e,
+				   [](const WalkHold &a, uint64_t t) { return a.h.start_ns < t; });
+	for (auto it = hi; it != in.wh.begin();) {
+		--it;
+		if (it->h.start_ns + in.longest < s)
+			break;
+		if (it->h.tid == c.span.tid)
+			continue;
+		Interval x = excluding(it->h.write, it->h.start_ns, it->h.end_ns);
+		if (x.end_ns > x.start_ns) {
+			walker.push_back(x);
+			pieces.push_back({it->h.tid, x});
+		}
+	}
+	all = walker;
+	for (const auto &x : c.others_write)
+		all.push_back(clip(x.start_ns, x.end_ns, s, e));
+	for (const auto &x : c.others_read)
+		all.push_back(excluding(false, x.start_ns, x.end_ns));
+	const uint64_t held = union_ns(walker), any = union_ns(all);
+	st.walker_held = held;
+	st.others_held = any - held;
+	st.free = (e - s) - any;
+	if (!in.sched)
+		return;
+	// of walker_held, the holder off CPU: its off spans inside its pieces
+	std::vector<Interval> off;
+	for (const auto &[tid, p] : pieces) {
+		auto top = std::lower_bound(in.off.begin(), in.off.end(), p.end_ns,
+					    [](const StallAccumulator::OffCpu &a, uint64_t t) {
+						    return a.start_ns < t;
+					    });
+		for (auto it = top; it != in.off.begin();) {
+			--it;
+			if (!in.any_open && it->start_ns + in.longest_off < p.start_ns)
+				break;
+			if (it->tid != tid)
+				continue;
+			Interval x = clip(it->start_ns, it->end_ns, p.start_ns, p.end_ns);
+			if (x.end_ns > x.start_ns)
+				off.push_back(x);
+		}
+	}
+	st.off_cpu = union_ns(off);
+}
+
 // A wait is a stall of the walk whose hold excludes it and overlaps it
 // most. One chain is followed, as ptwalk.ko does: a read wait that began
 // while a write wait the walk blocks was pending queues behind that writer.
@@ -230,20 +452,14 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 			    const std::vector<WalkHold> &wh, std::vector<WalkKernelView> &views)
 {
 	const size_t nthreads = acc.config().threads.size();
-	Attribution at{{}, std::vector<uint64_t>(nthreads, 0), std::vector<uint64_t>(nthreads, 0)};
+	Attribution at{{}, std::vector<uint64_t>(nthreads, 0), std::vector<uint64_t>(nthreads, 0),
+		       std::vector<std::optional<uint64_t>>(nthreads)};
 	uint64_t longest = 0;
 	for (const auto &x : wh)
 		longest = std::max(longest, x.h.ns());
-	auto attribute = [&](const StallAccumulator::WatchedWait &c, size_t walk) {
-		WalkKernelView &v = views[walk];
-		v.stalls++;
-		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
-		at.attributed[c.thread]++;
-		at.max_attr[c.thread] = std::max(at.max_attr[c.thread], c.span.ns());
-		at.stalls.push_back({&c, walk});
-	};
 	std::vector<const StallAccumulator::WatchedWait *> readers;
 	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> writers;
+	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> direct;
 	for (const auto &c : acc.candidates()) {
 		if (c.span.mm != tmm)
 			continue;
@@ -255,15 +471,57 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		}
 		if (c.span.write)
 			writers.push_back({&c, walk});
-		attribute(c, walk);
+		direct.push_back({&c, walk});
+	}
+	// the attributed writer a read wait queued behind
+	auto writer_of = [&](const StallAccumulator::WatchedWait &r)
+		-> const std::pair<const StallAccumulator::WatchedWait *, size_t> * {
+		if (r.span.write)
+			return nullptr;
+		for (const auto &x : writers)
+			if (x.first->span.tid != r.span.tid &&
+			    x.first->span.start_ns <= r.span.start_ns &&
+			    x.first->span.end_ns > r.span.start_ns)
+				return &x;
+		return nullptr;
+	};
+	for (const auto &[c, walk] : direct) {
+		const auto *w = writer_of(*c);
+		at.stalls.push_back({c, walk, w ? w->first : nullptr});
 	}
 	for (const auto *r : readers)
-		for (const auto &[w, walk] : writers)
-			if (w->span.tid != r->span.tid && w->span.start_ns <= r->span.start_ns &&
-			    w->span.end_ns > r->span.start_ns) {
-				attribute(*r, walk);
-				break;
-			}
+		if (const auto *w = writer_of(*r))
+			at.stalls.push_back({r, w->second, w->first});
+
+	std::vector<StallAccumulator::OffCpu> off = acc.walker_off_cpu();
+	std::sort(off.begin(), off.end(),
+		  [](const StallAccumulator::OffCpu &a, const StallAccumulator::OffCpu &b) {
+			  return a.start_ns < b.start_ns;
+		  });
+	uint64_t longest_off = 0;
+	bool any_open = false;
+	for (const auto &o : off) {
+		if (o.end_ns == UINT64_MAX)
+			any_open = true;
+		else
+			longest_off = std::max(longest_off, o.end_ns - o.start_ns);
+	}
+	const SplitInput in{wh, longest, off, longest_off, any_open, acc.sched()};
+	for (auto &st : at.stalls) {
+		const StallAccumulator::WatchedWait &c = *st.w;
+		split_stall(st, in);
+		WalkKernelView &v = views[st.walk];
+		v.stalls++;
+		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
+		at.attributed[c.thread]++;
+		at.max_attr[c.thread] = std::max(at.max_attr[c.thread], c.span.ns());
+		if (st.walker_held) {
+			v.max_stall_walker_held_ns =
+				std::max(v.max_stall_walker_held_ns.value_or(0), *st.walker_held);
+			at.max_held[c.thread] =
+				std::max(at.max_held[c.thread].value_or(0), *st.walker_held);
+		}
+	}
 	return at;
 }
 
@@ -285,6 +543,9 @@ std::vector<ThreadWaits> thread_summary(const StallAccumulator &acc,
 				o.waits.merge(*h);
 			o.attributed += at.attributed[i];
 			o.max_attributed_ns = std::max(o.max_attributed_ns, at.max_attr[i]);
+			if (at.max_held[i])
+				o.max_attributed_walker_held_ns = std::max(
+					o.max_attributed_walker_held_ns.value_or(0), *at.max_held[i]);
 		}
 	}
 	return th;
@@ -306,7 +567,8 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 			break;
 		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
 				   lock_mode_name(s.w->span.write), s.w->span.start_ns,
-				   s.w->span.ns(), s.walk, std::nullopt});
+				   s.w->span.ns(), s.walk, std::nullopt, s.walker_held,
+				   s.others_held, s.free, s.off_cpu});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;
@@ -330,6 +592,7 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	if (tp.target_mm_found)
 		tp.target_mm_basis = basis;
 	tp.unpaired_events = acc.unpaired();
+	tp.failed_acquires = acc.failed_acquires();
 
 	// Victim names in first-seen order; threads of one name merge.
 	std::vector<std::string> names;

@@ -417,6 +417,21 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 	val.views = views;
 }
 
+// The listed stalls' splits: a stall with any part must have all three,
+// summing to its wait.
+void check_parts(const StallsView &sv, StallParts &p)
+{
+	for (const auto &s : sv.list) {
+		if (!s.walker_held_ns && !s.others_held_ns && !s.free_ns)
+			continue;
+		p.checked++;
+		if (!s.walker_held_ns || !s.others_held_ns || !s.free_ns ||
+		    *s.walker_held_ns + *s.others_held_ns + *s.free_ns != s.wait_ns ||
+		    (s.walker_off_cpu_ns && *s.walker_off_cpu_ns > *s.walker_held_ns))
+			p.bad++;
+	}
+}
+
 } // namespace
 
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
@@ -447,6 +462,14 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		val.stalls.skipped = "no kernel view of stalls with the " + view + " backend";
 	}
 	val.walks = validate_walks(result);
+	if (kv.stalls || second_sv) {
+		StallParts parts;
+		if (kv.stalls)
+			check_parts(*kv.stalls, parts);
+		if (second_sv)
+			check_parts(*second_sv, parts);
+		val.stall_parts = parts;
+	}
 	result.validation = std::move(val);
 }
 

@@ -52,27 +52,33 @@ void LockPairer::feed(const LockEvent &e)
 	}
 }
 
-void EventReorder::flush(uint64_t drained_at_ns, bool final,
-			 const std::function<void(const LockEvent &)> &deliver)
+bool SchedSwitchDecoder::init(const TraceEventFormat &f, std::string *err)
 {
-	if (pending_.empty())
-		return;
-	std::stable_sort(pending_.begin(), pending_.end(),
-			 [](const LockEvent &a, const LockEvent &b) {
-				 return a.time_ns < b.time_ns;
-			 });
-	const uint64_t limit = final ? UINT64_MAX
-			       : drained_at_ns > margin_ ? drained_at_ns - margin_ : 0;
-	size_t n = 0;
-	for (; n < pending_.size() && pending_[n].time_ns <= limit; n++) {
-		const LockEvent &e = pending_[n];
-		if (e.time_ns < last_)
-			late_++;
-		else
-			last_ = e.time_ns;
-		deliver(e);
+	const TraceField *ty = f.find("common_type");
+	const TraceField *pr = f.find("prev_pid");
+	const TraceField *nx = f.find("next_pid");
+	if (!ty || !pr || !nx || pr->data_loc || nx->data_loc || pr->size > 8 || nx->size > 8) {
+		if (err)
+			*err = f.name + ": format lacks usable common_type/prev_pid/next_pid fields";
+		return false;
 	}
-	pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
+	id_ = f.id;
+	type_ = *ty;
+	prev_ = *pr;
+	next_ = *nx;
+	return true;
+}
+
+bool SchedSwitchDecoder::decode(const PerfSample &s, SchedSwitch &out) const
+{
+	uint64_t type = 0, prev = 0, next = 0;
+	if (!read_field_u64(type_, s.raw, type) || type != id_ ||
+	    !read_field_u64(prev_, s.raw, prev) || !read_field_u64(next_, s.raw, next))
+		return false;
+	out.time_ns = s.time_ns;
+	out.prev_tid = pid_t(uint32_t(prev));
+	out.next_tid = pid_t(uint32_t(next));
+	return true;
 }
 
 bool MmapLockDecoder::init(const Tracefs &tfs, std::string *err)
@@ -178,7 +184,6 @@ bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
 	mounted_by_us_ = tfs.mounted_by_us();
 	if (!decoder_.init(tfs, err))
 		return false;
-	tfs.release(); // the perf events keep their tracepoints
 
 	PerfTracepointConfig cfg;
 	cfg.tracepoint_ids = decoder_.ids();
@@ -186,9 +191,32 @@ bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
 	cfg.filter = o.filter;
 	cfg.track_tasks = bool(o.on_comm) || bool(o.on_fork);
 	opt_ = o;
-	if (!perf_.open(cfg, err))
+	sched_on_ = false;
+	sched_why_.clear();
+	if (o.on_sched) {
+		std::string serr;
+		auto f = tfs.event_format("sched", "sched_switch", &serr);
+		if (f && sched_decoder_.init(*f, &serr)) {
+			sched_on_ = true;
+		} else {
+			sched_why_ = "sched:sched_switch: " + serr;
+		}
+	}
+	tfs.release(); // the perf events keep their tracepoints
+
+	if (sched_on_) {
+		PerfTracepointConfig with = cfg;
+		with.tracepoint_ids.push_back(sched_decoder_.id());
+		with.filters = {o.filter, o.filter, o.filter, o.sched_filter};
+		std::string serr;
+		if (!perf_.open(with, &serr)) {
+			sched_on_ = false;
+			sched_why_ = "sched:sched_switch: " + serr;
+		}
+	}
+	if (!sched_on_ && !perf_.open(cfg, err))
 		return false;
-	reorder_ = EventReorder(o.reorder_margin_ns);
+	reorder_ = BasicEventReorder<TraceEvent>(o.reorder_margin_ns);
 	consumer_ = std::move(consumer);
 	if (!perf_.start(*this, err))
 		return false;
@@ -206,10 +234,15 @@ void MmapLockTrace::stop()
 
 void MmapLockTrace::sample(const PerfSample &s)
 {
-	LockEvent e;
-	if (decoder_.decode(s, e)) {
+	TraceEvent t;
+	if (decoder_.decode(s, t.lock)) {
 		events_.fetch_add(1, std::memory_order_relaxed);
-		reorder_.push(e);
+		t.time_ns = t.lock.time_ns;
+		reorder_.push(t);
+	} else if (sched_on_ && sched_decoder_.decode(s, t.sw)) {
+		t.sched = true;
+		t.time_ns = t.sw.time_ns;
+		reorder_.push(t);
 	} else {
 		undecoded_.fetch_add(1, std::memory_order_relaxed);
 	}
@@ -217,7 +250,12 @@ void MmapLockTrace::sample(const PerfSample &s)
 
 void MmapLockTrace::round_end(uint64_t drained_at_ns, bool final)
 {
-	reorder_.flush(drained_at_ns, final, consumer_);
+	reorder_.flush(drained_at_ns, final, [this](const TraceEvent &t) {
+		if (!t.sched)
+			consumer_(t.lock);
+		else if (opt_.on_sched)
+			opt_.on_sched(t.sw);
+	});
 }
 
 void MmapLockTrace::task_comm(pid_t pid, pid_t tid, std::string_view comm)

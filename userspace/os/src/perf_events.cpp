@@ -98,8 +98,8 @@ struct PerfTracepoints::Impl {
 	std::thread reader;
 	PerfSink *sink = nullptr;
 	bool started = false, stopped = false;
-	bool filter_ok = false;
-	std::string filter_err;
+	std::vector<bool> filter_ok;          // per tracepoint
+	std::vector<std::string> filter_err; // per tracepoint
 	size_t ring_bytes = 0;
 	std::atomic<uint64_t> samples{0}, lost{0}, lost_records{0};
 	std::vector<uint8_t> scratch;
@@ -244,36 +244,48 @@ bool PerfTracepoints::Impl::redirect_to_rings(std::string *err)
 	return true;
 }
 
-// cfg.filter on every event; if any refuses it, on none (all unfiltered).
+// Each event's filter (cfg.filters[i], else cfg.filter); a group of events
+// sharing one text that any of them refuses is left unfiltered as a whole.
 void PerfTracepoints::Impl::apply_filter()
 {
-	filter_ok = false;
-	filter_err.clear();
-	if (cfg.filter.empty())
-		return;
-	bool ok = true;
-	for (auto &r : rings) {
-		auto apply = [&](const Fd &fd) {
-			if (ok && ioctl(fd.get(), PERF_EVENT_IOC_SET_FILTER,
-					cfg.filter.c_str()) != 0) {
-				ok = false;
-				filter_err = "PERF_EVENT_IOC_SET_FILTER: " +
-					       errno_text(errno);
+	const size_t n = cfg.tracepoint_ids.size();
+	filter_ok.assign(n, false);
+	filter_err.assign(n, std::string());
+	auto text = [&](size_t i) -> const std::string & {
+		return cfg.filters.size() == n ? cfg.filters[i] : cfg.filter;
+	};
+	auto fd_of = [](Ring &r, size_t i) -> const Fd & {
+		return i == 0 ? r.leader : r.others[i - 1];
+	};
+	std::vector<bool> done(n, false);
+	for (size_t g = 0; g < n; g++) {
+		if (done[g] || text(g).empty())
+			continue;
+		const std::string &f = text(g);
+		std::vector<size_t> group;
+		for (size_t i = g; i < n; i++)
+			if (!done[i] && text(i) == f) {
+				group.push_back(i);
+				done[i] = true;
 			}
-		};
-		apply(r.leader);
-		for (auto &o : r.others)
-			apply(o);
-	}
-	if (!ok) {
-		// Clear a half-applied filter: all events unfiltered.
-		for (auto &r : rings) {
-			ioctl(r.leader.get(), PERF_EVENT_IOC_SET_FILTER, "");
-			for (auto &o : r.others)
-				ioctl(o.get(), PERF_EVENT_IOC_SET_FILTER, "");
+		bool ok = true;
+		std::string why;
+		for (auto &r : rings)
+			for (size_t i : group)
+				if (ok && ioctl(fd_of(r, i).get(), PERF_EVENT_IOC_SET_FILTER,
+						f.c_str()) != 0) {
+					ok = false;
+					why = "PERF_EVENT_IOC_SET_FILTER: " + errno_text(errno);
+				}
+		if (!ok) // clear a half-applied filter: the group unfiltered
+			for (auto &r : rings)
+				for (size_t i : group)
+					ioctl(fd_of(r, i).get(), PERF_EVENT_IOC_SET_FILTER, "");
+		for (size_t i : group) {
+			filter_ok[i] = ok;
+			filter_err[i] = why;
 		}
 	}
-	filter_ok = ok;
 }
 
 bool PerfTracepoints::open(const PerfTracepointConfig &cfg, std::string *err)
@@ -454,8 +466,17 @@ void PerfTracepoints::stop()
 		m.reader.join();
 }
 
-bool PerfTracepoints::filter_applied() const { return impl_->filter_ok; }
-const std::string &PerfTracepoints::filter_error() const { return impl_->filter_err; }
+bool PerfTracepoints::filter_applied() const { return filter_applied(0); }
+const std::string &PerfTracepoints::filter_error() const { return filter_error(0); }
+bool PerfTracepoints::filter_applied(size_t i) const
+{
+	return i < impl_->filter_ok.size() && impl_->filter_ok[i];
+}
+const std::string &PerfTracepoints::filter_error(size_t i) const
+{
+	static const std::string none;
+	return i < impl_->filter_err.size() ? impl_->filter_err[i] : none;
+}
 unsigned PerfTracepoints::cpus() const { return unsigned(impl_->rings.size()); }
 size_t PerfTracepoints::ring_bytes_per_cpu() const { return impl_->ring_bytes; }
 uint64_t PerfTracepoints::samples() const { return impl_->samples.load(); }

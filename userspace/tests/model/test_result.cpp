@@ -323,7 +323,8 @@ TEST(ResultJson, MembersInTheirOrder)
 			"tlb_flushes", "tlb_ipis", "probe_missed"}));
 	EXPECT_EQ(keys(j["victims"]), (Keys{"read"}));
 	EXPECT_EQ(keys(j["victims"]["read"]), (Keys{"tid", "ops", "outside", "during"}));
-	EXPECT_EQ(keys(j["validation"]), (Keys{"stalls", "stalls_tracepoint", "views", "walks"}));
+	EXPECT_EQ(keys(j["validation"]),
+		  (Keys{"stalls", "stalls_tracepoint", "views", "walks", "stall_parts"}));
 	EXPECT_TRUE(j["validation"]["stalls"].contains("not_behind_walk"));
 	EXPECT_EQ(j["tool"].dump(), R"({"name":"ptwalk","version":"0.1.0"})");
 }

@@ -457,13 +457,20 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	EXPECT_EQ(json_int(d, "events"), (long long)v.size());
 	// the largest stall first
 	EXPECT_NE(d.find("\"stalls\":[{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":1500,"
-			 "\"wait_ns\":2800,\"mode\":\"write\",\"walk\":0}"),
+			 "\"wait_ns\":2800,\"mode\":\"write\",\"walk\":0,\"walker_held_ns\":2700,"
+			 "\"others_held_ns\":0,\"free_ns\":100}"),
 		  std::string::npos)
 		<< d;
 	EXPECT_NE(d.find("\"mmap\":{\"waits\":{\"count\":3"), std::string::npos) << d;
-	EXPECT_NE(d.find("\"attributed\":2,\"max_attributed_ns\":2800"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"attributed\":2,\"max_attributed_ns\":2800,"
+			 "\"max_attributed_walker_held_ns\":2700"),
+		  std::string::npos)
+		<< d;
 	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":3"), std::string::npos) << d;
-	EXPECT_NE(d.find("\"attributed\":1,\"max_attributed_ns\":650"), std::string::npos) << d;
+	EXPECT_NE(d.find("\"attributed\":1,\"max_attributed_ns\":650,"
+			 "\"max_attributed_walker_held_ns\":500"),
+		  std::string::npos)
+		<< d;
 	// the kernel pointer never leaks, in hex or decimal
 	EXPECT_EQ(d.find("12345678"), std::string::npos);
 	EXPECT_EQ(d.find(std::to_string(kTargetMm)), std::string::npos);
@@ -474,16 +481,22 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 		  "\"threads\":{\"mmap\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":1103,"
 		  "\"p90_ns\":2800,\"p99_ns\":2800,\"p999_ns\":2800,\"p9999_ns\":2800,"
 		  "\"max_ns\":2800,\"mean_ns\":1333.3333333333333,\"buckets\":[[100,1],[1096,"
-		  "1],[2800,1]]},\"attributed\":2,\"max_attributed_ns\":2800},"
+		  "1],[2800,1]]},\"attributed\":2,\"max_attributed_ns\":2800,"
+		  "\"max_attributed_walker_held_ns\":2700},"
 		  "\"fault\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":200,\"p90_ns\":650,"
 		  "\"p99_ns\":650,\"p999_ns\":650,\"p9999_ns\":650,\"max_ns\":650,"
 		  "\"mean_ns\":316.6666666666667,\"buckets\":[[100,1],[200,1],[648,1]]},"
-		  "\"attributed\":1,\"max_attributed_ns\":650}},\"stalls_total\":3,"
+		  "\"attributed\":1,\"max_attributed_ns\":650,"
+		  "\"max_attributed_walker_held_ns\":500}},\"stalls_total\":3,"
 		  "\"stalls_complete_above_ns\":1000000,\"stalls\":[{\"tid\":101,"
 		  "\"victim\":\"mmap\",\"start_ns\":1500,\"wait_ns\":2800,\"mode\":\"write\","
-		  "\"walk\":0},{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":14000,\"wait_ns\":1100,"
-		  "\"mode\":\"write\",\"walk\":1},{\"tid\":102,\"victim\":\"fault\",\"start_ns\":14500,"
-		  "\"wait_ns\":650,\"mode\":\"read\",\"walk\":1}],\"unpaired_events\":0}");
+		  "\"walk\":0,\"walker_held_ns\":2700,\"others_held_ns\":0,\"free_ns\":100},"
+		  "{\"tid\":101,\"victim\":\"mmap\",\"start_ns\":14000,\"wait_ns\":1100,"
+		  "\"mode\":\"write\",\"walk\":1,\"walker_held_ns\":1000,\"others_held_ns\":0,"
+		  "\"free_ns\":100},{\"tid\":102,\"victim\":\"fault\",\"start_ns\":14500,"
+		  "\"wait_ns\":650,\"mode\":\"read\",\"walk\":1,\"walker_held_ns\":500,"
+		  "\"others_held_ns\":50,\"free_ns\":100}],\"unpaired_events\":0,"
+		  "\"failed_acquires\":0}");
 }
 
 // The live-test shape: the walker is a thread of the target process.
@@ -528,7 +541,7 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 		  "\"p90_ns\":0,\"p99_ns\":0,\"p999_ns\":0,\"p9999_ns\":0,\"max_ns\":0,"
 		  "\"mean_ns\":0.0,\"buckets\":[]},\"attributed\":0,\"max_attributed_ns\":0}},"
 		  "\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,\"stalls\":[],"
-		  "\"unpaired_events\":0}");
+		  "\"unpaired_events\":0,\"failed_acquires\":0}");
 }
 
 TEST(TracepointAttribution, NoTargetMmSaysSo)
@@ -545,7 +558,7 @@ TEST(TracepointAttribution, NoTargetMmSaysSo)
 		  "\"lost_events\":0,\"target_mm_found\":false,"
 		  "\"threads\":{\"mmap\":{\"waits\":null,\"attributed\":null,"
 		  "\"why\":\"target mm not found: no lock events by the target's threads nor walker holds in walk windows\"}},"
-		  "\"stalls\":[],\"unpaired_events\":0}");
+		  "\"stalls\":[],\"unpaired_events\":0,\"failed_acquires\":0}");
 }
 
 // A backend that never started says so, and nothing else.
@@ -844,4 +857,91 @@ TEST(TracepointLive, CountsLostEvents)
 	EXPECT_GT(t.events(), 0u);
 	EXPECT_GT(t.lost(), 0u);
 	EXPECT_EQ(seen.load(), t.events());
+}
+
+// Live: sched:sched_switch in the lock events' session, with its own
+// kernel filter; a filter the kernel refuses leaves only the sched events
+// unfiltered, the lock events keep theirs.
+TEST(TracepointLive, SchedSwitchBesideLockEvents)
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	const bool require = req && std::string(req) == "1";
+	if (geteuid() != 0) {
+		if (require)
+			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
+		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
+	}
+	for (bool good_filter : {true, false}) {
+		std::atomic<pid_t> sleeper{0};
+		std::atomic<bool> done{false};
+		std::thread th([&] {
+			sleeper = gettid();
+			while (!done) {
+				usleep(1000);
+				void *q = mmap(nullptr, 4096, PROT_READ,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (q != MAP_FAILED)
+					munmap(q, 4096);
+			}
+		});
+		while (!sleeper)
+			usleep(100);
+		const std::string tid = std::to_string(sleeper.load());
+		MmapLockTrace t;
+		MmapLockTrace::Options o;
+		o.filter = "common_pid == " + tid;
+		o.sched_filter = good_filter ? "prev_pid == " + tid + " || next_pid == " + tid
+					     : "no_such_field == 1";
+		std::atomic<uint64_t> out{0}, in{0}, other{0}, locks{0}, foreign_locks{0};
+		uint64_t last = 0;
+		bool ordered = true;
+		o.on_sched = [&](const SchedSwitch &s) {
+			ordered = ordered && s.time_ns >= last;
+			last = s.time_ns;
+			if (s.prev_tid == sleeper)
+				out++;
+			else if (s.next_tid == sleeper)
+				in++;
+			else
+				other++;
+		};
+		std::string err;
+		const bool ok = t.start(
+			o,
+			[&](const LockEvent &e) {
+				ordered = ordered && e.time_ns >= last;
+				last = e.time_ns;
+				locks++;
+				if (e.tid != sleeper)
+					foreign_locks++;
+			},
+			&err);
+		if (!ok) {
+			done = true;
+			th.join();
+			if (require)
+				FAIL() << err;
+			GTEST_SKIP() << err;
+		}
+		usleep(300000);
+		t.stop();
+		done = true;
+		th.join();
+		ASSERT_TRUE(t.sched_available()) << t.sched_why();
+		EXPECT_TRUE(t.filter_applied()) << t.filter_error();
+		EXPECT_EQ(foreign_locks.load(), 0u);
+		EXPECT_GT(locks.load(), 0u);
+		EXPECT_GT(out.load(), 10u); // it sleeps 1 ms at a time
+		EXPECT_GT(in.load(), 10u);
+		EXPECT_TRUE(ordered) << "sched and lock events out of time order";
+		EXPECT_EQ(t.sched_filter_applied(), good_filter) << t.sched_filter_error();
+		if (good_filter)
+			EXPECT_EQ(other.load(), 0u);
+		else
+			EXPECT_FALSE(t.sched_filter_error().empty());
+		printf("  filter %s: out %llu in %llu other %llu locks %llu\n",
+		       good_filter ? "good" : "refused", (unsigned long long)out.load(),
+		       (unsigned long long)in.load(), (unsigned long long)other.load(),
+		       (unsigned long long)locks.load());
+	}
 }

@@ -63,6 +63,13 @@ struct TraceSession {
 	std::string filter;
 	uint64_t ring_bytes_per_cpu = 0;
 	std::string memcg_field;
+	// sched:sched_switch beside the lock events ("sched_events"): whether
+	// it was opened, why not, and how it was filtered
+	struct Sched {
+		bool available = false;
+		std::optional<std::string> why, filter;
+	};
+	std::optional<Sched> sched;
 };
 
 // The tracepoint view's attribution figures.
@@ -71,6 +78,9 @@ struct TracepointView {
 	bool target_mm_found = false;
 	std::optional<std::string> target_mm_basis;
 	uint64_t unpaired_events = 0;
+	// acquire_returned(success=false) of watched threads: failed
+	// trylocks, neither waits nor stalls (KERNEL-FACTS.md section 18)
+	uint64_t failed_acquires = 0;
 	std::optional<TraceSession> session; // the backend's, not attribute_stalls'
 };
 

@@ -175,12 +175,20 @@ struct WalkValidation {
 	std::vector<std::string> disagreements;
 };
 
+// Every listed stall that carries a split (the kernel view's, and the
+// second view's with --cross-check) checked: walker_held + others_held +
+// free == wait_ns, all three present.
+struct StallParts {
+	uint64_t checked = 0, bad = 0;
+};
+
 struct Validation {
 	StallValidation stalls;
 	std::optional<StallValidation> stalls_tracepoint; // --cross-check
 	std::optional<ViewsAgreement> views;               // --cross-check
 	std::optional<WalkValidation> walks;               // the module backend
 	std::optional<std::string> second_view; // --cross-check without one: why
+	std::optional<StallParts> stall_parts;  // views with stalls
 };
 
 // The whole document, its members in the schema's order (schema and tool

@@ -17,10 +17,26 @@
 //    it (a write hold any wait, a read hold a write wait) is attributed to
 //    that walk (the walk with the largest overlap); a read wait that began
 //    while an attributed write wait was pending is attributed with it (it
-//    queues behind that writer), the rule ptwalk.ko follows.
+//    queues behind that writer), the rule ptwalk.ko follows;
+//  - a wait whose acquire_returned failed (success=false: a failed
+//    mmap_*_trylock(), which 6.1 and 6.12 trace as start_locking then
+//    acquire_returned, or a killable lock interrupted) is neither a stall
+//    nor in the victim's wait histogram; failed_acquires() counts them;
+//  - each stall is split by interval arithmetic over [start, end] of the
+//    wait: walker_held = the union of the walk holds that exclude it (for a
+//    reader behind a pending attributed writer, the walker's read holds
+//    while that writer is pending count too); others_held = the union of
+//    other tasks' excluding holds (same rule), minus walker_held;
+//    free = the rest. The three sum to the wait exactly. "Other tasks"
+//    are the tasks whose events the session sees (the target's threads and
+//    the walker's, or every task when the kernel filter was refused);
+//    a holder outside them counts as free;
+//  - with sched:sched_switch events, walker_off_cpu = the part of
+//    walker_held during which the holding walker task was switched out.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -45,19 +61,47 @@ public:
 	// thread and mm a histogram of every wait, and the watched waits that
 	// overlap a walker hold (the only ones attribution can use).
 	void feed(const LockEvent &e);
+	// A context switch, in time order with feed(); only switches of a
+	// walker task that holds a lock matter. set_sched(true) says the
+	// session delivers them (else walker_off_cpu_ns stays unset).
+	void sched_switch(const SchedSwitch &s);
+	void set_sched(bool available) { sched_ = available; }
+	bool sched() const { return sched_; }
 
 	const StallConfig &config() const { return cfg_; }
 	uint64_t events() const { return events_; }
 	uint64_t unpaired() const { return pairer_.unpaired(); }
 	bool is_walker(pid_t tid, pid_t tgid) const;
 
+	struct Interval {
+		uint64_t start_ns = 0, end_ns = 0;
+	};
 	struct WatchedWait {
 		LockSpan span;
 		size_t thread = 0; // index into config().threads
+		// other (non-walker) tasks' holds of the same mm during the wait,
+		// clipped to it; unions per mode, in time order
+		std::vector<Interval> others_write, others_read;
+		// false when holds that could overlap it were dropped (cap)
+		bool others_complete = true;
+	};
+	// A walker task off CPU (switched out while holding a lock).
+	struct OffCpu {
+		pid_t tid = 0;
+		uint64_t start_ns = 0, end_ns = 0; // end UINT64_MAX: never back
 	};
 	const std::vector<LockSpan> &walker_holds() const { return walker_holds_; }
 	const std::vector<LockSpan> &walker_waits() const { return walker_waits_; }
 	const std::vector<WatchedWait> &candidates() const { return candidates_; }
+	// walker off-CPU spans that began inside one of its holds (closed ones,
+	// then the open ones with end UINT64_MAX)
+	std::vector<OffCpu> walker_off_cpu() const;
+	uint64_t failed_acquires() const { return failed_acquires_; }
+	// other tasks' closed holds kept now (the bound's working set) and
+	// the most ever kept; dropped when over kMaxRecentOthers
+	size_t others_kept() const { return recent_others_.size(); }
+	size_t others_kept_max() const { return recent_others_max_; }
+	static constexpr size_t kMaxRecentOthers = 1u << 16;
 	// events by target-tgid threads (walker excluded), per mm
 	const std::unordered_map<uint64_t, uint64_t> &target_mm_events() const
 	{
@@ -71,9 +115,35 @@ private:
 	void hold_begin(const LockSpan &h) override;
 	void hold(const LockSpan &h) override;
 
+	void keep_other(const LockSpan &h);
+	void prune_others();
+
 	StallConfig cfg_;
 	LockPairer pairer_;
 	uint64_t events_ = 0;
+	uint64_t failed_acquires_ = 0;
+	bool sched_ = false;
+	// Memory bound of other tasks' holds: a closed one is kept only while
+	// a watched thread's wait on the same mm that began before its end is
+	// still open (only such a wait can become a candidate it overlaps);
+	// once no open wait began before its end it is dropped. The open ones
+	// are at most one per (task, mm). The kept set is thus the holds
+	// overlapping the waits open now, whatever the run's length; beyond
+	// kMaxRecentOthers (a wait open for very long beside a tight locker)
+	// the oldest go and others_horizon_ns_ marks waits that began before
+	// as not split (no guessed figure).
+	struct OpenWait {
+		pid_t tid;
+		uint64_t mm, start_ns;
+	};
+	std::vector<OpenWait> open_waits_;
+	std::vector<LockSpan> open_others_;
+	std::deque<LockSpan> recent_others_; // in end order
+	size_t recent_others_max_ = 0;
+	uint64_t others_horizon_ns_ = 0;
+	// walker tasks switched out while holding: tid -> since
+	std::unordered_map<pid_t, uint64_t> off_since_;
+	std::vector<OffCpu> off_cpu_;
 	std::unordered_map<pid_t, size_t> watched_;
 	std::vector<std::unordered_map<uint64_t, std::unique_ptr<Histogram>>> hist_;
 	std::vector<LockSpan> walker_holds_, walker_waits_, open_walker_holds_;

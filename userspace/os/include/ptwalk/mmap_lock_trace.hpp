@@ -8,6 +8,7 @@
 // in memory; nothing here prints or stores it (MmIndex maps it to "mm#N").
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -92,16 +93,43 @@ private:
 	uint64_t unpaired_ = 0;
 };
 
+// A context switch (sched:sched_switch): prev_tid left the CPU, next_tid
+// took it.
+struct SchedSwitch {
+	uint64_t time_ns = 0; // CLOCK_MONOTONIC
+	pid_t prev_tid = 0, next_tid = 0;
+};
+
 // Merges per-CPU streams into time order: events are held back until
 // they are older than the drain time minus a margin, then delivered sorted.
-class EventReorder {
+// Ev needs a time_ns member.
+template <typename Ev>
+class BasicEventReorder {
 public:
-	explicit EventReorder(uint64_t margin_ns = 10'000'000) : margin_(margin_ns) {}
-	void push(const LockEvent &e) { pending_.push_back(e); }
+	explicit BasicEventReorder(uint64_t margin_ns = 10'000'000) : margin_(margin_ns) {}
+	void push(const Ev &e) { pending_.push_back(e); }
 	// Delivers (in time order) the events older than drained_at - margin,
 	// or all of them when final.
 	void flush(uint64_t drained_at_ns, bool final,
-		   const std::function<void(const LockEvent &)> &deliver);
+		   const std::function<void(const Ev &)> &deliver)
+	{
+		if (pending_.empty())
+			return;
+		std::stable_sort(pending_.begin(), pending_.end(),
+				 [](const Ev &a, const Ev &b) { return a.time_ns < b.time_ns; });
+		const uint64_t limit = final ? UINT64_MAX
+				       : drained_at_ns > margin_ ? drained_at_ns - margin_ : 0;
+		size_t n = 0;
+		for (; n < pending_.size() && pending_[n].time_ns <= limit; n++) {
+			const Ev &e = pending_[n];
+			if (e.time_ns < last_)
+				late_++;
+			else
+				last_ = e.time_ns;
+			deliver(e);
+		}
+		pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(n));
+	}
 	// Events that arrived older than one already delivered.
 	uint64_t late() const { return late_; }
 
@@ -109,8 +137,21 @@ private:
 	uint64_t margin_;
 	uint64_t last_ = 0;
 	uint64_t late_ = 0;
-	std::vector<LockEvent> pending_;
-	std::vector<LockEvent> keep_;
+	std::vector<Ev> pending_;
+};
+
+using EventReorder = BasicEventReorder<LockEvent>;
+
+// Decodes sched:sched_switch records (prev_pid, next_pid) by its format.
+class SchedSwitchDecoder {
+public:
+	bool init(const TraceEventFormat &f, std::string *err);
+	bool decode(const PerfSample &s, SchedSwitch &out) const;
+	uint32_t id() const { return id_; }
+
+private:
+	uint32_t id_ = 0;
+	TraceField type_, prev_, next_;
 };
 
 // Decodes raw mmap_lock records by the parsed format files.
@@ -151,6 +192,13 @@ public:
 		// forks of every task, so short-lived tasks still get a name.
 		std::function<void(pid_t pid, pid_t tid, std::string_view comm)> on_comm;
 		std::function<void(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)> on_fork;
+		// Optional: sched:sched_switch in the same session, delivered in
+		// time order with the lock events; sched_filter (e.g. "prev_pid
+		// == 1 || next_pid == 1") is its kernel filter. When the event
+		// cannot be opened the lock events go on without it
+		// (sched_available() false, sched_why() says why).
+		std::function<void(const SchedSwitch &)> on_sched;
+		std::string sched_filter;
 	};
 	using Consumer = std::function<void(const LockEvent &)>;
 
@@ -171,6 +219,12 @@ public:
 	unsigned cpus() const { return perf_.cpus(); }
 	const std::string &memcg_field() const { return decoder_.memcg_field(); }
 	bool tracefs_was_mounted_by_us() const { return mounted_by_us_; }
+	bool sched_available() const { return sched_on_; }
+	const std::string &sched_why() const { return sched_why_; }
+	// the sched filter was applied in the kernel (else: all switches come
+	// and the consumer picks)
+	bool sched_filter_applied() const { return sched_on_ && perf_.filter_applied(3); }
+	const std::string &sched_filter_error() const { return perf_.filter_error(3); }
 
 private:
 	void sample(const PerfSample &s) override;
@@ -178,14 +232,24 @@ private:
 	void task_comm(pid_t pid, pid_t tid, std::string_view comm) override;
 	void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid) override;
 
+	// lock events and context switches, one time order
+	struct TraceEvent {
+		uint64_t time_ns = 0;
+		bool sched = false;
+		LockEvent lock;
+		SchedSwitch sw;
+	};
 	MmapLockDecoder decoder_;
+	SchedSwitchDecoder sched_decoder_;
 	PerfTracepoints perf_;
-	EventReorder reorder_;
+	BasicEventReorder<TraceEvent> reorder_;
 	Consumer consumer_;
 	Options opt_;
 	std::atomic<uint64_t> events_{0}, undecoded_{0};
 	bool running_ = false;
 	bool mounted_by_us_ = false;
+	bool sched_on_ = false;
+	std::string sched_why_;
 };
 
 // Opaque mm key -> "mm#N", N by first use.

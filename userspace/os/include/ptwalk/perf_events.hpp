@@ -55,6 +55,11 @@ struct PerfTracepointConfig {
 	size_t ring_bytes_per_cpu = 8u << 20;   // rounded down to 2^n pages
 	size_t min_ring_bytes_per_cpu = 256u << 10; // retry smaller down to this
 	std::string filter;                     // PERF_EVENT_IOC_SET_FILTER text
+	// Per tracepoint (parallel to tracepoint_ids) when not empty: event i
+	// gets filters[i] instead of filter. Events sharing one text are one
+	// group: a group whose text any event refuses stays unfiltered, the
+	// other groups keep theirs.
+	std::vector<std::string> filters;
 	int poll_ms = 20;
 	bool track_tasks = false; // attr.comm + attr.task on each CPU's ring
 	// Other fds whose readiness ends the reader's sleep early (a BPF ring
@@ -80,8 +85,11 @@ public:
 	// (round_end(.., true) is the last sink call). Idempotent.
 	void stop();
 
+	// of the first tracepoint's filter group (filter_applied(i): event i's)
 	bool filter_applied() const;
 	const std::string &filter_error() const;
+	bool filter_applied(size_t i) const;
+	const std::string &filter_error(size_t i) const;
 	unsigned cpus() const;
 	size_t ring_bytes_per_cpu() const;
 	uint64_t samples() const;

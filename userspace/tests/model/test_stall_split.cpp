@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+// The split of an attributed stall (walker_held / others_held / free, and
+// walker_off_cpu from context switches) on synthetic event streams, failed
+// trylocks, and the bound on other tasks' holds kept.
+#include <algorithm>
+#include <gtest/gtest.h>
+
+#include "ptwalk/result.hpp"
+#include "ptwalk/stall_attribution.hpp"
+#include "ptwalk/validation.hpp"
+
+using namespace ptwalk;
+
+namespace {
+
+constexpr uint64_t kMm = 0xffff888812345678ull;
+constexpr pid_t kTarget = 100, kWalker = 200;
+constexpr pid_t kFault = 101, kMmap = 102, kOther = 103; // threads of the target
+
+LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, LockEventType type, bool write,
+	     bool success = true)
+{
+	LockEvent e;
+	e.time_ns = t;
+	e.tgid = tgid;
+	e.tid = tid;
+	e.mm = kMm;
+	e.type = type;
+	e.write = write;
+	e.success = success;
+	return e;
+}
+
+struct Stream {
+	std::vector<LockEvent> locks;
+	std::vector<SchedSwitch> switches;
+
+	// start_locking at t0, acquired at t1, released at t2
+	void lock(pid_t tgid, pid_t tid, bool write, uint64_t t0, uint64_t t1, uint64_t t2)
+	{
+		locks.push_back(ev(t0, tgid, tid, LockEventType::StartLocking, write));
+		locks.push_back(ev(t1, tgid, tid, LockEventType::AcquireReturned, write));
+		locks.push_back(ev(t2, tgid, tid, LockEventType::Released, write));
+	}
+	void off(pid_t tid, uint64_t out, uint64_t in)
+	{
+		switches.push_back({out, tid, 0});
+		switches.push_back({in, 0, tid});
+	}
+	// both kinds, in one time order, as MmapLockTrace delivers them
+	void feed(StallAccumulator &acc) const
+	{
+		struct E {
+			uint64_t t;
+			size_t i;
+			bool sched;
+		};
+		std::vector<E> all;
+		for (size_t i = 0; i < locks.size(); i++)
+			all.push_back({locks[i].time_ns, i, false});
+		for (size_t i = 0; i < switches.size(); i++)
+			all.push_back({switches[i].time_ns, i, true});
+		std::stable_sort(all.begin(), all.end(),
+				 [](const E &a, const E &b) { return a.t < b.t; });
+		for (const auto &e : all) {
+			if (e.sched)
+				acc.sched_switch(switches[e.i]);
+			else
+				acc.feed(locks[e.i]);
+		}
+	}
+};
+
+StallConfig config()
+{
+	return {kTarget, {{kFault, "fault"}, {kMmap, "mmap"}}, kWalker};
+}
+
+// The attributed stall of tid (the only one expected).
+const KernelStall &stall_of(const KernelView &kv, pid_t tid)
+{
+	static const KernelStall none;
+	EXPECT_TRUE(kv.stalls);
+	if (!kv.stalls)
+		return none;
+	const KernelStall *found = nullptr;
+	for (const auto &s : kv.stalls->list)
+		if (s.tid == tid) {
+			EXPECT_EQ(found, nullptr) << "two stalls of tid " << tid;
+			found = &s;
+		}
+	EXPECT_NE(found, nullptr) << "no stall of tid " << tid;
+	return found ? *found : none;
+}
+
+void expect_split(const KernelStall &s, uint64_t wait, uint64_t walker, uint64_t others,
+		  uint64_t free)
+{
+	EXPECT_EQ(s.wait_ns, wait);
+	ASSERT_TRUE(s.walker_held_ns && s.others_held_ns && s.free_ns);
+	EXPECT_EQ(*s.walker_held_ns, walker);
+	EXPECT_EQ(*s.others_held_ns, others);
+	EXPECT_EQ(*s.free_ns, free);
+	EXPECT_EQ(*s.walker_held_ns + *s.others_held_ns + *s.free_ns, s.wait_ns);
+}
+
+const std::vector<WalkSpan> kWalk = {{"clear_refs", kWalker, 500, 10000}};
+
+} // namespace
+
+// A read fault wholly inside the walker's write hold: all walker_held.
+TEST(StallSplit, WaitFullyBehindWalkerWriteHold)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
+	s.lock(kTarget, kFault, false, 2000, 4000, 4100);
+	s.feed(acc);
+	KernelView kv;
+	auto views = attribute_stalls(acc, kWalk, {}, kv);
+	expect_split(stall_of(kv, kFault), 2000, 2000, 0, 0);
+	EXPECT_FALSE(stall_of(kv, kFault).walker_off_cpu_ns); // no sched events
+	ASSERT_EQ(views.size(), 1u);
+	EXPECT_EQ(views[0].max_stall_walker_held_ns, 2000u);
+	EXPECT_EQ(kv.stalls->threads[0].name, "fault");
+	EXPECT_EQ(kv.stalls->threads[0].max_attributed_walker_held_ns, 2000u);
+	EXPECT_FALSE(kv.stalls->threads[1].max_attributed_walker_held_ns); // mmap: none
+}
+
+// The walker releases at 3000, another thread of the target (not watched)
+// holds write 3000..4000, the lock is then free until the fault returns at
+// 4500.
+TEST(StallSplit, WaitGoesOnBehindAnotherWriter)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 3000);
+	s.lock(kTarget, kOther, true, 1500, 3000, 4000);
+	s.lock(kTarget, kFault, false, 2000, 4500, 4600);
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	expect_split(stall_of(kv, kFault), 2500, 1000, 1000, 500);
+	EXPECT_EQ(kv.stalls->total, 1u);
+}
+
+// Another writer still holding when the wait ends (an open hold) counts up
+// to the wait's end; a reader beside a read wait does not exclude it.
+TEST(StallSplit, OpenHoldOfAnotherTaskAndCompatibleReaders)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 2000);
+	s.lock(kTarget, kOther, false, 2100, 2100, 2600); // read beside a read wait
+	s.locks.push_back(ev(2700, kTarget, kOther, LockEventType::StartLocking, true));
+	s.locks.push_back(ev(2800, kTarget, kOther, LockEventType::AcquireReturned, true));
+	s.lock(kTarget, kFault, false, 1500, 3000, 3100);
+	s.locks.push_back(ev(3500, kTarget, kOther, LockEventType::Released, true));
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	// walker 1500..2000, others 2800..3000 (write), free 2000..2800
+	expect_split(stall_of(kv, kFault), 1500, 500, 200, 800);
+}
+
+// A wait that outlives every hold: the rest is free.
+TEST(StallSplit, WaitOutlivesEveryHold)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 2000);
+	s.lock(kTarget, kMmap, true, 1500, 6000, 6100);
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	expect_split(stall_of(kv, kMmap), 4500, 500, 0, 4000);
+}
+
+// smaps holds read 1000..5000; the mmap victim's write waits 2000..5100
+// (blocked by it); the fault's read, begun at 3000, queues behind that
+// writer: the walker's read hold counts for it while the writer is
+// pending, the writer's own hold 5100..5300 is others_held, and the gap
+// 5000..5100 free.
+TEST(StallSplit, ChainReaderBehindBlockedWriter)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
+	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
+	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
+	s.feed(acc);
+	KernelView kv;
+	auto views = attribute_stalls(acc, {{"smaps", kWalker, 500, 10000}}, {}, kv);
+	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
+	expect_split(stall_of(kv, kFault), 2200, 2000, 100, 100);
+	EXPECT_EQ(views[0].stalls, 2u);
+	EXPECT_EQ(views[0].max_stall_walker_held_ns, 3000u);
+}
+
+// 6.1/6.12 trace a trylock as start_locking + acquire_returned: a failed
+// one while the walker holds write is no stall and no wait.
+TEST(StallSplit, FailedTrylockNotAttributed)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
+	s.locks.push_back(ev(2000, kTarget, kFault, LockEventType::StartLocking, false));
+	s.locks.push_back(
+		ev(2001, kTarget, kFault, LockEventType::AcquireReturned, false, false));
+	s.lock(kTarget, kFault, false, 2100, 5100, 5200); // the real wait after it
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	ASSERT_TRUE(kv.stalls);
+	EXPECT_EQ(kv.stalls->total, 1u);
+	expect_split(stall_of(kv, kFault), 3000, 2900, 0, 100);
+	EXPECT_EQ(kv.stalls->threads[0].waits.count(), 1u);
+	EXPECT_EQ(kv.stalls->threads[0].attributed, 1u);
+	EXPECT_EQ(acc.failed_acquires(), 1u);
+	ASSERT_TRUE(kv.tracepoint);
+	EXPECT_EQ(kv.tracepoint->failed_acquires, 1u);
+	EXPECT_EQ(acc.unpaired(), 0u);
+}
+
+// The walker holds write 1000..5000 and is switched out 2000..3000 and
+// 4500..4800 inside it (and 500..600 before it, which does not count); the
+// fault waits 1500..5500.
+TEST(StallSplit, WalkerOffCpuFromSchedSwitch)
+{
+	for (bool sched : {true, false}) {
+		StallAccumulator acc(config());
+		acc.set_sched(sched);
+		Stream s;
+		s.off(kWalker, 500, 600);
+		s.lock(kWalker, kWalker, true, 900, 1000, 5000);
+		s.off(kWalker, 2000, 3000);
+		s.off(kOther, 2500, 2600); // not the walker
+		s.off(kWalker, 4500, 4800);
+		s.lock(kTarget, kFault, false, 1500, 5500, 5600);
+		s.feed(acc);
+		KernelView kv;
+		attribute_stalls(acc, kWalk, {}, kv);
+		const KernelStall &st = stall_of(kv, kFault);
+		expect_split(st, 4000, 3500, 0, 500);
+		if (sched) {
+			ASSERT_TRUE(st.walker_off_cpu_ns);
+			EXPECT_EQ(*st.walker_off_cpu_ns, 1300u);
+		} else {
+			EXPECT_FALSE(st.walker_off_cpu_ns); // not measured: absent
+		}
+	}
+}
+
+// A walker still off CPU at the end of the trace: off until the wait ends.
+TEST(StallSplit, WalkerNeverBackOnCpu)
+{
+	StallAccumulator acc(config());
+	acc.set_sched(true);
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
+	s.switches.push_back({4000, kWalker, 0});
+	s.lock(kTarget, kFault, false, 1500, 4700, 4800);
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	const KernelStall &st = stall_of(kv, kFault);
+	expect_split(st, 3200, 3200, 0, 0);
+	EXPECT_EQ(st.walker_off_cpu_ns, 700u);
+}
+
+// Other tasks' holds are kept only while a watched wait that can overlap
+// them is open: a tight locker beside no wait keeps nothing, beside one
+// wait only the holds within it.
+TEST(StallSplit, OtherHoldsStayBounded)
+{
+	StallAccumulator acc(config());
+	Stream s;
+	for (uint64_t i = 0; i < 100000; i++)
+		s.lock(kTarget, kOther, true, 10 * i, 10 * i + 1, 10 * i + 5);
+	// one fault wait over 100 of them, behind a walker hold
+	const uint64_t t = 500000;
+	s.lock(kWalker, kWalker, true, t - 10, t - 9, t + 7);
+	s.lock(kTarget, kFault, false, t, t + 1000, t + 1001);
+	s.feed(acc);
+	EXPECT_EQ(acc.others_kept(), 0u);
+	EXPECT_LE(acc.others_kept_max(), 101u);
+	EXPECT_GE(acc.others_kept_max(), 99u);
+	KernelView kv;
+	attribute_stalls(acc, {{"clear_refs", kWalker, t - 20, t + 2000}}, {}, kv);
+	// walker t..t+7; kOther's write holds [10i+1, 10i+5] inside the wait:
+	// 100 holds of 4 ns, the first of them (t+1..t+5) under the walker's
+	const KernelStall &st = stall_of(kv, kFault);
+	expect_split(st, 1000, 7, 99 * 4, 1000 - 7 - 99 * 4);
+}
+
+// validation.stall_parts: every listed stall with a split is checked, a
+// split that does not sum to its wait (or lacks a part) is bad; the table
+// shows the worst stall's split.
+TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
+{
+	StallAccumulator acc(config());
+	acc.set_sched(true);
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000000, 3500000);
+	s.off(kWalker, 2000000, 2500000);
+	s.lock(kTarget, kOther, true, 1500, 3500000, 3800000);
+	s.lock(kTarget, kMmap, true, 2000, 18100000, 18200000);
+	s.lock(kTarget, kFault, false, 3000000, 3600000, 3700000);
+	s.feed(acc);
+	RunResult r;
+	r.backend = "tracepoint";
+	attribute_stalls(acc, {{"clear_refs", kWalker, 500, 5000000}}, {}, r.kernel_view);
+	ASSERT_TRUE(r.kernel_view.stalls);
+	ASSERT_EQ(r.kernel_view.stalls->list.size(), 2u);
+	add_validation(r, {}, 0, nullptr);
+	ASSERT_TRUE(r.validation.stall_parts);
+	EXPECT_EQ(r.validation.stall_parts->checked, 2u);
+	EXPECT_EQ(r.validation.stall_parts->bad, 0u);
+
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	print_table(r, f);
+	fclose(f);
+	const std::string t(buf, len);
+	free(buf);
+	// mmap waits 2000..18100000: walker 1000000..3500000, kOther
+	// 3500000..3800000, free the rest; the walker off CPU 0.5 ms of it
+	EXPECT_NE(t.find("worst stall 18.10 ms (mmap, walk 0): walk held 2.50 ms (walker off "
+			 "CPU 500.0 us of it), others 300.0 us, free 15.30 ms\n"),
+		  std::string::npos)
+		<< t;
+	EXPECT_EQ(t.find("stall splits DISAGREE"), std::string::npos) << t;
+
+	// one part off by one, one part missing
+	r.kernel_view.stalls->list[0].free_ns = *r.kernel_view.stalls->list[0].free_ns + 1;
+	r.kernel_view.stalls->list[1].others_held_ns.reset();
+	add_validation(r, {}, 0, nullptr);
+	EXPECT_EQ(r.validation.stall_parts->checked, 2u);
+	EXPECT_EQ(r.validation.stall_parts->bad, 2u);
+	f = open_memstream(&buf, &len);
+	print_table(r, f);
+	fclose(f);
+	const std::string t2(buf, len);
+	free(buf);
+	EXPECT_NE(t2.find("validation: stall splits DISAGREE: 2 of 2 do not sum to their wait"),
+		  std::string::npos)
+		<< t2;
+}
