@@ -82,6 +82,9 @@ struct ptw_stall_rec {
 	u32 write;
 	u32 success;
 	u32 walker_write;	/* mode of the walker's hold that blocked it */
+	u32 split_complete;	/* every hold that overlapped the wait was seen */
+	u64 walker_held_ns;	/* the walk's excluding holds within the wait */
+	u64 others_held_ns;	/* other tasks' excluding holds, the rest of it */
 	char waiter_comm[TASK_COMM_LEN];
 };
 
@@ -103,6 +106,7 @@ struct ptw_stats {
 	atomic64_t walks_open_unread;	/* opened, never walked */
 	atomic64_t arg_faults;		/* probe argument unreadable */
 	atomic64_t walks_missed;	/* walks flagged probe_missed */
+	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
 };
 
 enum { PTW_S_FREE = 0, PTW_S_BUSY, PTW_S_LIVE };

@@ -57,7 +57,8 @@
 	X(walk_seq, "%llu") X(kind, "%s") X(waiter_pid, "%d")			\
 	X(waiter_comm, "%s") X(target_tgid, "%d") X(start_ns, "%llu")		\
 	X(wait_ns, "%llu") X(mode, "%s") X(walker_pid, "%d")			\
-	X(walker_mode, "%s") X(acquired, "%u")
+	X(walker_mode, "%s") X(acquired, "%u") X(walker_held_ns, "%llu")	\
+	X(others_held_ns, "%llu") X(split_complete, "%u")
 
 /* debugfs "hist": one non-empty slot */
 #define PTW_HIST_KEYS(X)							\
@@ -73,7 +74,7 @@
 #define PTW_COUNTERS_ALL(X)						\
 	X(walks_dropped) X(waits_dropped) X(walks_open_unread)		\
 	X(holders_dropped) X(arg_faults) X(walks_missed) X(kp_nmissed)	\
-	X(krp_nmissed) X(inject_delay_ns)
+	X(krp_nmissed) X(inject_delay_ns) X(failed_attempts)
 
 /* debugfs "hooks": one hook (kinds: a comma list of kind names, or none) */
 #define PTW_HOOK_KEYS(X)							\

@@ -100,7 +100,8 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 		   ptw_escape_comm(comm, r->waiter_comm), r->target_tgid,
 		   r->start_ns, r->wait_ns, ptw_mode_names[r->write ? 2 : 1],
 		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
-		   r->success);
+		   r->success, r->walker_held_ns, r->others_held_ns,
+		   r->split_complete);
 	return 0;
 }
 
@@ -234,6 +235,7 @@ PTW_STAT_ALL(walks_open_unread)
 PTW_STAT_ALL(holders_dropped)
 PTW_STAT_ALL(arg_faults)
 PTW_STAT_ALL(walks_missed)
+PTW_STAT_ALL(failed_attempts)
 #undef PTW_STAT_ALL
 static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
 {

@@ -11,11 +11,25 @@
  * (the walker holds it now) and when the walker takes the lock (it marks
  * every excluded waiter of that mm).  Both sides publish their own state,
  * then look at the other's (a full barrier between), so at least one of
- * them sees the overlap.  A trylock emits no start_locking and is never a
- * wait; a wait that no walker hold excluded is not a stall.  One chain
- * is followed: a reader that arrives while a writer the walk blocks is
- * queued waits behind that writer (rwsem does not let readers pass a
- * waiting writer), so the walk blocks it too.
+ * them sees the overlap.  A wait that no walker hold excluded is not a
+ * stall, nor is an attempt that failed (a trylock emits start_locking too,
+ * then acquire_returned(success=0)): it is counted in failed_attempts and
+ * taken back from the walk's stalls.  One chain is followed: a reader that
+ * arrives while a writer the walk blocks is queued waits behind that writer
+ * (rwsem does not let readers pass a waiting writer), so the walk blocks it
+ * too.
+ *
+ * The split of a stall: every hold of a pending waiter's mm that ends (a
+ * release, or a downgrade) adds the part of it within the wait that
+ * excluded the waiter: to walker_held when it is a hold of the walk the
+ * stall is attributed to (the chain counts while the writer is pending), to
+ * others_held otherwise.  The holds of other tasks are known from the
+ * holder table, which tracks every holder of an mm being walked or with a
+ * blocked waiter; a hold ending that was not tracked (taken before, or
+ * dropped for want of a slot) marks the waits it may have overlapped, and
+ * their split is reported incomplete.  Read holds of several tasks that
+ * overlap one another within a write wait are summed; the sum is clamped so
+ * that walker_held + others_held <= wait_ns.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -46,9 +60,25 @@ struct ptw_waiter {
 	u32 walker_write;
 	pid_t walker_pid;
 	pid_t target_tgid;
+	struct ptw_active *act;	/* the walk slot that marked it */
+	/*
+	 * The split, added to by the holders as their holds end: ns in the
+	 * low PTW_ACC_SHIFT bits, the slot's generation above them, so that
+	 * an add meant for a previous waiter of a reused slot is refused.
+	 */
+	atomic64_t walker_held;
+	atomic64_t others_held;
+	atomic_t split_lost;	/* a hold within the wait was not seen */
 };
 
-/* A task holding a walked mm's mmap_lock (to adopt smaps' m_start hold). */
+#define PTW_ACC_SHIFT	48
+#define PTW_ACC_NS	((1ULL << PTW_ACC_SHIFT) - 1)
+
+/*
+ * A task other than the walker holding the mmap_lock of an mm being walked
+ * or waited for by a blocked waiter (to adopt smaps' m_start hold, and for
+ * the split of the stalls).
+ */
 struct ptw_holder {
 	atomic_long_t task_key;	/* 0 = free */
 	unsigned long mm_key;
@@ -59,6 +89,7 @@ struct ptw_holder {
 static struct ptw_waiter ptw_wait[PTW_MAX_WAITERS];
 static atomic_t ptw_wait_hw = ATOMIC_INIT(0);
 static atomic_t ptw_nr_waiting = ATOMIC_INIT(0);
+static atomic_t ptw_nr_blocked = ATOMIC_INIT(0);	/* a hint, for fast paths */
 
 static struct ptw_holder ptw_hold[PTW_MAX_HOLDERS];
 static atomic_t ptw_nr_holders = ATOMIC_INIT(0);
@@ -87,15 +118,50 @@ static void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_active *a)
 {
 	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
 		return;
+	atomic_inc(&ptw_nr_blocked);
+	WRITE_ONCE(w->act, a);
 	w->walk_seq = READ_ONCE(a->seq);
 	w->kind = a->kind;
 	w->walker_write = READ_ONCE(a->lock_write);
 	w->walker_pid = READ_ONCE(a->walker_pid);
 	w->target_tgid = a->target_tgid;
 	atomic_set_release(&w->blocked, 1);
+	/* taken back in ptw_wait_end() if the attempt fails */
 	atomic64_inc(&a->stalls);
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
+
+/* a new waiter in the slot: its split starts at 0, in a new generation */
+static void ptw_acc_init(atomic64_t *acc)
+{
+	u64 gen = ((u64)atomic64_read(acc) >> PTW_ACC_SHIFT) + 1;
+
+	atomic64_set(acc, (s64)(gen << PTW_ACC_SHIFT));
+}
+NOKPROBE_SYMBOL(ptw_acc_init);
+
+/*
+ * Add ns to the split acc of the waiter whose generation seen was read
+ * before its fields; false only when the add was lost to contention.
+ */
+static bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
+{
+	unsigned int tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		u64 v = (u64)atomic64_read(acc);
+		u64 lo;
+
+		if ((v >> PTW_ACC_SHIFT) != (seen >> PTW_ACC_SHIFT))
+			return true;	/* the slot has a new waiter */
+		lo = min_t(u64, (v & PTW_ACC_NS) + ns, PTW_ACC_NS);
+		if ((u64)atomic64_cmpxchg(acc, (s64)v,
+					  (s64)((v & ~PTW_ACC_NS) | lo)) == v)
+			return true;
+	}
+	return false;
+}
+NOKPROBE_SYMBOL(ptw_acc_add);
 
 static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 				     u64 seq, u64 t0);
@@ -168,6 +234,150 @@ static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 }
 NOKPROBE_SYMBOL(ptw_blocked_writer_waits);
 
+/* the hold a walker has of its target since t0 is the walk's (used by it) */
+static __always_inline bool ptw_hold_is_walks(struct ptw_active *a)
+{
+	return a->hold_used || atomic_read(&a->in_call) > 0;
+}
+
+/*
+ * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
+ * add the part of it within each pending wait on mmk that it excluded.
+ * walker: the holder is a walker of mmk holding it, which ends the holds of
+ * all its walks of mmk at once (their slots still hold lock_t0).
+ */
+static void ptw_hold_end(unsigned long holder, unsigned long mmk,
+			 bool hold_write, u64 h0, u64 now, bool walker)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_waiting))
+		return;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+		struct ptw_active *act;
+		u64 gw, go, t0, from, lt0;
+		bool wr, ok = true;
+
+		if (!tk || (tk & 1) || tk == holder)
+			continue;
+		gw = (u64)atomic64_read(&w->walker_held);
+		go = (u64)atomic64_read(&w->others_held);
+		smp_rmb();	/* the generations before the fields they cover */
+		if (READ_ONCE(w->mm_key) != mmk)
+			continue;
+		t0 = READ_ONCE(w->t0);
+		wr = READ_ONCE(w->write);
+		from = max(h0, t0);
+		if (now <= from)
+			continue;
+		act = walker && atomic_read_acquire(&w->blocked) == 1 ?
+		      READ_ONCE(w->act) : NULL;
+		/*
+		 * The stall's walk is one of this walker's, the hold its (the
+		 * walk's lock_hold_ns has it).  A hold of another walk, the
+		 * next one of the same walker or file included, is another's.
+		 */
+		if (act && ptw_live(act) && READ_ONCE(act->task_key) == holder &&
+		    READ_ONCE(act->mm_key) == mmk &&
+		    READ_ONCE(act->seq) == READ_ONCE(w->walk_seq) &&
+		    (lt0 = READ_ONCE(act->lock_t0)) && ptw_hold_is_walks(act)) {
+			from = max(lt0, t0);
+			if (now > from &&
+			    (ptw_excludes(hold_write, wr) ||
+			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0))))
+				ok = ptw_acc_add(&w->walker_held, gw, now - from);
+		} else if (ptw_excludes(hold_write, wr)) {
+			ok = ptw_acc_add(&w->others_held, go, now - from);
+		}
+		if (!ok)
+			atomic_set(&w->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_hold_end);
+
+/*
+ * A hold of mmk in mode hold_write that was not tracked ends now (or one
+ * could not be tracked): the waits it may have excluded lose their split.
+ */
+static void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
+			    bool hold_write, u64 now)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_waiting))
+		return;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (!tk || (tk & 1) || tk == holder ||
+		    READ_ONCE(w->mm_key) != mmk ||
+		    READ_ONCE(w->t0) >= now ||
+		    !ptw_excludes(hold_write, READ_ONCE(w->write)))
+			continue;
+		atomic_set(&w->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_hold_unseen);
+
+/* a waiter on mmk is blocked by a walk (its lock holders are tracked) */
+static bool ptw_blocked_on(unsigned long mmk)
+{
+	unsigned int i, n;
+
+	if (atomic_read(&ptw_nr_blocked) <= 0)
+		return false;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (tk && !(tk & 1) && READ_ONCE(w->mm_key) == mmk &&
+		    atomic_read(&w->blocked))
+			return true;
+	}
+	return false;
+}
+NOKPROBE_SYMBOL(ptw_blocked_on);
+
+/*
+ * The current task ends its hold of mmk now (a release, or a downgrade):
+ * if it holds it for walks of mmk, split the hold into the waits and
+ * account it to the walks.  False if it is no walker holding mmk.
+ */
+static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now)
+{
+	bool seen = false;
+	unsigned int i, n;
+
+	n = atomic_read(&ptw_nr_live) ? ptw_act_limit() : 0;
+	for (i = 0; i < n; i++) {
+		struct ptw_active *a = &ptw_act[i];
+
+		if (!ptw_live(a) || READ_ONCE(a->task_key) != me ||
+		    READ_ONCE(a->mm_key) != mmk || !a->lock_t0)
+			continue;
+		/* once for the task's hold, while every slot still has it */
+		if (!seen)
+			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true);
+		seen = true;
+		if (ptw_hold_is_walks(a)) {
+			a->lock_hold_ns += now - a->lock_t0;
+			a->lock_mode |= a->lock_write ? PTW_LOCK_WRITE :
+							PTW_LOCK_READ;
+			a->end_ns = max(a->end_ns, now);
+		}
+		WRITE_ONCE(a->lock_t0, 0);
+		a->hold_used = false;
+	}
+	return seen;
+}
+NOKPROBE_SYMBOL(ptw_walker_hold_end);
+
 static struct ptw_holder *ptw_holder_find(unsigned long task, unsigned long mm)
 {
 	unsigned int i;
@@ -216,18 +426,12 @@ static void ptw_holder_add(unsigned long me, unsigned long mmk, u64 now,
 		}
 	}
 	atomic64_inc(&ptw_stats.holders_dropped);
+	ptw_hold_unseen(me, mmk, write, now);
 }
 NOKPROBE_SYMBOL(ptw_holder_add);
 
-static void ptw_holder_remove(unsigned long me, unsigned long mmk)
+static void ptw_holder_remove(struct ptw_holder *h)
 {
-	struct ptw_holder *h;
-
-	if (!atomic_read(&ptw_nr_holders))
-		return;
-	h = ptw_holder_find(me, mmk);
-	if (!h)
-		return;
 	atomic_dec(&ptw_nr_holders);
 	atomic_long_set_release(&h->task_key, 0);
 }
@@ -273,6 +477,11 @@ static void ptw_lock_start(struct mm_struct *mm, bool write)
 
 found:
 	atomic_set(&w->blocked, 0);
+	w->act = NULL;
+	atomic_set(&w->split_lost, 0);
+	ptw_acc_init(&w->walker_held);
+	ptw_acc_init(&w->others_held);
+	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
 	w->t0 = ktime_get_ns();
@@ -309,6 +518,7 @@ static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 			 bool success)
 {
 	unsigned int i, n, spins;
+	u64 wh, oh, t;
 
 	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
@@ -323,6 +533,20 @@ static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 			cpu_relax();
 		if (atomic_read_acquire(&w->blocked) != 1)
 			goto free;
+		atomic_dec(&ptw_nr_blocked);
+		if (!success) {
+			struct ptw_active *a = w->act;
+
+			/*
+			 * A failed attempt (a trylock, or a killable wait
+			 * interrupted) is no stall: take it back from the walk
+			 * if its record is not out yet.
+			 */
+			atomic64_inc(&ptw_stats.failed_attempts);
+			if (a && ptw_live(a) && READ_ONCE(a->seq) == w->walk_seq)
+				atomic64_dec(&a->stalls);
+			goto free;
+		}
 		memset(&r, 0, sizeof(r));
 		r.walk_seq = w->walk_seq;
 		r.start_ns = w->t0;
@@ -335,6 +559,19 @@ static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		r.write = w->write;
 		r.walker_write = w->walker_write;
 		r.success = success;
+		/*
+		 * Every excluding hold ended before we got the lock, but for
+		 * the walk's read hold by the chain (its writer gave up).
+		 */
+		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
+		if (!w->write && ptw_live(w->act) &&
+		    READ_ONCE(w->act->seq) == w->walk_seq &&
+		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act))
+			wh += now - min(now, max(t, w->t0));
+		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
+		r.walker_held_ns = min(wh, r.wait_ns);
+		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
+		r.split_complete = !atomic_read(&w->split_lost);
 		ptw_push_stall(&r);
 free:
 		atomic_dec(&ptw_nr_waiting);
@@ -348,29 +585,31 @@ static void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
-	bool file_walk = false, walker = false;
+	bool walked = false, walker = false;
+	struct ptw_holder *h;
 	unsigned int i, n;
 	u64 now;
 
-	if (!atomic_read(&ptw_nr_waiting) && !atomic_read(&ptw_nr_live))
+	if (!atomic_read(&ptw_nr_waiting) && !atomic_read(&ptw_nr_live) &&
+	    !atomic_read(&ptw_nr_holders))
 		return;
 	now = ktime_get_ns();
 	/* (waits are tracked from start_locking: see ptw_lock_start()) */
 	if (atomic_read(&ptw_nr_waiting))
 		ptw_wait_end(me, mmk, now, success);
 
-	if (!atomic_read(&ptw_nr_live))
-		return;
-	n = ptw_act_limit();
+	/* a downgrade (no released event): a walker's write hold ends */
+	if (success && atomic_read(&ptw_nr_live))
+		ptw_walker_hold_end(me, mmk, now);
+	n = atomic_read(&ptw_nr_live) ? ptw_act_limit() : 0;
 	for (i = 0; i < n; i++) {
 		struct ptw_active *a = &ptw_act[i];
 
 		if (!ptw_live(a) || READ_ONCE(a->mm_key) != mmk)
 			continue;
-		if (READ_ONCE(a->task_key) != me) {
-			file_walk |= !a->call_scoped;
+		walked = true;
+		if (READ_ONCE(a->task_key) != me)
 			continue;
-		}
 		walker = true;
 		if (a->wait_t0) {
 			a->lock_wait_ns += now - a->wait_t0;
@@ -379,8 +618,22 @@ static void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 		if (success)
 			ptw_hold_begin(a, now, write);
 	}
-	/* another task may read a file walk of this mm: remember its hold */
-	if (success && file_walk && !walker)
+	if (!success || walker)
+		return;
+	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
+	if (h) {
+		/* a downgrade: the write hold ends, a read hold begins */
+		ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+		h->t0 = now;
+		h->write = write;
+		return;
+	}
+	/*
+	 * Another task holds an mm being walked (it may read a file walk of
+	 * it, or block its waiters) or waited for by a blocked waiter:
+	 * remember its hold.
+	 */
+	if (walked || ptw_blocked_on(mmk))
 		ptw_holder_add(me, mmk, now, write);
 }
 NOKPROBE_SYMBOL(ptw_lock_acquired);
@@ -389,29 +642,25 @@ static void ptw_lock_released(struct mm_struct *mm, bool write)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
-	unsigned int i, n;
+	struct ptw_holder *h;
+	bool seen;
 	u64 now;
 
-	if (!atomic_read(&ptw_nr_live) && !atomic_read(&ptw_nr_holders))
+	if (!atomic_read(&ptw_nr_live) && !atomic_read(&ptw_nr_holders) &&
+	    !atomic_read(&ptw_nr_waiting))
 		return;
 	now = ktime_get_ns();
-	ptw_holder_remove(me, mmk);
-	n = ptw_act_limit();
-	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
-
-		if (!ptw_live(a) || READ_ONCE(a->task_key) != me ||
-		    READ_ONCE(a->mm_key) != mmk || !a->lock_t0)
-			continue;
-		if (a->hold_used || atomic_read(&a->in_call) > 0) {
-			a->lock_hold_ns += now - a->lock_t0;
-			a->lock_mode |= a->lock_write ? PTW_LOCK_WRITE :
-							PTW_LOCK_READ;
-			a->end_ns = max(a->end_ns, now);
-		}
-		WRITE_ONCE(a->lock_t0, 0);
-		a->hold_used = false;
+	seen = ptw_walker_hold_end(me, mmk, now);
+	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
+	if (h) {
+		/* (a walker's adopted hold was ended above, as the walk's) */
+		if (!seen)
+			ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+		ptw_holder_remove(h);
+		seen = true;
 	}
+	if (!seen)
+		ptw_hold_unseen(me, mmk, write, now);
 }
 NOKPROBE_SYMBOL(ptw_lock_released);
 

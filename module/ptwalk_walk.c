@@ -526,6 +526,7 @@ void ptw_reset(void)
 	atomic64_set(&ptw_stats.walks_dropped, 0);
 	atomic64_set(&ptw_stats.waits_dropped, 0);
 	atomic64_set(&ptw_stats.holders_dropped, 0);
+	atomic64_set(&ptw_stats.failed_attempts, 0);
 	atomic64_set(&ptw_stats.walks_open_unread, 0);
 	atomic64_set(&ptw_stats.arg_faults, 0);
 	atomic64_set(&ptw_stats.walks_missed, 0);

@@ -182,6 +182,40 @@ check "stalls recorded against clear_refs walks" grep -q "kind=clear_refs .* mod
 seqs=$(sed -n 's/^seq=\([0-9]*\).*/\1/p' $DBG/walks | tr '\n' ' ')
 s1=$(sed -n 's/^walk_seq=\([0-9]*\).*/\1/p' $TMP/stalls | sort -u | head -1)
 check "stall walk_seq $s1 names a recorded walk" sh -c "echo ' $seqs' | grep -q ' $s1 '"
+# the split: walker_held + others_held within the wait, the walker part
+# within the walk's lock hold and not 0 (the walk blocked it); no failed
+# attempt listed; the mmap thread's waits are mostly held (by the walk, and
+# by the next walk when the walker takes the lock again before it runs)
+cat $DBG/walks > $TMP/walks
+split=$(awk '
+function val(k,   i, n) {
+	for (i = 1; i <= NF; i++) {
+		n = index($i, "=")
+		if (substr($i, 1, n - 1) == k)
+			return substr($i, n + 1)
+	}
+	return ""
+}
+NR == FNR { if (val("seq") != "") hold[val("seq")] = val("lock_hold_ns"); next }
+{
+	if (val("acquired") != "1")
+		failed++
+	if (val("split_complete") != "1")
+		next
+	n++
+	w = val("walker_held_ns") + 0; o = val("others_held_ns") + 0; t = val("wait_ns") + 0
+	if (w + o > t || w == 0 || !(val("walk_seq") in hold) ||
+	    w > hold[val("walk_seq")] + 50000)
+		bad++
+	if (2 * (w + o) >= t)
+		most++
+}
+END { printf "%d %d %d %d\n", n, bad, failed, most }' $TMP/walks $TMP/stalls)
+set -- $split
+echo "# split: $1 complete, $2 out of bounds, $3 failed attempts listed, $4 mostly held"
+check "no failed lock attempt is a stall" [ "$3" = 0 ]
+check "stall splits within the wait and the walk's lock hold" [ "$1" -ge 1 -a "$2" = 0 ]
+check "a stall behind the clear_refs write hold is mostly held" [ "$4" -ge 1 ]
 
 # ---- target exits mid-walk ------------------------------------------------
 echo 1 > $DBG/reset

@@ -69,6 +69,35 @@ def check_result(name: str, res: dict[str, Any], module: bool) -> list[str]:
     return bad
 
 
+SPLIT_SLACK_NS = 50_000  # both sides read one clock in the same probes
+
+
+def check_module_split(name: str, res: dict[str, Any]) -> tuple[list[str], int]:
+    """ptwalk.ko's stalls: none is a failed attempt, and each split stall's
+    parts (walker_held + others_held + free) sum to its wait, its walker part
+    within the walk's module-measured lock hold. Problems, and how many
+    stalls were split."""
+    bad, split = [], 0
+    walks = res["walks"]
+    for s in res["kernel_view"]["stalls"]:
+        if s.get("acquired") is False:
+            bad.append(f"{name}: a failed lock attempt is listed as a stall: {s}")
+        parts = [s.get(k) for k in ("walker_held_ns", "others_held_ns", "free_ns")]
+        if all(p is None for p in parts):
+            continue
+        if any(p is None for p in parts):
+            bad.append(f"{name}: a stall split in part: {s}")
+            continue
+        split += 1
+        if sum(parts) != s["wait_ns"]:
+            bad.append(f"{name}: split {parts} does not sum to wait_ns {s['wait_ns']}")
+        hold = walks[s["walk"]].get("lock_hold_ns")
+        if hold is None or s["walker_held_ns"] > hold + SPLIT_SLACK_NS:
+            bad.append(f"{name}: walker_held_ns {s['walker_held_ns']} > the walk's "
+                       f"lock_hold_ns {hold}: {s}")
+    return bad, split
+
+
 def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     if vm_kernel is not None and vm_kernel.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
@@ -80,6 +109,7 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     assert not r.findings, f"kernel log problems: {r.findings}"
     assert r.returncode == 0, r.problem()
     bad: list[str] = []
+    split_total = 0
     for k in KINDS:
         assert f"{k}.json" in r.files, f"{k}.json not returned ({sorted(r.files)})"
         res = json.loads(r.files[f"{k}.json"])
@@ -97,6 +127,20 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
                   f"{v['confirmed_by_upkeep']} by the victims' upkeep; "
                   f"unconfirmed {v['unconfirmed']}")
         bad += check_result(f"{k} (module)", res, module=True)
+        problems, split = check_module_split(f"{k} (module)", res)
+        bad += problems
+        split_total += split
+        listed = res["kernel_view"]["stalls"]
+        print(f"{vm_kernel.id if vm_kernel else '?'} {k} module split: {split}/{len(listed)} "
+              f"stalls, walker_held {sum(x.get('walker_held_ns', 0) for x in listed) / 1e6:.1f} ms "
+              f"others_held {sum(x.get('others_held_ns', 0) for x in listed) / 1e6:.1f} ms "
+              f"free {sum(x.get('free_ns', 0) for x in listed) / 1e6:.1f} ms; "
+              f"failed attempts {res['kernel_view']['counters'].get('failed_attempts.all')}")
+        if "failed_attempts.all" not in res["kernel_view"]["counters"]:
+            bad.append(f"{k}: no failed_attempts counter: {res['kernel_view']['counters']}")
+    # the split is not vacuous: the clear_refs walks' stalls are split
+    if not split_total:
+        bad.append("no module stall carries a split")
     assert not bad, "\n".join(bad)
 
 

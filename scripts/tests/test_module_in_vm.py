@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import ptwalk_abi
+from test_crossvalidation import check_module_split
 
 INJECT_NS = 100_000
 SIZE = 256 << 20
@@ -65,6 +66,9 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
         assert kv["walks_matched"] == kv["walks_hookable"] == len(walks), (name, kv)
         assert kv["module_walks_unmatched"] == 0, (name, kv)
         assert kv["nmissed"] == 0, (name, kv["hooks"])
+        # no failed attempt is a stall; a split stall's parts sum to its wait
+        bad, _ = check_module_split(name, res)
+        assert not bad, "\n".join(bad)
         size = res["workload"]["size_start"]
         for w in walks:
             if name == "smaps_rollup":

@@ -155,6 +155,17 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 		st.walker_pid = i32(r, S(walker_pid));
 		st.walker_mode = s(r, S(walker_mode));
 		st.acquired = s(r, S(acquired)) != "0";
+		// split_complete=0: a hold within the wait was not seen, no split
+		if (r.count(S(walker_held_ns)) && r.count(S(others_held_ns)) &&
+		    s(r, S(split_complete)) == "1") {
+			const uint64_t wh = u64(r, S(walker_held_ns));
+			const uint64_t oh = u64(r, S(others_held_ns));
+			// the module clamps; a record that does not is not split
+			if (wh <= st.wait_ns && oh <= st.wait_ns - wh) {
+				st.walker_held_ns = wh;
+				st.others_held_ns = oh;
+			}
+		}
 		out.push_back(std::move(st));
 	}
 	return out;
@@ -245,9 +256,23 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 		w.waits.record(x.wait_ns);
 		w.attributed++;
 		w.max_attributed_ns = std::max(w.max_attributed_ns, x.wait_ns);
-		if (keep_stall(sv.list.size(), x.wait_ns, keep))
-			sv.list.push_back({x.waiter_pid, who, x.mode, x.start_ns, x.wait_ns,
-					   uint64_t(i), x.acquired});
+		if (x.walker_held_ns) {
+			const uint64_t wh = *x.walker_held_ns;
+			views[i].max_stall_walker_held_ns =
+				std::max(views[i].max_stall_walker_held_ns.value_or(0), wh);
+			w.max_attributed_walker_held_ns =
+				std::max(w.max_attributed_walker_held_ns.value_or(0), wh);
+		}
+		if (keep_stall(sv.list.size(), x.wait_ns, keep)) {
+			KernelStall k{x.waiter_pid, who, x.mode, x.start_ns, x.wait_ns,
+				      uint64_t(i), x.acquired};
+			if (x.walker_held_ns && x.others_held_ns) {
+				k.walker_held_ns = x.walker_held_ns;
+				k.others_held_ns = x.others_held_ns;
+				k.free_ns = x.wait_ns - *x.walker_held_ns - *x.others_held_ns;
+			}
+			sv.list.push_back(std::move(k));
+		}
 	}
 	sv.total = uint64_t(st.size());
 	if (st.size() < keep.hard_cap)

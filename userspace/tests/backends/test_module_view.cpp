@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <tuple>
 
 #include "ptwalk/module_view.hpp"
@@ -52,6 +53,86 @@ TEST(ModuleView, ParsesStalls)
 	EXPECT_EQ(s[0].wait_ns, 6900000u);
 	EXPECT_TRUE(s[0].acquired);
 	EXPECT_FALSE(s[1].acquired);
+}
+
+// The split of each stall (module keys walker_held_ns, others_held_ns,
+// split_complete): read only from a complete split that fits in the wait.
+TEST(ModuleView, ParsesStallSplit)
+{
+	auto s = parse_module_stalls(data("stalls-split.txt"));
+	ASSERT_EQ(s.size(), 6u);
+	EXPECT_EQ(s[0].walker_held_ns, 6000000u);
+	EXPECT_EQ(s[0].others_held_ns, 500000u);
+	EXPECT_FALSE(s[1].walker_held_ns); // split_complete=0
+	EXPECT_FALSE(s[1].others_held_ns);
+	EXPECT_EQ(s[2].walker_held_ns, 2500000u);
+	EXPECT_EQ(s[2].others_held_ns, 300000u);
+	EXPECT_EQ(s[3].walker_held_ns, 1500000u);
+	EXPECT_EQ(s[3].others_held_ns, 0u);
+	EXPECT_FALSE(s[4].walker_held_ns); // 1400000 + 200000 > wait 1500000
+	EXPECT_FALSE(s[5].walker_held_ns); // a module without the keys
+	// the doc sample predates the split
+	for (auto &x : parse_module_stalls(data("stalls-doc-sample.txt")))
+		EXPECT_FALSE(x.walker_held_ns || x.others_held_ns);
+}
+
+TEST(ModuleView, KernelViewSplitsStalls)
+{
+	ModuleRecords rec;
+	for (auto &w : parse_module_walks(data("walks-doc-sample.txt")))
+		rec.walks.emplace(w.seq, w);
+	for (auto &x : parse_module_stalls(data("stalls-split.txt")))
+		rec.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid, x.start_ns), x);
+	rec.walker = 812;
+	rec.target = 800;
+	rec.threads = {{805, "mmap"}, {806, "fault"}, {807, "fault"}};
+	const std::vector<WalkSpan> spans = {{"clear_refs", 812, 900000, 9100000},
+					     {"smaps_rollup", 812, 19900000, 26100000}};
+	KernelView kv;
+	auto views = module_kernel_view(spans, rec, kv);
+	ASSERT_EQ(views.size(), 2u);
+	EXPECT_EQ(views[0].stalls, 3u);
+	EXPECT_EQ(views[0].max_stall_ns, 6900000u);
+	EXPECT_EQ(views[0].max_stall_walker_held_ns, 6000000u);
+	EXPECT_EQ(views[1].stalls, 3u);
+	EXPECT_EQ(views[1].max_stall_walker_held_ns, 1500000u);
+
+	ASSERT_TRUE(kv.stalls);
+	const auto &list = kv.stalls->list; // longest first
+	ASSERT_EQ(list.size(), 6u);
+	EXPECT_EQ(list[0].wait_ns, 6900000u);
+	EXPECT_EQ(list[0].walker_held_ns, 6000000u);
+	EXPECT_EQ(list[0].others_held_ns, 500000u);
+	EXPECT_EQ(list[0].free_ns, 400000u);
+	EXPECT_EQ(list[1].wait_ns, 5000000u); // split incomplete: all three unset
+	EXPECT_FALSE(list[1].walker_held_ns || list[1].others_held_ns || list[1].free_ns);
+	EXPECT_EQ(list[2].free_ns, 200000u);
+	EXPECT_EQ(list[3].wait_ns, 2000000u);
+	EXPECT_EQ(list[3].free_ns, 500000u);
+	EXPECT_FALSE(list[4].free_ns);
+	EXPECT_FALSE(list[5].free_ns);
+	for (auto &k : list) {
+		EXPECT_FALSE(k.walker_off_cpu_ns); // the module has no sched events
+		if (k.free_ns) {
+			EXPECT_EQ(*k.walker_held_ns + *k.others_held_ns + *k.free_ns, k.wait_ns);
+		}
+	}
+
+	std::map<std::string, const ThreadWaits *> by;
+	for (auto &t : kv.stalls->threads)
+		by[t.name] = &t;
+	ASSERT_TRUE(by.count("mmap") && by.count("fault") && by.count("victim-x") &&
+		    by.count("victim-y"));
+	EXPECT_EQ(by["mmap"]->max_attributed_walker_held_ns, 6000000u);
+	EXPECT_EQ(by["fault"]->max_attributed_walker_held_ns, 2500000u); // 806 unsplit
+	EXPECT_FALSE(by["victim-x"]->max_attributed_walker_held_ns);
+	EXPECT_FALSE(by["victim-y"]->max_attributed_walker_held_ns);
+
+	// into the result JSON by the lead's names
+	const std::string j = Json(Json::Value(kv)).dump();
+	EXPECT_NE(j.find("\"walker_held_ns\":6000000,\"others_held_ns\":500000,\"free_ns\":400000"),
+		  std::string::npos) << j;
+	EXPECT_NE(j.find("\"max_attributed_walker_held_ns\":6000000"), std::string::npos) << j;
 }
 
 TEST(ModuleView, KindMapping)
@@ -184,12 +265,14 @@ std::string fields(const ModuleWalk &w)
 
 std::string fields(const ModuleStall &s)
 {
-	char b[256];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d",
+	char b[320];
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld",
 		 (unsigned long long)s.walk_seq, s.kind.c_str(), s.waiter_pid,
 		 s.waiter_comm.c_str(), s.target_tgid, (unsigned long long)s.start_ns,
 		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid,
-		 s.walker_mode.c_str(), int(s.acquired));
+		 s.walker_mode.c_str(), int(s.acquired),
+		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
+		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL);
 	return b;
 }
 
@@ -210,10 +293,27 @@ TEST(ModuleAbi, EveryWalkKeyIsRead)
 
 TEST(ModuleAbi, EveryStallKeyIsRead)
 {
-	auto base = parse_module_stalls(contract_record(contract::kStallKeys, ""));
+	// a complete split of a 100 ns wait, so that each part is read
+	auto rec = [](std::string_view odd) {
+		std::string r = contract_record(contract::kStallKeys, odd);
+		auto set = [&](std::string_view k, std::string_view v) {
+			const std::string key = " " + std::string(k) + "=";
+			const size_t p = r.find(key);
+			if (p == std::string::npos)
+				return;
+			const size_t e = r.find_first_of(" \n", p + key.size());
+			r.replace(p + key.size(), e - p - key.size(), v);
+		};
+		if (odd != "wait_ns")
+			set("wait_ns", "100");
+		set("split_complete", odd == "split_complete" ? "0" : "1");
+		return r;
+	};
+	auto base = parse_module_stalls(rec(""));
 	ASSERT_EQ(base.size(), 1u);
+	ASSERT_TRUE(base[0].walker_held_ns);
 	for (auto k : contract::kStallKeys) {
-		auto s = parse_module_stalls(contract_record(contract::kStallKeys, k));
+		auto s = parse_module_stalls(rec(k));
 		ASSERT_EQ(s.size(), 1u) << k;
 		EXPECT_NE(fields(s[0]), fields(base[0])) << "stall key " << k << " is not read";
 	}

@@ -45,6 +45,10 @@ struct ModuleStall {
 	int32_t waiter_pid = 0, target_tgid = 0, walker_pid = 0;
 	uint64_t start_ns = 0, wait_ns = 0;
 	bool acquired = true;
+	// the wait split by who kept the lock (module keys walker_held_ns,
+	// others_held_ns): unset where the module does not print them, or
+	// prints split_complete=0 (a hold within the wait was not seen)
+	std::optional<uint64_t> walker_held_ns, others_held_ns;
 };
 std::vector<ModuleWalk> parse_module_walks(std::string_view text);
 std::vector<ModuleStall> parse_module_stalls(std::string_view text);
