@@ -7,6 +7,7 @@ every loop is bounded in count and in time."""
 from __future__ import annotations
 
 import collections
+import os
 import selectors
 import socket
 import struct
@@ -267,11 +268,20 @@ def vm_rss_kib(pid: int) -> int:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
-class RssWatch:
-    """The most VmRSS of `pid` seen every 0.2 s while in the block."""
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of `pid` (/proc/PID/stat fields 14, 15)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ProcWatch:
+    """While in the block: the most VmRSS of `pid` seen every 0.2 s, and
+    the CPU time it used (cpu_s; cpu_share: of one core, over the block)."""
 
     def __init__(self, pid: int) -> None:
         self.pid, self.max_kib = pid, vm_rss_kib(pid)
+        self.cpu_s, self.wall_s = 0.0, 0.0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -282,13 +292,23 @@ class RssWatch:
             except (OSError, AssertionError):
                 return
 
-    def __enter__(self) -> "RssWatch":
+    @property
+    def cpu_share(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    def __enter__(self) -> "ProcWatch":
+        self._cpu0, self._t0 = cpu_seconds(self.pid), time.monotonic()
         self._t.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join(timeout=5)
+        self.wall_s = time.monotonic() - self._t0
+        try:
+            self.cpu_s = cpu_seconds(self.pid) - self._cpu0
+        except OSError:
+            self.cpu_s = float("nan")
 
 
 @dataclass
