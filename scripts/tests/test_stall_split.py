@@ -137,3 +137,17 @@ def test_no_stall_at_all_is_not_evidence_of_a_split(tmp_path: Path) -> None:
     rs = _victim_results(tmp_path, "none", held=True)
     rs[0].doc["kernel_view"]["stalls"] = []
     assert split.victim_share(rs, "mmap", 0.999, 1000) is None
+
+
+def test_an_incomplete_walk_fails_runs_complete(tmp_path: Path) -> None:
+    """6.1's smaps_rollup skipping a VMA after a yield (walks[].incomplete)
+    fails runs-complete; the same run without it passes."""
+    b = {"id": "runs-complete", "check": "complete"}
+    rs = _load(tmp_path, "whole")
+    assert [v.verdict for v in bud.evaluate([b], rs)] == [bud.PASS]
+    doc = json.loads(rs[0].path.read_text())
+    doc["walks"][3]["incomplete"] = "Rss 96 MiB short of the workload's 400 MiB"
+    rs = res.load([synthetic.write(doc, tmp_path / "short.json")])
+    vs = bud.evaluate([b], rs)
+    assert [v.verdict for v in vs] == [bud.FAIL], bud.render(vs)
+    assert "1 walks incomplete" in vs[0].figure and "96 MiB short" in vs[0].detail, vs[0]
