@@ -306,10 +306,16 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
 
 ACROSS_SIZES = {"cost_fit"}   # checked once over every scenario's results
 
+def _stall_vs_hold(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    from . import holds
+    return holds.check(b, key, runs, Verdict)
+
+
 CHECKS: dict[str, Callable[[dict, str, list[res.Result]], list[Verdict]]] = {
     "complete": _complete,
     "walk_ns_per_entry": _walk_ns,
     "stall_vs_walk": _stall_vs_walk,
+    "stall_vs_hold": _stall_vs_hold,
     "victim_during_vs_walk": _victim_vs_walk,
     "victim_during_quantile": _victim_quantile,
     "cost_fit": _cost_fit,

@@ -1,0 +1,122 @@
+"""The stall-walk-held budget: the walk's part of an attributed mmap_lock
+wait (walker_held_ns, results/SCHEMA.md; less the time the walker spent
+off CPU while holding, when sched events saw it) judged against the budget
+of ONE hold of the kind's lock unit: max_ns_per_entry x the entries under
+one hold + slack_ns. The entries under one hold are the walk's entries x
+stall_estimate.kinds.KIND.measured_hold_bytes / size_bytes (the result's
+own figures, from the C++ table of lock units: the whole mapping for
+clear_refs, one 2 MiB range for pagemap, the largest VMA for smaps_rollup
+and PAGEMAP_SCAN, the VMAs of one read() for smaps).
+
+Unlike stall-within-walk, whose bound grows with the walk (a walk twice as
+slow is allowed a stall twice as long), this bound is fixed per entry: a
+kernel whose walks hold the lock twice as long per entry fails it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import results as res
+from . import split
+
+KEY_DOC = "kind/backing, kind, */backing, *"
+
+
+@dataclass
+class Held:
+    """The worst walk-held part of one walk's stalls, and its hold's size."""
+    held_ns: float        # walker-held, less off CPU when known
+    off_cpu_ns: float | None
+    wait_ns: float
+    entries: float        # entries under one hold
+    unit: str
+    walk: dict[str, Any]
+    run: res.Result
+
+
+def _limit(table: dict[str, float], kind: str, backing: str) -> float | None:
+    for k in (f"{kind}/{backing}", kind, f"*/{backing}", "*"):
+        if k in table:
+            return float(table[k])
+    return None
+
+
+def hold_entries(r: res.Result, w: dict[str, Any]) -> tuple[float, str] | None:
+    """Entries under one hold of the walk's lock unit, and the unit; None
+    when the result does not say how its kind holds the lock."""
+    k = ((r.doc.get("stall_estimate") or {}).get("kinds") or {}).get(w.get("kind"))
+    size = (r.doc.get("scenario") or {}).get("size_bytes") or 0
+    if not isinstance(k, dict) or not k.get("lock_unit") or not size:
+        return None
+    hb = k.get("measured_hold_bytes")
+    if not isinstance(hb, (int, float)) or hb <= 0:
+        return None
+    return float(w.get("ptes") or 0) * min(1.0, float(hb) / float(size)), str(k["lock_unit"])
+
+
+def worst_per_walk(r: res.Result) -> list[Held]:
+    """Per walk with split stalls: its stall with the largest on-CPU
+    walker-held part."""
+    ss = split.stalls(r)
+    if not ss:
+        return []
+    walks = r.doc.get("walks", [])
+    best: dict[int, Held] = {}
+    for s in ss:
+        wi = s.get("walk")
+        if not split.has_split(s) or not isinstance(wi, int) or not 0 <= wi < len(walks):
+            continue
+        w = walks[wi]
+        he = hold_entries(r, w)
+        if he is None:
+            continue
+        off = s.get("walker_off_cpu_ns")
+        off_f = float(off) if isinstance(off, (int, float)) else None
+        held = float(s["walker_held_ns"]) - (off_f or 0.0)
+        if wi not in best or held > best[wi].held_ns:
+            best[wi] = Held(held, off_f, float(s["wait_ns"]), he[0], he[1], w, r)
+    return list(best.values())
+
+
+def check(b: dict, key: str, runs: list[res.Result], verdict: Any) -> list[Any]:
+    """Per walk kind of the scenario: the worst excess of a walk-held part
+    over max_ns_per_entry x entries under one hold + slack_ns. No verdict
+    for a kind whose stalls carry no split or whose lock unit is unknown:
+    `unsplit` says why in one SKIP (never a guess)."""
+    from .budgets import FAIL, PASS, SKIP
+    from .compare import fmt_ns
+    by_kind: dict[str, list[Held]] = {}
+    for r in runs:
+        for h in worst_per_walk(r):
+            by_kind.setdefault(h.walk["kind"], []).append(h)
+    backing = (runs[0].doc.get("scenario") or {}).get("backing", "?")
+    out = []
+    for kind, hs in sorted(by_kind.items()):
+        limit = _limit(b["max_ns_per_entry"], kind, backing)
+        if limit is None:
+            continue
+        slack = float(b.get("slack_ns", 0))
+
+        def excess(h: Held) -> float:
+            return h.held_ns - (limit * h.entries + slack)
+        worst = max(hs, key=excess)
+        allowed = limit * worst.entries + slack
+        off = (f", walker off CPU {fmt_ns(worst.off_cpu_ns)} of its hold not counted"
+               if worst.off_cpu_ns else "")
+        out.append(verdict(
+            f"{b['id']}[{kind}]", key, PASS if excess(worst) <= 0 else FAIL,
+            f"worst walk-held part {fmt_ns(worst.held_ns)} of a {fmt_ns(worst.wait_ns)} wait"
+            f"{off}; one {worst.unit} hold covers {worst.entries:,.0f} entries "
+            f"({worst.held_ns / max(worst.entries, 1):.1f} ns/entry; {len(hs)} walks)",
+            f"<= {limit:g} ns/entry x entries under one hold + {fmt_ns(slack)} "
+            f"= {fmt_ns(allowed)}",
+            f"{worst.run.path.name} iteration {worst.walk.get('iteration')}"))
+    if not out and all(split.stalls(r) == [] for r in runs):
+        out.append(verdict(b["id"], key, PASS, f"no attributed stall in {len(runs)} runs",
+                           f"<= ns/entry x entries under one hold ({KEY_DOC})"))
+    elif not out:
+        backends = sorted({r.backend for r in runs})
+        out.append(verdict(b["id"], key, SKIP, "no stall with a split and a known lock unit",
+                           f"<= ns/entry x entries under one hold ({KEY_DOC})",
+                           f"backend {', '.join(backends)}: {split.UNAVAILABLE}"))
+    return out
