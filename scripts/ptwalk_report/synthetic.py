@@ -29,18 +29,27 @@ def _summary(lat: list[int]) -> dict[str, Any]:
 def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str = "anon",
                 size_bytes: int = 1 << 30, ptes: int = 262144, walks: int = 10,
                 ns_per_pte: float = 30.0, spread: float = 0.05, victim_ms: float = 5.0,
-                release: str = "6.18.0", complete: bool = True) -> dict[str, Any]:
+                release: str = "6.18.0", complete: bool = True, fixed_ns: float = 0.0,
+                pmd_leaves: int | None = None, lock_unit: str | None = None,
+                interval_ns: int = 100_000_000, duration_ns: int = 10**9,
+                ops_during: int = 50) -> dict[str, Any]:
+    """fixed_ns: a per-walk cost on top of ns_per_pte x ptes; pmd_leaves:
+    reported per walk (thp); lock_unit: stall_estimate.kinds.KIND.lock_unit
+    as ptwalk writes it; ops_during: the mmap victim's ops during walks."""
     t0 = 1_000_000_000
     ws = []
     for i in range(walks):
         npp = rng.gauss(ns_per_pte, ns_per_pte * spread)
-        dur = int(npp * ptes)
+        dur = int(npp * ptes + fixed_ns)
         ws.append({"kind": profile if profile != "cadvisor" else "clear_refs", "iteration": i,
                    "start_ns": t0 + i * 100_000_000, "duration_ns": dur, "ptes": ptes,
                    "ns_per_pte": dur / ptes, "lock_hold_ns": int(dur * 0.9), "lock_mode": "write",
                    "stalls": 1, "max_stall_ns": int(dur * 0.8)})
+        if pmd_leaves is not None:
+            ws[-1]["pmd_leaves"] = pmd_leaves
     outside = [int(rng.lognormvariate(8.0, 0.3)) for _ in range(2000)]
-    during = [int(rng.gauss(victim_ms * 1e6, victim_ms * 1e6 * spread)) for _ in range(50)]
+    during = [int(rng.gauss(victim_ms * 1e6, victim_ms * 1e6 * spread)) for _ in range(ops_during)]
+    kinds = {w["kind"] for w in ws}
     return {
         "schema": SCHEMA, "tool": {"name": "ptwalk", "version": "0.1.0"}, "complete": complete,
         "started_at": "2026-11-21T00:00:00Z",
@@ -50,14 +59,17 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
         "host": {"hostname": "synthetic", "cpu_model": "test", "cpus": 2,
                  "mem_total_bytes": 8 << 30},
         "scenario": {"size_bytes": size_bytes, "backing": backing, "profile": profile,
-                     "victims": ["mmap"], "interval_ns": 100_000_000, "duration_ns": 10**9},
+                     "victims": ["mmap"], "interval_ns": interval_ns,
+                     "duration_ns": duration_ns},
         "backend": "tracepoint", "backend_detail": "synthetic",
         "workload": {"size_start": {"entries": ptes}},
         "scan_start_ns": t0, "scan_end_ns": t0 + walks * 100_000_000,
         "walks": ws, "walks_dropped": 0, "walk_summary": {},
-        "victims": {"mmap": {"tid": 1, "ops": 2050, "outside": _summary(outside),
+        "victims": {"mmap": {"tid": 1, "ops": 2000 + ops_during, "outside": _summary(outside),
                              "during": _summary(during)}},
         "kernel_view": {"source": "synthetic", "stalls": []},
+        **({"stall_estimate": {"kinds": {k: {"lock_unit": lock_unit} for k in kinds}}}
+           if lock_unit else {}),
     }
 
 
