@@ -325,9 +325,9 @@ def out_of_scope(b: dict, runs: list[res.Result]) -> str | None:
     """Why budget b does not apply to this scenario, or None when it does.
     scope members (all must hold): profiles, backings (lists), lock_units
     (every walk kind of the scenario holds mmap_lock in one of these;
-    a result that does not say is in scope), min_walks (planned scanner
-    iterations over the scenario's runs). min_entries is per walk kind,
-    applied by the check itself."""
+    a result that does not say is in scope), min_size_mib (the mapping),
+    min_walks (planned scanner iterations over the scenario's runs).
+    min_entries is per walk kind, applied by the check itself."""
     sc = _scope(b)
     if not sc or not runs:
         return None
@@ -339,6 +339,8 @@ def out_of_scope(b: dict, runs: list[res.Result]) -> str | None:
         units = lock_units(runs)
         if units is not None and not units <= set(sc["lock_units"]):
             return f"lock units {sorted(units)} not all in {sc['lock_units']}"
+    if scen.get("size_bytes", 0) < sc.get("min_size_mib", 0) << 20:
+        return f"{scen.get('size_bytes', 0) >> 20} MiB < {sc['min_size_mib']} MiB"
     if "min_walks" in sc and planned_walks(runs) < sc["min_walks"]:
         return f"{planned_walks(runs)} planned walks < {sc['min_walks']}"
     return None
