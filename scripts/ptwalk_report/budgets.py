@@ -237,7 +237,8 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     r2_min. On thp the entries are the PMD leaves of the walk: the target
     process's own ~600-900 4 KiB PTEs outnumber the leaves of any size a
     host holds (two decades of entries would take ~180 GiB of THP), so
-    they go to the fixed cost and the slope is ns per PMD leaf. SKIP when
+    they go to the fixed cost and the slope is ns per PMD leaf; no verdict
+    below scope.thp_min_pmd_leaves (the largest run's leaves). SKIP when
     the sizes span less than a decade: such a fit says nothing about
     scaling."""
     from . import fit as fitmod
@@ -261,6 +262,8 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
                                    "walks do not report pmd_leaves"))
                 continue
             xs = pts[0]
+            if max(xs, default=0) < _scope(b).get("thp_min_pmd_leaves", 0):
+                continue    # the leaves' cost is below the fixed cost's noise: no verdict
             f = fitmod.fit(*pts) if min(xs, default=0) > 0 else None
         if f is None or not f.extrapolates:
             out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, {units} span "

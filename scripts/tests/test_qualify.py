@@ -133,6 +133,9 @@ def test_sweep_spans_two_decades_per_kind(mode: str, avail_gib: int) -> None:
     assert set(m["sweep"]["backings"]) == set(m["backings"]) == {"anon", "shmem", "thp"}
     for k in kinds:
         for b in m["backings"]:
+            if b == "thp" and mode == "quick":      # not judged there: see walk-cost-fit
+                assert (k, b) not in span or span[(k, b)] == 1
+                continue
             assert span[(k, b)] >= need, (k, b, span[(k, b)])
     inc = [s for s in scs if s.incident]
     if inc and inc[0].backing == "alias":
@@ -218,10 +221,9 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
                        capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
     assert p.returncode == 0, p.stdout + p.stderr
     ids = [x for x in p.stdout.splitlines() if "::" in x]
-    assert sum("test_scenario[" in x for x in ids) == 54 + 30    # main + sweep
+    assert sum("test_scenario[" in x for x in ids) == 54 + 20    # main + sweep
     assert "test_scenario[pagemap_scan-shmem-128M-r3]" in p.stdout
     assert "test_scenario[smaps-anon-512M-r1]" in p.stdout
-    assert "test_scenario[smaps-thp-2M-r1]" in p.stdout
     assert "test_scenario[smaps-shmem-512M-r1]" in p.stdout
     assert "test_skip_fraction" in p.stdout
     assert sum("test_budget[" in x for x in ids) == 6
@@ -342,6 +344,11 @@ def test_cost_fit_thp_fits_pmd_leaves(tmp_path: Path) -> None:
     assert "ns x PMD leaf" in v[0].figure and "1-128 PMD leaves (128x)" in v[0].figure
     v = bud.evaluate(b, _thp_sweep(tmp_path, 2000.0))
     assert v[0].verdict == bud.FAIL and "ns/PMD leaf" in v[0].limit, v[0]
+    # below thp_min_pmd_leaves (largest run: 128 leaves) no verdict at all
+    assert bud.evaluate([dict(b[0], scope={"thp_min_pmd_leaves": 512})],
+                        _thp_sweep(tmp_path, 2000.0)) == []
+    assert bud.evaluate([dict(b[0], scope={"thp_min_pmd_leaves": 128})],
+                        _thp_sweep(tmp_path, 2000.0))[0].verdict == bud.FAIL
 
 
 def _scoped(b: dict, rs: list[res.Result]) -> tuple[list[bud.Verdict], list]:
@@ -447,7 +454,8 @@ def test_plan_skip_fraction_at_most_5_percent(tmp_path: Path, mode: str) -> None
     assert all(v.detail for v in skips)             # each says why
     # the budgets do judge each backing's cost across sizes and the victims
     fits = {v.scenario for v in vs if v.budget.startswith("walk-cost-fit")}
-    assert {f"smaps/{b} across sizes" for b in ("anon", "shmem", "thp")} <= fits
+    backings = ("anon", "shmem") + (("thp",) if mode == "default" else ())
+    assert {f"smaps/{b} across sizes" for b in backings} <= fits, fits
     p999 = [v for v in vs if v.budget == "mmap-p99.9-during"]
     if mode == "default":
         assert p999 and {v.verdict for v in p999} == {bud.PASS}
