@@ -268,6 +268,7 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
         if f is None or not f.extrapolates:
             out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, {units} span "
                                f"{max(xs) / max(min(xs), 1):.1f}x", lim_s,
+                               "needs >= 3 runs" if len(xs) < 3 else
                                f"needs sizes spanning >= {DECADE:.0f}x"))
             continue
         exp = f.exponent if f.exponent is not None else float("inf")
