@@ -10,7 +10,9 @@
 #   report/          report.md + PNG plots (scripts/ptwalk-report)
 # QUICK=1: under 2 minutes; default: under 10 minutes on 2 CPUs; FULL=1: larger.
 # Besides the main size, a sweep (matrix.json "sweep") runs every walk kind
-# over >= 2 decades of entries for the report's fit across sizes.
+# over >= 2 decades of entries (thp: PMD leaves) on every backing for the
+# fit across sizes; budgets apply within their scope (summary.json
+# not_applicable lists the rest) and at most 5% of verdicts may SKIP.
 # Environment: PYTHON, PTWALK_BIN, PTWALK_BUDGETS, PTWALK_QUALIFY_OUT.
 # Exit: 0 every run completed and every budget passed, 1 otherwise,
 # 2 when qualify could not run at all.

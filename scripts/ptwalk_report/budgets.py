@@ -73,25 +73,31 @@ def _limit(table: dict[str, float], kind: str, backing: str) -> float | None:
     return None
 
 
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
 def _walk_ns(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
+    """p50 (stat) of walk duration / entries per walk kind. A kind whose
+    walks cover fewer than scope.min_entries entries (median) is not judged:
+    there the fixed per-walk cost (syscalls, one ioctl or seq_file buffer
+    per VMA, the process's own ~100 VMAs) is most of the walk, and
+    walk-cost-fit judges the cost per entry (its slope) across sizes."""
     out = []
     by_kind: dict[str, list[float]] = {}
+    ents: dict[str, list[float]] = {}
     for r in runs:
         for w in res.good_walks(r):
             by_kind.setdefault(w["kind"], []).append(w["duration_ns"] / w["ptes"])
+            ents.setdefault(w["kind"], []).append(float(w["ptes"]))
     q = QUANTILES[b.get("stat", "p50")]
     backing = runs[0].doc["scenario"].get("backing", "?")
-    size = runs[0].doc["scenario"].get("size_bytes", 0)
+    min_entries = _scope(b).get("min_entries", 0)
     for kind, xs in sorted(by_kind.items()):
         limit = _limit(b["max"], kind, backing)
-        if limit is None:
-            continue
-        if size < b.get("min_size_mib", 0) << 20:
-            # the sweep's small sizes: the fixed per-walk cost is most of the walk;
-            # walk-cost-fit judges the cost per entry there (the fit's slope)
-            out.append(Verdict(f"{b['id']}[{kind}]", key, SKIP, f"{len(xs)} walks",
-                               f"<= {limit} ns/entry from {b['min_size_mib']} MiB",
-                               "fixed per-walk cost dominates this size: see walk-cost-fit"))
+        if limit is None or _median(ents[kind]) < min_entries:
             continue
         v = stats.quantile(xs, q)
         out.append(Verdict(f"{b['id']}[{kind}]", key, PASS if v <= limit else FAIL,
@@ -267,6 +273,24 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
                     limit_s, f"{split.UNAVAILABLE}: raw quantile judged")]
 
 
+def _thp_leaf_points(runs: list[res.Result], release: str, kind: str
+                     ) -> tuple[list[float], list[float]] | None:
+    """THP runs of a kind: per run, the median PMD leaves of its walks and
+    its fastest walk; None when a walk does not report pmd_leaves."""
+    xs, ys = [], []
+    for r in runs:
+        if r.release != release or r.doc["scenario"].get("backing") != "thp":
+            continue
+        ws = [w for w in res.good_walks(r) if w["kind"] == kind]
+        if not ws:
+            continue
+        if any("pmd_leaves" not in w for w in ws):
+            return None
+        xs.append(_median([float(w["pmd_leaves"]) for w in ws]))
+        ys.append(min(float(w["duration_ns"]) for w in ws))
+    return xs, ys
+
+
 def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     """Across sizes, per walk kind and backing: the least-squares fit of
     each run's fastest walk against entries (fit.py: the selftests' own fit
@@ -275,31 +299,49 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     has a log-log slope (same fit on the logarithms: 1 = proportional,
     2 = quadratic) <= max_loglog_slope, a slope (ns per entry, fixed cost
     excluded) <= max_ns_per_entry and, when the budget sets r2_min, R² >=
-    r2_min. SKIP when the sizes span less than a decade: such a fit says
-    nothing about scaling."""
+    r2_min. On thp the entries are the PMD leaves of the walk: the target
+    process's own ~600-900 4 KiB PTEs outnumber the leaves of any size a
+    host holds (two decades of entries would take ~180 GiB of THP), so
+    they go to the fixed cost and the slope is ns per PMD leaf; no verdict
+    below scope.thp_min_pmd_leaves (the largest run's leaves). SKIP when
+    the sizes span less than a decade: such a fit says nothing about
+    scaling."""
+    from . import fit as fitmod
     from .fit import DECADE
     from .report import cost_groups
     out = []
     for g in cost_groups(runs):
         limit = _limit(b["max_ns_per_entry"], g.kind, g.backing)
         bid, scen = f"{b['id']}[{g.kind}]", f"{g.kind}/{g.backing} across sizes"
-        lim_s = (f"log-log slope <= {b['max_loglog_slope']}, slope <= {limit} ns/entry"
+        unit, units = ("PMD leaf", "PMD leaves") if g.backing == "thp" else ("entry", "entries")
+        lim_s = (f"log-log slope <= {b['max_loglog_slope']}, slope <= {limit} ns/{unit}"
                  + (f", R² >= {b['r2_min']}" if "r2_min" in b else ""))
         if limit is None:
             continue
         xs = [p.entries for p in g.runs]
-        if g.fastest_fit is None or not g.fastest_fit.extrapolates:
-            out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, entries span "
+        f = g.fastest_fit
+        if g.backing == "thp":
+            pts = _thp_leaf_points(runs, g.release, g.kind)
+            if pts is None:
+                out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs", lim_s,
+                                   "walks do not report pmd_leaves"))
+                continue
+            xs = pts[0]
+            if max(xs, default=0) < _scope(b).get("thp_min_pmd_leaves", 0):
+                continue    # the leaves' cost is below the fixed cost's noise: no verdict
+            f = fitmod.fit(*pts) if min(xs, default=0) > 0 else None
+        if f is None or not f.extrapolates:
+            out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs, {units} span "
                                f"{max(xs) / max(min(xs), 1):.1f}x", lim_s,
+                               "needs >= 3 runs" if len(xs) < 3 else
                                f"needs sizes spanning >= {DECADE:.0f}x"))
             continue
-        f = g.fastest_fit
         exp = f.exponent if f.exponent is not None else float("inf")
         ok = f.r2 >= b.get("r2_min", -math.inf) and f.b <= limit and exp <= b["max_loglog_slope"]
         out.append(Verdict(bid, scen, PASS if ok else FAIL,
-                           f"fastest walk {fmt_ns(f.a)} + {f.b:.2f} ns x entries, R² {f.r2:.3f}, "
+                           f"fastest walk {fmt_ns(f.a)} + {f.b:.2f} ns x {unit}, R² {f.r2:.3f}, "
                            f"log-log slope {exp:.2f} over "
-                           f"{f.n} runs, {min(xs):,.0f}-{max(xs):,.0f} entries "
+                           f"{f.n} runs, {min(xs):,.0f}-{max(xs):,.0f} {units} "
                            f"({max(xs) / min(xs):.0f}x)", lim_s))
     return out
 
@@ -322,20 +364,90 @@ CHECKS: dict[str, Callable[[dict, str, list[res.Result]], list[Verdict]]] = {
 }
 
 
-def evaluate(budgets: list[dict[str, Any]], results: list[res.Result]) -> list[Verdict]:
+def _scope(b: dict) -> dict[str, Any]:
+    sc = b.get("scope") or {}
+    return sc if isinstance(sc, dict) else {}
+
+
+def planned_walks(runs: list[res.Result]) -> int:
+    """Scanner iterations the scenario's runs were asked for: duration /
+    interval summed over runs (what the plan gives, not what a slow host
+    managed; cadvisor walks twice per iteration)."""
+    n = 0
+    for r in runs:
+        sc = r.doc.get("scenario", {})
+        iv = sc.get("interval_ns") or 0
+        n += int(sc.get("duration_ns", 0) // iv) if iv else 0
+    return n
+
+
+def lock_units(runs: list[res.Result]) -> set[str] | None:
+    """How the scenario's walk kinds hold mmap_lock, as the result says
+    (stall_estimate.kinds.KIND.lock_unit, from ptwalk's own table); None
+    when a result does not say."""
+    units: set[str] = set()
+    for r in runs:
+        est = (r.doc.get("stall_estimate") or {}).get("kinds") or {}
+        for kind in {w["kind"] for w in res.good_walks(r)}:
+            u = (est.get(kind) or {}).get("lock_unit")
+            if not u:
+                return None
+            units.add(u)
+    return units
+
+
+def out_of_scope(b: dict, runs: list[res.Result]) -> str | None:
+    """Why budget b does not apply to this scenario, or None when it does.
+    scope members (all must hold): profiles, backings (lists), lock_units
+    (every walk kind of the scenario holds mmap_lock in one of these;
+    a result that does not say is in scope), min_size_mib (the mapping),
+    min_walks (planned scanner iterations over the scenario's runs).
+    min_entries is per walk kind, applied by the check itself."""
+    sc = _scope(b)
+    if not sc or not runs:
+        return None
+    scen = runs[0].doc.get("scenario", {})
+    for member, field in (("profiles", "profile"), ("backings", "backing")):
+        if member in sc and scen.get(field) not in sc[member]:
+            return f"{field} {scen.get(field)} not in {sc[member]}"
+    if "lock_units" in sc:
+        units = lock_units(runs)
+        if units is not None and not units <= set(sc["lock_units"]):
+            return f"lock units {sorted(units)} not all in {sc['lock_units']}"
+    if scen.get("size_bytes", 0) < sc.get("min_size_mib", 0) << 20:
+        return f"{scen.get('size_bytes', 0) >> 20} MiB < {sc['min_size_mib']} MiB"
+    if "min_walks" in sc and planned_walks(runs) < sc["min_walks"]:
+        return f"{planned_walks(runs)} planned walks < {sc['min_walks']}"
+    return None
+
+
+def evaluate(budgets: list[dict[str, Any]], results: list[res.Result],
+             scoped: list[tuple[str, str, str]] | None = None) -> list[Verdict]:
+    """Verdicts of every budget over every scenario it applies to; the
+    (budget, scenario, reason) pairs a scope leaves out go to scoped."""
     out: list[Verdict] = []
     for key, runs in res.group(results).items():
         for b in budgets:
             if b["check"] in ACROSS_SIZES:
                 continue
             use = runs if b["check"] == "complete" else [r for r in runs if r.usable]
-            if use:
-                out += CHECKS[b["check"]](b, str(key), use)
+            if not use:
+                continue
+            why = out_of_scope(b, use)
+            if why is not None:
+                if scoped is not None:
+                    scoped.append((b["id"], str(key), why))
+                continue
+            out += CHECKS[b["check"]](b, str(key), use)
     usable = [r for r in results if r.usable]
     for b in budgets:
         if b["check"] in ACROSS_SIZES and usable:
             out += CHECKS[b["check"]](b, "across sizes", usable)
     return out
+
+
+def skip_fraction(vs: list[Verdict]) -> float:
+    return sum(1 for v in vs if v.verdict == SKIP) / len(vs) if vs else 0.0
 
 
 def overall(vs: list[Verdict]) -> str:
@@ -349,18 +461,23 @@ def render(vs: list[Verdict]) -> str:
                      + (f" [{v.detail}]" if v.detail else ""))
     n = {k: sum(1 for v in vs if v.verdict == k) for k in (PASS, FAIL, SKIP, INFO)}
     lines.append(f"budgets: {overall(vs)} ({n[PASS]} pass, {n[FAIL]} fail, {n[SKIP]} skip"
+                 f" = {skip_fraction(vs):.1%}"
                  + (f"; {n[INFO]} info, not judged" if n[INFO] else "") + ")")
     return "\n".join(lines) + "\n"
 
 
-def summary(vs: list[Verdict], results: list[res.Result], budgets_path: str) -> dict[str, Any]:
+def summary(vs: list[Verdict], results: list[res.Result], budgets_path: str,
+            scoped: list[tuple[str, str, str]] | None = None) -> dict[str, Any]:
     backends = sorted({r.backend for r in results})
     details = sorted({f"{r.backend}: {r.doc.get('backend_detail', '')}" for r in results})
     return {"schema": "ptwalk.qualify-summary/1", "verdict": overall(vs),
             "budgets": budgets_path, "backends": backends, "backend_details": details,
             "kernel": sorted({r.release for r in results}),
             "results": len(results), "complete": sum(1 for r in results if r.usable),
-            "verdicts": [asdict(v) for v in vs]}
+            "skip_fraction": round(skip_fraction(vs), 4),
+            "verdicts": [asdict(v) for v in vs],
+            "not_applicable": [{"budget": b, "scenario": k, "why": w}
+                               for b, k, w in (scoped or [])]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -377,11 +494,15 @@ def main(argv: list[str] | None = None) -> int:
     except res.InputError as e:
         print(f"budgets: error: {e}", file=sys.stderr)
         return 2
-    vs = evaluate(budgets, results)
+    scoped: list[tuple[str, str, str]] = []
+    vs = evaluate(budgets, results, scoped)
     sys.stdout.write(render(vs))
+    if scoped:
+        print(f"not applicable by scope: {len(scoped)} (budget, scenario) pairs "
+              "(summary.json not_applicable)")
     print("backend: " + ", ".join(sorted({r.backend for r in results})))
     if args.summary:
-        doc = summary(vs, results, args.budgets)
+        doc = summary(vs, results, args.budgets, scoped)
         doc.update(kv.split("=", 1) for kv in args.meta if "=" in kv)
         Path(args.summary).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 1 if overall(vs) == FAIL else 0

@@ -55,7 +55,7 @@ class Scenario:
              "--duration", f"{self.duration_ms}ms", "--victims", ",".join(self.victims)]
         if self.backing == "alias":
             a += ["--physical", f"{self.physical_mib}M",
-                  "--calibrate-size", f"{self.calibrate_mib}M"]
+                  "--calibrate-size", f"{self.calibrate_mib}M" if self.calibrate_mib else "0"]
         return a + ["--quiet", "--out", str(out)]
 
 
@@ -96,13 +96,17 @@ def estimate_s(m: dict[str, Any], mode: str, size_mib: int, runs: int) -> float:
     return runs * run_estimate_s(m, m["modes"][mode]["duration_ms"], size_mib)
 
 
-def sweep_sizes(m: dict[str, Any], mode: str, avail_bytes: int) -> list[int]:
-    """The sweep's sizes on this host: those within mem_fraction of MemAvailable."""
+def sweep_sizes(m: dict[str, Any], mode: str, avail_bytes: int,
+                backing: str = "anon") -> list[int]:
+    """The sweep's sizes for a backing on this host (the mode's
+    sizes_mib_by_backing, else sizes_mib): those within mem_fraction of
+    MemAvailable."""
     sw = m.get("sweep", {}).get("modes", {}).get(mode)
     if not sw:
         return []
     cap = int(avail_bytes * m["mem_fraction"]) // MIB
-    return [s for s in sw["sizes_mib"] if s <= cap]
+    sizes = sw.get("sizes_mib_by_backing", {}).get(backing, sw["sizes_mib"])
+    return [s for s in sizes if s <= cap]
 
 
 def sweep(m: dict[str, Any], mode: str, avail_bytes: int, main_mib: int = 0) -> list[Scenario]:
@@ -115,24 +119,35 @@ def sweep(m: dict[str, Any], mode: str, avail_bytes: int, main_mib: int = 0) -> 
     return [Scenario(p, b, s, tuple(m["victims"]), md["interval"], md["duration_ms"], 1,
                      sweep=True)
             for p in sw["profiles"] for b in sw["backings"]
-            for s in sweep_sizes(m, mode, avail_bytes) if s != main_mib]
+            for s in sweep_sizes(m, mode, avail_bytes, b) if s != main_mib]
 
 
 def sweep_estimate_s(m: dict[str, Any], scs: list[Scenario]) -> float:
     return sum(run_estimate_s(m, s.duration_ms, s.size_mib) for s in scs if s.sweep)
 
 
+THP_LEAF_MIB = 2   # a PMD leaf of a THP mapping
+
+
 def entries_span(scs: list[Scenario], base_entries: int) -> dict[tuple[str, str], float]:
-    """Largest / smallest expected entries per (walk kind, backing) over the
-    4 KiB backings: size / 4 KiB plus the target process's own base_entries.
-    Aliased runs are a backing of their own (their cost per PTE differs)."""
+    """Largest / smallest expected entries per (walk kind, backing): on
+    4 KiB backings size / 4 KiB plus the target process's own base_entries;
+    on thp the mapping's PMD leaves alone (size / 2 MiB: the process's own
+    ~600-900 PTEs would swamp them, so walk-cost-fit fits THP walks against
+    PMD leaves, the 4 KiB PTEs being part of the fixed cost). Aliased runs
+    are a backing of their own (their cost per PTE differs)."""
     sizes: dict[tuple[str, str], list[int]] = {}
     for s in scs:
-        if s.backing in ("anon", "shmem", "alias"):
+        if s.backing in ("anon", "shmem", "alias", "thp"):
             for k in KINDS.get(s.profile, (s.profile,)):
                 sizes.setdefault((k, s.backing), []).append(s.size_mib)
-    return {k: (max(v) * 256 + base_entries) / (min(v) * 256 + base_entries)
-            for k, v in sizes.items()}
+    out = {}
+    for (k, b), v in sizes.items():
+        if b == "thp":
+            out[(k, b)] = max(v) // THP_LEAF_MIB / max(min(v) // THP_LEAF_MIB, 1)
+        else:
+            out[(k, b)] = (max(v) * 256 + base_entries) / (min(v) * 256 + base_entries)
+    return out
 
 
 def choose_size(m: dict[str, Any], mode: str, avail_bytes: int, runs: int) -> int:
@@ -162,13 +177,30 @@ def incident(m: dict[str, Any], mode: str, avail_bytes: int) -> list[Scenario]:
             for p in inc["profiles"] for r in range(1, md["repeats"] + 1)]
 
 
+def alias_sweep(m: dict[str, Any], mode: str, avail_bytes: int) -> list[Scenario]:
+    """When the incident-scale runs are aliased: each of their profiles once
+    more, aliased over the same physical memory at the incident block's
+    sweep_sizes_mib (uncalibrated: the fit compares aliased with aliased),
+    so that the aliased walks span two decades of entries too."""
+    inc = incident(m, mode, avail_bytes)
+    if not inc or inc[0].backing != "alias":
+        return []
+    blk = m["incident"]
+    sw = m.get("sweep", {}).get("modes", {}).get(mode, {})
+    md = blk["modes"][mode]
+    return [Scenario(p, "alias", s, tuple(m["victims"]), sw.get("interval", md["interval"]),
+                     sw.get("duration_ms", md["duration_ms"]), 1, blk["physical_mib"], 0,
+                     sweep=True)
+            for p in blk["profiles"] for s in blk.get("sweep_sizes_mib", [])]
+
+
 def select(m: dict[str, Any], mode: str, avail_bytes: int,
            size_mib: int | None = None) -> list[Scenario]:
     md = m["modes"][mode]
     combos = [(p, b) for p in m["profiles"] for b in m["backings"]]
     runs = len(combos) * md["repeats"]
     inc = incident(m, mode, avail_bytes)
-    sw = sweep(m, mode, avail_bytes)
+    sw = sweep(m, mode, avail_bytes) + alias_sweep(m, mode, avail_bytes)
     mm = m
     if (inc or sw) and md.get("time_budget_s"):
         # the incident runs and the sweep take their share of the mode's time budget first
@@ -179,7 +211,8 @@ def select(m: dict[str, Any], mode: str, avail_bytes: int,
     size = size_mib or choose_size(mm, mode, avail_bytes, runs)
     main = [Scenario(p, b, size, tuple(m["victims"]), md["interval"], md["duration_ms"], r)
             for p, b in combos for r in range(1, md["repeats"] + 1)]
-    return interleave(main, sweep(m, mode, avail_bytes, size)) + inc
+    return (interleave(main, sweep(m, mode, avail_bytes, size)) + inc
+            + alias_sweep(m, mode, avail_bytes))
 
 
 def interleave(main: list[Scenario], extra: list[Scenario]) -> list[Scenario]:
@@ -264,14 +297,17 @@ def main(argv: list[str] | None = None) -> int:
         sizes = sorted({s.size_mib for s in sw})
         print(f"mode {mode}: {len(main_runs)} runs at {main_runs[0].size_mib} MiB"
               + (f" + {len(sw)} sweep runs ({', '.join(f'{x} MiB' for x in sizes)}; "
-                 f"{', '.join(sorted({s.backing for s in sw}))}, distinct pages)" if sw else "")
+                 f"{', '.join(sorted({s.backing for s in sw}))})" if sw else "")
               + (f" + {len(inc)} incident-scale runs ({inc[0].size_mib // 1024} GiB "
                  f"{'aliased' if inc[0].backing == 'alias' else 'distinct'})" if inc else "")
               + f", estimate {est:.0f}s")
-        dropped = [x for x in m.get("sweep", {}).get("modes", {}).get(mode, {}).get(
-            "sizes_mib", []) if x not in sweep_sizes(m, mode, mem_available())]
-        if dropped:
-            print(f"sweep: {dropped} MiB left out: above {m['mem_fraction']:.0%} of MemAvailable")
+        swm = m.get("sweep", {}).get("modes", {}).get(mode, {})
+        for b in m.get("sweep", {}).get("backings", []):
+            dropped = [x for x in swm.get("sizes_mib_by_backing", {}).get(
+                b, swm.get("sizes_mib", [])) if x not in sweep_sizes(m, mode, mem_available(), b)]
+            if dropped:
+                print(f"sweep: {b} {dropped} MiB left out: above {m['mem_fraction']:.0%} "
+                      "of MemAvailable")
         return 0
     print("usage: python3 -m ptwalk_report.matrix outdir ROOT | plan", file=sys.stderr)
     return 2

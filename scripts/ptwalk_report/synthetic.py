@@ -29,14 +29,18 @@ def _summary(lat: list[int]) -> dict[str, Any]:
 def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str = "anon",
                 size_bytes: int = 1 << 30, ptes: int = 262144, walks: int = 10,
                 ns_per_pte: float = 30.0, spread: float = 0.05, victim_ms: float = 5.0,
-                release: str = "6.18.0", complete: bool = True,
+                release: str = "6.18.0", complete: bool = True, fixed_ns: float = 0.0,
+                pmd_leaves: int | None = None, interval_ns: int = 100_000_000,
+                duration_ns: int = 10**9,
                 stall_ns: float | None = None, held_ns: float | None = None,
                 others_ns: float = 0.0, walk_member: bool = True, during_ops: int = 50,
                 lock_unit: str | None = None, hold_bytes: int | None = None,
                 layout: tuple[str, int, int] | None = None) -> dict[str, Any]:
     """One result of `walks` walks, each with one attributed stall of the
-    mmap victim: stall_ns long (default 0.8 x the walk). With held_ns the
-    stall is split (results/SCHEMA.md): walker_held_ns = held_ns,
+    mmap victim: stall_ns long (default 0.8 x the walk). fixed_ns: a
+    per-walk cost on top of ns_per_pte x ptes; pmd_leaves: reported per
+    walk (thp); during_ops: the mmap victim's ops during walks. With held_ns
+    the stall is split (results/SCHEMA.md): walker_held_ns = held_ns,
     others_held_ns = others_ns, free_ns = the rest, and the walk carries
     max_stall_walker_held_ns unless walk_member is False (then only
     kernel_view.stalls has it). With lock_unit, a stall_estimate for the
@@ -50,12 +54,14 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
     kind = profile if profile != "cadvisor" else "clear_refs"
     for i in range(walks):
         npp = rng.gauss(ns_per_pte, ns_per_pte * spread)
-        dur = int(npp * ptes)
+        dur = int(npp * ptes + fixed_ns)
         st = int(dur * 0.8 if stall_ns is None else stall_ns)
         w = {"kind": kind, "iteration": i,
              "start_ns": t0 + i * 100_000_000, "duration_ns": dur, "ptes": ptes,
              "ns_per_pte": dur / ptes, "lock_hold_ns": int(dur * 0.9), "lock_mode": "write",
              "stalls": 1, "max_stall_ns": st}
+        if pmd_leaves is not None:
+            w["pmd_leaves"] = pmd_leaves
         s = {"tid": 1, "victim": "mmap", "start_ns": t0 + i * 100_000_000 + 1000,
              "wait_ns": st, "mode": "write", "walk": i}
         if held_ns is not None:
@@ -79,12 +85,13 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
         "host": {"hostname": "synthetic", "cpu_model": "test", "cpus": 2,
                  "mem_total_bytes": 8 << 30},
         "scenario": {"size_bytes": size_bytes, "backing": backing, "profile": profile,
-                     "victims": ["mmap"], "interval_ns": 100_000_000, "duration_ns": 10**9},
+                     "victims": ["mmap"], "interval_ns": interval_ns,
+                     "duration_ns": duration_ns},
         "backend": "tracepoint", "backend_detail": "synthetic",
         "workload": {"size_start": {"entries": ptes}},
         "scan_start_ns": t0, "scan_end_ns": t0 + walks * 100_000_000,
         "walks": ws, "walks_dropped": 0, "walk_summary": {},
-        "victims": {"mmap": {"tid": 1, "ops": 2050, "outside": _summary(outside),
+        "victims": {"mmap": {"tid": 1, "ops": 2000 + during_ops, "outside": _summary(outside),
                              "during": _summary(during)}},
         "kernel_view": {"source": "synthetic", "stalls": stalls, "stalls_total": len(stalls),
                         "stalls_complete_above_ns": 0},
