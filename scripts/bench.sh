@@ -13,6 +13,7 @@ build/ptwalk_bench --benchmark_format=json --benchmark_out="$out/core.json" \
 	--benchmark_report_aggregates_only=true >/dev/null
 /usr/bin/python3 scripts/bench.py "$out"
 /usr/bin/python3 scripts/bench_vm.py
+/usr/bin/python3 scripts/bench_stall_budget.py
 /usr/bin/python3 scripts/bench_monitor.py
 /usr/bin/python3 scripts/bench_monitor_http.py
 pairs=${BENCH_AA_PAIRS:-10}

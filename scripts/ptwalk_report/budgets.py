@@ -447,7 +447,9 @@ def evaluate(budgets: list[dict[str, Any]], results: list[res.Result],
 
 
 def skip_fraction(vs: list[Verdict]) -> float:
-    return sum(1 for v in vs if v.verdict == SKIP) / len(vs) if vs else 0.0
+    """SKIPs among the verdicts that judge (INFO lines judge nothing)."""
+    judged = [v for v in vs if v.verdict != INFO]
+    return sum(1 for v in judged if v.verdict == SKIP) / len(judged) if judged else 0.0
 
 
 def overall(vs: list[Verdict]) -> str:

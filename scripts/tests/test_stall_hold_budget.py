@@ -89,3 +89,20 @@ def test_without_split_or_unit_no_guess(tmp_path: Path) -> None:
     doc["kernel_view"]["stalls"] = []
     vs = _main(bud.evaluate([HOLD], res.load([synthetic.write(doc, tmp_path / "n.json")])))
     assert [v.verdict for v in vs] == [bud.PASS] and "no attributed stall" in vs[0].figure
+
+
+def test_the_rwsem_handoff_bounds_units_that_yield(tmp_path: Path) -> None:
+    """A reader that drops and retakes mmap_lock steals it back from a
+    queued writer until the rwsem handoff: a 3 ms walk-held part behind
+    pagemap's 2 MiB holds passes a 4 ms handoff allowance and a 6 ms one
+    fails it; clear_refs' whole-walk hold gets no such allowance."""
+    b = dict(HOLD, handoff_ns=4 * MS)
+    kw = dict(profile="pagemap", lock_unit="pmd_chunk", hold_bytes=2 * MIB, ns_per_pte=30.0)
+    ok = _main(bud.evaluate([b], _load(tmp_path, "ok", stall_ns=3 * MS, held_ns=3 * MS, **kw)))
+    bad = _main(bud.evaluate([b], _load(tmp_path, "bad", stall_ns=6 * MS, held_ns=6 * MS, **kw)))
+    assert [v.verdict for v in ok] == [bud.PASS] and "handoff allowance 4ms" in ok[0].limit, ok
+    assert [v.verdict for v in bad] == [bud.FAIL], bad
+    whole = _main(bud.evaluate([dict(b, handoff_ns=50 * MS)],
+                               _load(tmp_path, "whole", ns_per_pte=150.0, stall_ns=15 * MS,
+                                     held_ns=15 * MS)))
+    assert [v.verdict for v in whole] == [bud.FAIL] and "handoff" not in whole[0].limit, whole
