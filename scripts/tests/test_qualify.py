@@ -226,7 +226,7 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
     assert "test_scenario[smaps-anon-512M-r1]" in p.stdout
     assert "test_scenario[smaps-shmem-512M-r1]" in p.stdout
     assert "test_skip_fraction" in p.stdout
-    assert sum("test_budget[" in x for x in ids) == 6
+    assert sum("test_budget[" in x for x in ids) == 7   # default.json's budgets
     assert not (tmp_path / "q").exists()        # collecting runs nothing
 
 

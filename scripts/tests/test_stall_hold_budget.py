@@ -77,32 +77,24 @@ def test_one_chunk_is_the_unit(tmp_path: Path) -> None:
 
 
 def test_without_split_or_unit_no_guess(tmp_path: Path) -> None:
-    """No split (older results, the syscall backend): SKIP with the reason;
-    a known split but no lock unit in the result: SKIP too; no stall at
-    all in a view that lists them: PASS, nothing to judge against."""
+    """No split (older results): the whole wait is judged, and the verdict
+    says so; no lock unit in the result: SKIP with the reason; no stall
+    list (the syscall backend): SKIP, the backend's; no stall at all in a
+    view that lists them: PASS, nothing to judge against."""
     nosplit = _main(bud.evaluate([HOLD], _load(tmp_path, "nosplit", stall_ns=3 * MS)))
-    assert [v.verdict for v in nosplit] == [bud.SKIP] and "split unavailable" in nosplit[0].detail
+    assert [v.verdict for v in nosplit] == [bud.PASS], nosplit
+    assert "split unavailable for 10 of 10 walks" in nosplit[0].detail, nosplit[0]
+    slow = _main(bud.evaluate([HOLD], _load(tmp_path, "slow", stall_ns=12 * MS)))
+    assert [v.verdict for v in slow] == [bud.FAIL], slow
     nounit = _main(bud.evaluate([HOLD], _load(tmp_path, "nounit", stall_ns=3 * MS,
                                               held_ns=3 * MS, lock_unit=None)))
-    assert [v.verdict for v in nounit] == [bud.SKIP], nounit
+    assert [v.verdict for v in nounit] == [bud.SKIP] and "lock_unit" in nounit[0].detail
     doc = json.loads(_load(tmp_path, "none", held_ns=1 * MS)[0].path.read_text())
     doc["kernel_view"]["stalls"] = []
     vs = _main(bud.evaluate([HOLD], res.load([synthetic.write(doc, tmp_path / "n.json")])))
     assert [v.verdict for v in vs] == [bud.PASS] and "no attributed stall" in vs[0].figure
-
-
-def test_the_rwsem_handoff_bounds_units_that_yield(tmp_path: Path) -> None:
-    """A reader that drops and retakes mmap_lock steals it back from a
-    queued writer until the rwsem handoff: a 3 ms walk-held part behind
-    pagemap's 2 MiB holds passes a 4 ms handoff allowance and a 6 ms one
-    fails it; clear_refs' whole-walk hold gets no such allowance."""
-    b = dict(HOLD, handoff_ns=4 * MS)
-    kw = dict(profile="pagemap", lock_unit="pmd_chunk", hold_bytes=2 * MIB, ns_per_pte=30.0)
-    ok = _main(bud.evaluate([b], _load(tmp_path, "ok", stall_ns=3 * MS, held_ns=3 * MS, **kw)))
-    bad = _main(bud.evaluate([b], _load(tmp_path, "bad", stall_ns=6 * MS, held_ns=6 * MS, **kw)))
-    assert [v.verdict for v in ok] == [bud.PASS] and "handoff allowance 4ms" in ok[0].limit, ok
-    assert [v.verdict for v in bad] == [bud.FAIL], bad
-    whole = _main(bud.evaluate([dict(b, handoff_ns=50 * MS)],
-                               _load(tmp_path, "whole", ns_per_pte=150.0, stall_ns=15 * MS,
-                                     held_ns=15 * MS)))
-    assert [v.verdict for v in whole] == [bud.FAIL] and "handoff" not in whole[0].limit, whole
+    del doc["kernel_view"]
+    doc["backend"] = "syscall"
+    vs = _main(bud.evaluate([HOLD], res.load([synthetic.write(doc, tmp_path / "s.json")])))
+    assert [v.verdict for v in vs] == [bud.SKIP], vs
+    assert vs[0].detail == "backend syscall does not attribute stalls", vs[0]
