@@ -3,24 +3,38 @@
 """make bench, VM part: ptwalk.ko's overhead on walks (same boot, loaded vs
 not), the smallest injected regression ptwalk compare detects at 95%
 confidence within a 2-minute run budget, and the power of ptwalk compare:
-POWER_PAIRS pairs of POWER_RUNS runs (QUICK=1 run settings) without and with
-inject_delay_ns adding about 10% to clear_refs ns/PTE (target: flagged in at
-least 9 of 10 pairs). Emulated (TCG) figures carry the caveat that traps
-cost far more there than on hardware.
+pairs of POWER_RUNS runs (QUICK=1 run settings) without and with
+inject_delay_ns adding P% to clear_refs ns/PTE, on the 6.1 and 6.12 cloud
+kernels, +10% and +2%, under icount and under real time (target, icount:
++2% flagged in at least 9 of 10 pairs, A/A flags 0). Emulated (TCG)
+figures carry the caveat that traps cost far more there than on hardware.
 
   bench_vm.py            all of it
-  bench_vm.py --power [--sequential]    the power figure only"""
+  bench_vm.py --power [--clock icount|realtime] [--pct P] [--pairs N]
+              [--runs R] [--kernel ID] [--sequential]
+                         one power figure (default: icount, +10%, 10 pairs,
+                         6.12-cloud-amd64)
+  bench_vm.py --calibrate [--clock C] [--pairs N] [--kernel ID]
+                         A/A pairs in that clock mode, written as the A/A
+                         calibration ptwalk compare picks for it
+                         (results/budgets/aa-noise-vm-ACCEL-CLOCK.json)"""
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ptwalk_report import compare  # noqa: E402
+from ptwalk_report import results as res  # noqa: E402
 from ptwalk_vm import config as vmconfig  # noqa: E402
 from ptwalk_vm import vm as pipeline  # noqa: E402
 
@@ -29,7 +43,12 @@ PCTS = [5, 10, 25, 50, 100]
 RUNS = 3  # per set: (2 s scan + overhead) x 3, about 20 s of runs per set
 POWER_PAIRS = 10
 POWER_RUNS = 8    # per set: 8 runs of 0.8 s scans, well within QUICK's 2 minutes
-POWER_PCT = 10
+POWER_PCTS = (10, 2)
+POWER_KERNELS = ("6.1-cloud-amd64", "6.12-cloud-amd64")
+POWER_CLOCKS = ("icount", "realtime")
+DEFAULT_KERNEL = "6.12-cloud-amd64"
+METRIC = "walk clear_refs ns/PTE"
+SIZING_TOLERANCE = 0.20  # the measured effect within 20% of the intended one
 
 
 def med(d: Path) -> float:
@@ -38,48 +57,181 @@ def med(d: Path) -> float:
                              if "incomplete" not in w)
 
 
+@dataclass
+class Power:
+    """One power session: what was injected, what was flagged."""
+    kernel: str
+    accel: str
+    clock: str
+    pct: int
+    pairs: int
+    runs: int
+    flagged: int = 0
+    aa_flagged: int = 0
+    aa_pairs: int = 0
+    effects: list[float] = field(default_factory=list)  # measured, per pair (fraction)
+    sizing: str = ""          # the guest's fitted inject_delay_ns line
+    noise: str = ""           # which A/A calibration and minimum change were used
+    error: str = ""
+
+    @property
+    def effect(self) -> float:
+        return statistics.median(self.effects) if self.effects else float("nan")
+
+    @property
+    def sized_ok(self) -> bool:
+        return bool(self.effects) and abs(self.effect / (self.pct / 100) - 1) <= SIZING_TOLERANCE
+
+    def line(self, order: str) -> str:
+        if self.error:
+            return f"  power ({self.kernel}, {self.clock}): not measured: {self.error}"
+        target = " (target >= 9 of 10)" if self.clock == "icount" else ""
+        return (f"  power ({self.kernel}, {self.accel}, {self.clock}, {self.runs} vs "
+                f"{self.runs} runs a pair, {order}): +{self.pct}% on clear_refs ns/PTE "
+                f"flagged in {self.flagged} of {self.pairs} pairs{target}; intended "
+                f"+{self.pct}%, measured {self.effect:+.1%} (median of pairs; "
+                f"{'within' if self.sized_ok else 'NOT within'} 20%); "
+                f"A/A in the same boot: {self.aa_flagged} of {self.aa_pairs} consecutive "
+                f"baselines flagged; {self.noise}")
+
+
+def find_kernel(cfg: vmconfig.Config, kid: str) -> vmconfig.Kernel:
+    ks, missing = cfg.matrices(cfg.test_matrices)
+    k = next((k for k in ks if k.id == kid), None)
+    if k is None:
+        raise vmconfig.ConfigError(f"no kernel {kid!r} (have: {', '.join(k.id for k in ks)}; "
+                                   f"skipped: {'; '.join(missing) or 'none'})")
+    if k.ko is None:
+        raise vmconfig.ConfigError(f"{kid}: no ptwalk.ko built for {k.release} "
+                                   "(make module-matrix)")
+    return k
+
+
+def run_power(cfg: vmconfig.Config, k: vmconfig.Kernel, out: Path, *, clock: str,
+              pairs: int, runs: int, pct: int, order: str,
+              log=sys.stderr) -> tuple[pipeline.parse.VmResult, str]:
+    """scripts/vm/power.sh in one boot; its result files under OUT."""
+    accel = "tcg" if clock == "icount" else "auto"
+    r = pipeline.run_in_vm(cfg, k, f"sh scripts/vm/power.sh /ptwalk/module/ptwalk.ko "
+                           f"/ptwalk/build/ptwalk 128M {runs} {pairs} {pct} {order}",
+                           pipeline.RunOptions(add=[(REPO / "scripts/vm/power.sh",
+                                                     "/ptwalk/scripts/vm/power.sh")],
+                                               timeout=3600.0, smp=1, accel=accel,
+                                               clock=clock, log=log), out / "vm")
+    if r.ok:
+        for name, data in r.files.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(data)
+    sizing = next((ln.strip() for ln in (r.stdout or "").splitlines()
+                   if ln.startswith("power: baseline")), "")
+    return r, sizing
+
+
+def _noise_note(nc: compare.NoiseChoice) -> str:
+    where = nc.path.name if nc.path else "no A/A calibration"
+    return f"noise: {where}, min change {nc.min_change_pct:g}% ({nc.min_change_from})"
+
+
 def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
-          runs: int = POWER_RUNS, pct: int = POWER_PCT, order: str = "interleaved") -> int:
-    """Pairs A (no delay) / B (+pct% injected) compared; prints the figure."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    from ptwalk_report import compare
-    from ptwalk_report import results as res
+          runs: int = POWER_RUNS, pct: int = 10, order: str = "interleaved",
+          clock: str = "icount", noise_arg: str | None = None, quiet: bool = False,
+          log=sys.stderr) -> Power:
+    """Pairs A (no delay) / B (+pct% injected) compared as ptwalk compare
+    would: with the A/A calibration measured under the results' clock."""
+    pw = Power(k.id, "?", clock, pct, pairs, runs)
+    say = (lambda *_: None) if quiet else print
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        r = pipeline.run_in_vm(cfg, k, f"sh scripts/vm/power.sh /ptwalk/module/ptwalk.ko "
-                               f"/ptwalk/build/ptwalk 128M {runs} {pairs} {pct} {order}",
-                               pipeline.RunOptions(add=[(REPO / "scripts/vm/power.sh",
-                                                         "/ptwalk/scripts/vm/power.sh")],
-                                                   timeout=3600.0, smp=1), out / "vm")
+        r, pw.sizing = run_power(cfg, k, out, clock=clock, pairs=pairs, runs=runs, pct=pct,
+                                 order=order, log=log)
+        pw.accel = r.accel
         if not r.ok:
-            print(f"  power: VM run failed: {r.problem()}")
-            return 1
+            pw.error = f"VM run failed: {r.problem()}"
+            say(pw.line(order))
+            return pw
         keep = os.environ.get("BENCH_VM_KEEP")  # a directory to keep the result sets in
-        for name, data in r.files.items():
-            for base in [out] + ([Path(keep)] if keep else []):
-                (base / name).parent.mkdir(parents=True, exist_ok=True)
-                (base / name).write_bytes(data)
-        flagged = aa_flagged = 0
+        if keep:
+            for name, data in r.files.items():
+                (Path(keep) / name).parent.mkdir(parents=True, exist_ok=True)
+                (Path(keep) / name).write_bytes(data)
+        say(f"  power sizing ({k.id}, {clock}): {pw.sizing or 'none printed by the guest'}")
+        sets = {f"p{i}/{s}": res.load([out / f"p{i}" / s])
+                for i in range(1, pairs + 1) for s in "AB"}
+        nc = compare.choose_noise([x for v in sets.values() for x in v], noise_arg=noise_arg)
+        pw.noise = _noise_note(nc)
         for i in range(1, pairs + 1):
-            a, b = out / f"p{i}" / "A", out / f"p{i}" / "B"
-            c = compare.compare_sets(res.load([a]), res.load([b]))
-            row = next((x for s in c.scenarios for x in s.rows
-                        if x.metric == "walk clear_refs ns/PTE"), None)
+            a, b = sets[f"p{i}/A"], sets[f"p{i}/B"]
+            c = compare.compare_sets(a, b, min_change_pct=nc.min_change_pct, noise=nc.noise)
+            row = next((x for s in c.scenarios for x in s.rows if x.metric == METRIC), None)
             hit = c.verdict == compare.REGRESSION and row is not None and row.significant
-            flagged += hit
-            eff = med(b) / med(a) - 1
+            pw.flagged += hit
+            eff = med(out / f"p{i}" / "B") / med(out / f"p{i}" / "A") - 1
+            pw.effects.append(eff)
             how = ("no ns/PTE row" if row is None else f"ns/PTE not tested: {row.note}"
-                   if not row.tested else f"ns/PTE {row.change_pct:+.1f}% q={row.q:.3g} "
-                   f"noise {row.noise_pct:.1f}% ({row.noise_from})")
-            print(f"  power pair {i}: injected +{pct}% measured {eff:+.1%}; {how}: "
-                  f"{'flagged' if hit else 'NOT flagged'}")
+                   if not row.tested else f"ns/PTE {row.change_pct:+.2f}% q={row.q:.3g} "
+                   f"noise {row.noise_pct:.2f}% ({row.noise_from})")
+            say(f"  power pair {i}: injected +{pct}% measured {eff:+.2%}; {how}: "
+                f"{'flagged' if hit else 'NOT flagged'}")
             if i > 1:  # the A sets of consecutive pairs: an A/A in the same boot
-                aa = compare.compare_sets(res.load([out / f"p{i - 1}" / "A"]), res.load([a]))
-                aa_flagged += aa.verdict in (compare.REGRESSION, compare.IMPROVEMENT)
-        print(f"  power ({k.name}, {r.accel}, {runs} vs {runs} runs a pair, {order}): "
-              f"+{pct}% on clear_refs "
-              f"ns/PTE flagged in {flagged} of {pairs} pairs (target >= 9); "
-              f"A/A in the same boot: {aa_flagged} of {pairs - 1} consecutive baselines flagged")
+                aa = compare.compare_sets(sets[f"p{i - 1}/A"], a,
+                                          min_change_pct=nc.min_change_pct, noise=nc.noise)
+                pw.aa_flagged += aa.verdict in (compare.REGRESSION, compare.IMPROVEMENT)
+                pw.aa_pairs += 1
+    say(pw.line(order))
+    return pw
+
+
+def calibrate(cfg: vmconfig.Config, k: vmconfig.Kernel, clock: str, pairs: int, runs: int,
+              dest: Path | None = None) -> int:
+    """A/A pairs (power.sh with no injection) in CLOCK mode -> the A/A
+    calibration ptwalk compare picks for results under that clock."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        r, _ = run_power(cfg, k, out, clock=clock, pairs=pairs, runs=runs, pct=0,
+                         order="interleaved")
+        if not r.ok:
+            print(f"  A/A calibration ({k.id}, {clock}): VM run failed: {r.problem()}")
+            return 1
+        sets = [(res.load([out / f"p{i}" / "A"]), res.load([out / f"p{i}" / "B"]))
+                for i in range(1, pairs + 1)]
+    ons = sorted({x.measured_on for a, b in sets for x in a + b if x.usable})
+    if len(ons) != 1 or not ons[0].vm:
+        print(f"  A/A calibration ({k.id}, {clock}): results carry no single VM clock: "
+              f"{'; '.join(map(str, ons)) or 'none'}")
+        return 1
+    noise: dict[str, float] = {}
+    for a, b in sets:
+        for s in compare.compare_sets(a, b).scenarios:
+            for row in s.rows:
+                if row.change_pct is not None and abs(row.change_pct) != float("inf"):
+                    key = f"{s.scenario}|{row.metric}"
+                    noise[key] = round(max(noise.get(key, 0.0), abs(row.change_pct)), 2)
+    if not noise:
+        print(f"  A/A calibration ({k.id}, {clock}): no metric measured")
+        return 1
+    walk = [v for key, v in noise.items() if key.split("|", 1)[1].startswith("walk ")]
+    floor = max(walk or noise.values())
+    path = dest or compare.noise_file_for(ons[0])
+    doc = {"schema": compare.NOISE_SCHEMA,
+           "comment": "A/A calibration of ptwalk compare for results of ptwalk-vm guests "
+                      f"under {ons[0]}: per scenario and metric, the largest |%change of run "
+                      "means| between A/A pairs (scripts/vm/power.sh with no injection, A and "
+                      "B interleaved run by run in one boot); min_change_pct, the smallest "
+                      "change flagged in this clock mode, is the largest of them over the walk "
+                      "metrics. Measured by scripts/bench_vm.py --calibrate.",
+           "source": f"{pairs} A/A pairs of {runs} vs {runs} runs of clear_refs over 128M "
+                     f"(QUICK=1 run settings), one boot of {k.id}",
+           "pairs": pairs, "host": socket.gethostname(),
+           "kernel": sorted({x.release for a, b in sets for x in a + b}),
+           "clock": {"accel": ons[0].accel, "clock": ons[0].clock, "qemu": ons[0].qemu},
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+           "min_change_pct": floor,
+           "noise_pct": dict(sorted(noise.items()))}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"  A/A calibration ({k.id}, {ons[0]}): {len(noise)} scenario metrics from {pairs} "
+          f"pairs, min change {floor:g}%: {path}")
     return 0
 
 
@@ -134,16 +286,60 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
     return 0
 
 
-def main() -> int:
+def power_matrix(cfg: vmconfig.Config) -> int:
+    """make bench: +10% and +2% on 6.1 and 6.12 cloud, under both clocks."""
+    rc = 0
+    for clock in POWER_CLOCKS:
+        for kid in POWER_KERNELS:
+            try:
+                k = find_kernel(cfg, kid)
+            except vmconfig.ConfigError as e:
+                print(f"  power ({kid}, {clock}): skipped: {e}")
+                continue
+            for pct in POWER_PCTS:
+                rc |= bool(power(cfg, k, pct=pct, clock=clock, quiet=True).error)
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--power", action="store_true", help="the power figure only")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="measure the A/A calibration of the clock mode")
+    ap.add_argument("--clock", choices=("icount", "realtime"), default="icount")
+    ap.add_argument("--pct", type=int, default=10, help="injected %% (default 10)")
+    ap.add_argument("--pairs", type=int, default=POWER_PAIRS)
+    ap.add_argument("--runs", type=int, default=POWER_RUNS, help="runs per set")
+    ap.add_argument("--kernel", default=DEFAULT_KERNEL, help="kernel id, e.g. 6.1-cloud-amd64")
+    ap.add_argument("--sequential", action="store_true",
+                    help="set A then set B (default: interleaved run by run)")
+    ap.add_argument("--noise", metavar="FILE",
+                    help="A/A calibration to use (default: the one for the results' clock)")
+    ap.add_argument("--out", type=Path, help="--calibrate: write here instead")
+    a = ap.parse_args(argv)
+    for name, v, lo, hi in (("--pct", a.pct, 1, 1000), ("--pairs", a.pairs, 1, 100),
+                            ("--runs", a.runs, 3, 100)):
+        if not lo <= v <= hi:
+            print(f"bench_vm: error: {name} must be in {lo}..{hi}", file=sys.stderr)
+            return 2
     cfg = vmconfig.load()
+    if a.power or a.calibrate:
+        try:
+            k = find_kernel(cfg, a.kernel)
+        except vmconfig.ConfigError as e:
+            print(f"bench_vm: error: {e}", file=sys.stderr)
+            return 2
+        if a.calibrate:
+            return calibrate(cfg, k, a.clock, a.pairs, a.runs, a.out)
+        pw = power(cfg, k, pairs=a.pairs, runs=a.runs, pct=a.pct, clock=a.clock,
+                   order="sequential" if a.sequential else "interleaved", noise_arg=a.noise)
+        return 1 if pw.error else 0
     ks, missing = cfg.matrix()
     k = next((k for k in ks if k.name == "cloud-amd64" and k.ko), None)
     if k is None:
         print(f"  VM benchmarks: skipped: no cloud-amd64 kernel with ptwalk.ko ({missing})")
         return 0
-    if "--power" in sys.argv[1:]:
-        return power(cfg, k, order="sequential" if "--sequential" in sys.argv[1:]
-                     else "interleaved")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         r = pipeline.run_in_vm(cfg, k, "sh scripts/vm/bench.sh /ptwalk/module/ptwalk.ko "
@@ -177,7 +373,7 @@ def main() -> int:
               + (f"+{smallest[0]}% (measured {smallest[1]:+.1%}), {RUNS} runs of 2 s per set"
                  if smallest else "none of " + ", ".join(f"+{p}%" for p in PCTS)))
     rc = overhead_and_agreement(cfg, k)
-    return power(cfg, k) or rc
+    return power_matrix(cfg) or rc
 
 
 if __name__ == "__main__":

@@ -15,9 +15,13 @@ operations in some run) are reported, not tested.
 False discoveries: Benjamini-Hochberg across every tested row of the whole
 comparison (all scenarios, all metrics), at level alpha.
 A row is flagged (*) when its BH-adjusted q < alpha AND |change of means|
-exceeds its noise: the largest of --min-change, the run-to-run %stddev of
-either side, and the A/A calibration for that scenario and metric
-(results/budgets/aa-noise.json, measured by `make bench`).
+exceeds its noise: the largest of the minimum change, the run-to-run
+%stddev of either side, and the A/A calibration for that scenario and
+metric. The A/A calibration is the file measured under the results' clock
+(results/budgets/aa-noise.json on a machine, aa-noise-vm-ACCEL-CLOCK.json
+for ptwalk-vm guests, e.g. aa-noise-vm-tcg-icount.json; measured by
+`make bench`); the minimum change is --min-change, else that file's
+min_change_pct (A/A noise measured in that clock mode), else 5%.
 Every metric is "higher is worse": a flagged increase is a REGRESSION, a
 flagged decrease an IMPROVEMENT.
 
@@ -49,6 +53,7 @@ TAIL_OPS = 10           # quantile q testable with >= TAIL_OPS / (1 - q) ops per
 REPO = layout.REPO
 DEFAULT_NOISE = layout.budgets_dir() / "aa-noise.json"
 NOISE_SCHEMA = "ptwalk.aa-noise/1"
+DEFAULT_MIN_CHANGE = 5.0  # percent, when the A/A calibration gives none
 
 # victim latency quantiles of the phase during walks: label, key, q
 VICTIM_QUANTILES = (("p90", "p90_ns", 0.90), ("p99", "p99_ns", 0.99),
@@ -191,10 +196,22 @@ def choose_test(a: Series | None, b: Series | None, alpha: float) -> tuple[str, 
                 f"{stats.mwu_floor(na, nb):.2g})")
 
 
-def load_noise(path: str | Path | None) -> dict[str, float]:
-    """A/A calibration: 'scenario|metric' -> noise in percent of change."""
+def noise_file_for(on: res.MeasuredOn, budgets: Path | None = None) -> Path:
+    """The A/A calibration measured under ON's clock: aa-noise.json for a
+    machine, aa-noise-vm-ACCEL-CLOCK.json for a ptwalk-vm guest."""
+    d = layout.budgets_dir() if budgets is None else budgets
+    if not on.vm:
+        return d / "aa-noise.json"
+    def safe(w: str) -> str:
+        return "".join(ch if ch.isalnum() else "_" for ch in w)
+    return d / f"aa-noise-vm-{safe(on.accel)}-{safe(on.clock)}.json"
+
+
+def read_noise(path: str | Path | None) -> tuple[dict[str, float], float | None]:
+    """A/A calibration: ('scenario|metric' -> noise in percent of change,
+    the file's min_change_pct or None)."""
     if path is None:
-        return {}
+        return {}, None
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -202,7 +219,55 @@ def load_noise(path: str | Path | None) -> dict[str, float]:
         raise res.InputError(f"{path}: cannot read A/A calibration: {e}") from None
     if not isinstance(doc, dict) or doc.get("schema") != NOISE_SCHEMA:
         raise res.InputError(f"{path}: not a {NOISE_SCHEMA} document")
-    return {str(k): float(v) for k, v in doc.get("noise_pct", {}).items()}
+    try:
+        noise = {str(k): float(v) for k, v in doc.get("noise_pct", {}).items()}
+        mc = doc.get("min_change_pct")
+        mc = None if mc is None else float(mc)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise res.InputError(f"{path}: bad A/A calibration value: {e}") from None
+    if mc is not None and not 0.0 <= mc < 1000.0:
+        raise res.InputError(f"{path}: min_change_pct {mc} out of range")
+    return noise, mc
+
+
+def load_noise(path: str | Path | None) -> dict[str, float]:
+    """A/A calibration: 'scenario|metric' -> noise in percent of change."""
+    return read_noise(path)[0]
+
+
+@dataclass
+class NoiseChoice:
+    """The A/A calibration and minimum change a comparison uses, and why."""
+    path: Path | None           # None: no calibration
+    noise: dict[str, float]
+    min_change_pct: float
+    min_change_from: str        # "--min-change", "FILE", "default"
+    why: str                    # which clock picked the file
+
+
+def choose_noise(results: Sequence[res.Result], *, noise_arg: str | None = None,
+                 min_change: float | None = None,
+                 budgets: Path | None = None) -> NoiseChoice:
+    """The calibration for RESULTS: --noise if given, else the file measured
+    under their clock (none when they mix clocks or it is absent); the
+    minimum change: --min-change, else the file's min_change_pct, else 5%."""
+    clocks = sorted({r.measured_on for r in results if r.usable})
+    if noise_arg is not None:
+        path = None if noise_arg == "none" else Path(noise_arg)
+        why = "given" if path else "none asked for"
+    elif len(clocks) != 1:
+        path, why = None, "results under mixed clocks: no one calibration applies"
+    else:
+        want = noise_file_for(clocks[0], budgets)
+        path = want if want.exists() else None
+        why = f"{clocks[0]}" + ("" if path else f": {want.name} absent, none measured")
+    noise, mc = read_noise(path)
+    if min_change is not None:
+        return NoiseChoice(path, noise, min_change, "--min-change", why)
+    if mc is not None:
+        assert path is not None
+        return NoiseChoice(path, noise, mc, path.name, why)
+    return NoiseChoice(path, noise, DEFAULT_MIN_CHANGE, "default", why)
 
 
 def make_row(scenario: str, a: Series | None, b: Series | None, *, alpha: float,
@@ -269,7 +334,7 @@ def combine(verdicts: Sequence[str]) -> str:
 
 
 def compare_sets(a: list[res.Result], b: list[res.Result], *, alpha: float = 0.05,
-                 min_change_pct: float = 5.0, noise: dict[str, float] | None = None,
+                 min_change_pct: float = DEFAULT_MIN_CHANGE, noise: dict[str, float] | None = None,
                  seed: int = 1, iterations: int = 2000) -> Comparison:
     noise = {} if noise is None else noise
     ga = res.group(r for r in a if r.usable)
@@ -334,7 +399,8 @@ def _sd(v: float | None) -> str:
 
 
 def render(c: Comparison, *, label_a: str, label_b: str, alpha: float,
-           min_change_pct: float, noise_file: str) -> str:
+           min_change_pct: float, noise_file: str, min_change_from: str = "",
+           noise_why: str = "") -> str:
     lines = [f"ptwalk-compare  A: {label_a}  B: {label_b}",
              "samples: one value per run (walk metrics: the run's median of its walks); "
              "%stddev: run to run",
@@ -343,8 +409,10 @@ def render(c: Comparison, *, label_a: str, label_b: str, alpha: float,
              "tails (max, quantiles of few ops) reported, not tested",
              f"FDR: Benjamini-Hochberg over the {c.tested} tested rows of this comparison; "
              f"q = adjusted p",
-             f"flagged (*): q < {alpha:g} and |%change| > noise = max({min_change_pct:g}%, "
-             f"run-to-run %stddev, A/A calibration: {noise_file})",
+             f"flagged (*): q < {alpha:g} and |%change| > noise = max({min_change_pct:g}%"
+             + (f" ({min_change_from})" if min_change_from else "")
+             + f", run-to-run %stddev, A/A calibration: {noise_file})",
+             *([f"A/A calibration chosen for: {noise_why}"] if noise_why else []),
              "CI: 95% bootstrap interval of %change, resampling runs (seeded)", ""]
     hdr = (f"{'A':>10}  {'%stddev':>7}  {'%change':>10}  {'B':>10}  {'%stddev':>7}  "
            f"{'runs':>5}  {'95% CI':>16}  {'test':>6}  {'p':>7}  {'q':>7}  {'noise':>6}  metric")
@@ -422,11 +490,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate (Benjamini-Hochberg), default 0.05")
-    p.add_argument("--min-change", type=float, default=5.0, metavar="PCT",
-                   help="smallest |change of means| in percent that counts (default 5)")
+    p.add_argument("--min-change", type=float, default=None, metavar="PCT",
+                   help="smallest |change of means| in percent that counts (default: the "
+                   "A/A calibration's min_change_pct, else 5)")
     p.add_argument("--noise", metavar="FILE", default=None,
-                   help=f"A/A calibration ({NOISE_SCHEMA}); default "
-                   "results/budgets/aa-noise.json when present; 'none' for none")
+                   help=f"A/A calibration ({NOISE_SCHEMA}); default: the one measured under "
+                   "the results' clock, results/budgets/aa-noise.json on a machine, "
+                   "aa-noise-vm-ACCEL-CLOCK.json in a ptwalk-vm guest, when present; "
+                   "'none' for none")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
     p.add_argument("--mixed-clocks", action="store_true",
                    help="compare results measured under different clocks (a VM's "
@@ -445,11 +516,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < args.alpha < 1.0:
         print("ptwalk-compare: error: --alpha must be in (0, 1)", file=sys.stderr)
         return 2
-    noise_file = args.noise
-    if noise_file is None:
-        noise_file = str(DEFAULT_NOISE) if DEFAULT_NOISE.exists() else "none"
+    if args.min_change is not None and not 0.0 <= args.min_change < 1000.0:
+        print("ptwalk-compare: error: --min-change must be in [0, 1000)", file=sys.stderr)
+        return 2
     try:
-        noise = load_noise(None if noise_file == "none" else noise_file)
         a = res.load(args.a)
         b = res.load(args.b)
         if not any(r.usable for r in a) or not any(r.usable for r in b):
@@ -459,22 +529,25 @@ def main(argv: list[str] | None = None) -> int:
             raise res.InputError(
                 "the results were measured under different clocks, whose figures do not "
                 f"compare: {'; '.join(map(str, clocks))} (--mixed-clocks to compare anyway)")
+        nc = choose_noise(a + b, noise_arg=args.noise, min_change=args.min_change)
     except res.InputError as e:
         print(f"ptwalk-compare: error: {e}", file=sys.stderr)
         return 2
-    c = compare_sets(a, b, alpha=args.alpha, min_change_pct=args.min_change, noise=noise,
-                     seed=args.seed)
+    c = compare_sets(a, b, alpha=args.alpha, min_change_pct=nc.min_change_pct,
+                     noise=nc.noise, seed=args.seed)
     la, lb = _label(a, args.a), _label(b, args.b)
-    shown = noise_file if noise_file == "none" else os.path.relpath(noise_file, REPO) \
-        if Path(noise_file).resolve().is_relative_to(REPO) else noise_file
+    shown = "none" if nc.path is None else os.path.relpath(nc.path, REPO) \
+        if nc.path.resolve().is_relative_to(REPO) else str(nc.path)
     sys.stdout.write(render(c, label_a=la, label_b=lb, alpha=args.alpha,
-                            min_change_pct=args.min_change, noise_file=shown))
+                            min_change_pct=nc.min_change_pct, noise_file=shown,
+                            min_change_from=nc.min_change_from, noise_why=nc.why))
     skipped = [str(r.path) for r in a + b if not r.usable]
     if skipped:
         print(f"skipped incomplete or failed results: {' '.join(skipped)}")
     if args.json:
         doc = to_json(c, a=la, b=lb, alpha=args.alpha, fdr="Benjamini-Hochberg",
-                      min_change_pct=args.min_change, noise_file=shown, seed=args.seed,
+                      min_change_pct=nc.min_change_pct, min_change_from=nc.min_change_from,
+                      noise_file=shown, noise_chosen_for=nc.why, seed=args.seed,
                       skipped=skipped)
         _write_atomic(args.json, doc)
     return 1 if c.verdict == REGRESSION else 0
