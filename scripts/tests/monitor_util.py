@@ -267,6 +267,8 @@ class WalkWitness:
     def __enter__(self) -> "WalkWitness":
         text = self._metrics()
         self.lost0 = metric_sum(text, "ptwalk_monitor_lost_events_total")
+        self.folded0 = metric_sum(text, "ptwalk_monitor_folded_comms_total")
+        self.unpaired0 = metric_sum(text, "ptwalk_monitor_unpaired_events_total")
         self.n0 = self._counted(text)
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -277,7 +279,8 @@ class WalkWitness:
 
     def seen(self, timeout: float = 10) -> tuple[int, float]:
         """(walks the monitor counted, events it reports lost since the
-        start), once it has counted them all or after `timeout`."""
+        start), once it has counted them all or after `timeout`; `folded`:
+        walks it reports under the comm "other" meanwhile (label limit)."""
         assert self.error is None and self.walks, self.error
         end = time.monotonic() + timeout
         while True:
@@ -285,6 +288,9 @@ class WalkWitness:
             n = self._counted(text) - self.n0
             if n >= len(self.walks) or time.monotonic() > end:
                 lost = metric_sum(text, "ptwalk_monitor_lost_events_total") - self.lost0
+                self.folded = metric_sum(text, "ptwalk_monitor_folded_comms_total") - self.folded0
+                self.unpaired = (metric_sum(text, "ptwalk_monitor_unpaired_events_total")
+                                 - self.unpaired0)
                 self.lines = [ln for ln in text.splitlines()
                               if f'walker="{self.comm}"' in ln and "_walks_total" in ln]
                 return n, lost
