@@ -195,3 +195,28 @@ def test_boot_and_compare_stock_kernels(tmp_path: Path) -> None:
                         capture_output=True, text=True, timeout=120)
     assert r2.returncode == 0 and r2.stdout == r.stdout, r2.stdout + r2.stderr
     assert took < 300, f"boot-and-compare took {took:.0f} s"
+
+
+def test_upstream_text_names_incomplete_walks(tmp_path: Path) -> None:
+    """The finding a maintainer acts on: `ptwalk report --upstream` says how
+    many walks skipped VMAs, how many after relocking, and what the module
+    counted; a run without such walks has no such block."""
+    import random
+
+    from ptwalk_report import synthetic
+    from ptwalk_report.upstream import render_upstream
+    doc = synthetic.make_result(rng=random.Random(3), profile="smaps_rollup", backing="alias",
+                                size_bytes=256 << 20, ptes=65536, walks=6, ns_per_pte=100.0,
+                                spread=0.01)
+    plain = render_upstream(res.load([synthetic.write(doc, tmp_path / "a.json")])[0])
+    assert "Incomplete walks" not in plain
+    why = "smaps_rollup reported Rss 255.1 MiB of the workload's 259.1 MiB: the kernel skipped VMAs"
+    for w in doc["walks"][:2]:
+        w.update(incomplete=why, lock_acquisitions=2)
+    doc["walk_summary"] = {"smaps_rollup": {"count": 6, "ptes": 65536, "incomplete": 2}}
+    doc.setdefault("validation", {})["walks"] = {"short_after_yielding_lock": 2, "agree": True}
+    out = render_upstream(res.load([synthetic.write(doc, tmp_path / "b.json")])[0])
+    assert ("smaps_rollup: 2 of 6 walks covered less than the workload (2 of them\n"
+            "    after taking mmap_lock again); ptwalk.ko's count of such walks: 2") in out, out
+    assert "e.g. smaps_rollup reported Rss 255.1 MiB" in out
+    assert max(len(x) for x in out.splitlines()) <= 72
