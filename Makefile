@@ -82,7 +82,8 @@ fuzz:
 kernel-ab:
 	@test -n "$(PATCH)" || { echo "make kernel-ab: PATCH=FILE is needed" >&2; exit 2; }
 	scripts/deps.sh build python vm kernel
-	$(MAKE) userspace
+	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
 	scripts/kernel-ab.sh --jobs 2 $(PATCH)
 
 qualify:
