@@ -47,8 +47,10 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 0 ] || { [ -z "$patch" ] && [ $# -eq 1 ] && patch=$1; } || die "one PATCH only"
 [ -n "$patch" ] || die "no PATCH given (usage: scripts/kernel-ab.sh [options] PATCH)"
-[ -f "$patch" ] && [ -r "$patch" ] || die "PATCH $patch: not a readable file"
-grep -q '^+++ ' "$patch" && grep -q '^@@ ' "$patch" || die "PATCH $patch: no unified diff in it"
+if [ ! -f "$patch" ] || [ ! -r "$patch" ]; then die "PATCH $patch: not a readable file"; fi
+if ! grep -q '^+++ ' "$patch" || ! grep -q '^@@ ' "$patch"; then
+	die "PATCH $patch: no unified diff in it"
+fi
 case "$jobs" in ''|*[!0-9]*|0) die "--jobs wants a positive integer, got '$jobs'" ;; esac
 case "$only" in ''|build|run) ;; *) die "--only wants build or run, got '$only'" ;; esac
 case "$dir" in /*) ;; *) dir=$PROJECT/$dir ;; esac
@@ -101,13 +103,12 @@ if [ "$only" != run ]; then
 	make -C "$tree" O="$obj" -s olddefconfig >/dev/null
 	# every option of the fragment survived olddefconfig (a dependency
 	# missing would silently drop one)
-	lost=""
-	for l in $(sed -n 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' "$frag"); do
-		grep -qxF "$l" "$obj/.config" || lost="$lost $l"
-	done
-	for o in $(sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$frag"); do
-		! grep -q "^$o=" "$obj/.config" || lost="$lost $o(unset)"
-	done
+	# (a subshell's loop: lost is its output)
+	lost=$(sed -n 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' "$frag" | while read -r l; do
+		grep -qxF "$l" "$obj/.config" || printf ' %s' "$l"
+	done; sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$frag" | while read -r o; do
+		! grep -q "^$o=" "$obj/.config" || printf ' %s(unset)' "$o"
+	done)
 	[ -z "$lost" ] || fail "options of $frag lost by olddefconfig:$lost"
 
 	build_one before -ab-before

@@ -40,9 +40,9 @@ while [ "$i" -le "$RUNS" ]; do
 			--scanner pagemap --interval 300ms --duration 2s --victims none ;;
 		*) echo "kernel-ab: unknown scenario $s"; exit 2 ;;
 		esac
-		"$PTWALK" run --backend module "$@" --out $R/$s-$i.json >$R/$s-$i.txt 2>&1 \
+		"$PTWALK" run --backend module "$@" --out "$R/$s-$i.json" >"$R/$s-$i.txt" 2>&1 \
 			|| { echo "kernel-ab: ptwalk run $s-$i exited $?"; fail=1; }
-		tail -3 $R/$s-$i.txt
+		tail -3 "$R/$s-$i.txt"
 	done
 	i=$((i + 1))
 done
