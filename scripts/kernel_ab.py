@@ -144,6 +144,26 @@ def skip_figures(results: list[res.Result]) -> dict[str, Any]:
             "module_confirmed": confirmed, "module_disagrees": disagree, "per_run": per_run}
 
 
+def budget_diff(before: list[budgets.Verdict], after: list[budgets.Verdict]
+                ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Budget verdicts that changed, and those judged on one side only.
+    A change involves a FAIL (PASS -> FAIL, FAIL -> SKIP, ...). PASS <->
+    SKIP only says one side had enough data for the budget, e.g. fewer
+    than 100 victim operations during walks for a p99: a note, not a
+    change. INFO lines are context, never verdicts."""
+    def table(vs: list[budgets.Verdict]) -> dict[tuple[str, str], str]:
+        return {(v.budget, v.scenario): v.verdict for v in vs if v.verdict != budgets.INFO}
+    b, a = table(before), table(after)
+    changed, one_side = [], []
+    for k in sorted(set(b) | set(a)):
+        vb, va = b.get(k, "-"), a.get(k, "-")
+        if vb == va:
+            continue
+        row = {"budget": k[0], "scenario": k[1], "before": vb, "after": va}
+        (changed if budgets.FAIL in (vb, va) else one_side).append(row)
+    return changed, one_side
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -173,11 +193,7 @@ def evaluate(out: Path) -> tuple[int, dict[str, Any], str]:
     bv = {s: budgets.evaluate(bl, sides[s]) for s in SIDES}
     for s in SIDES:
         _write(out / f"budgets-{s}.txt", budgets.render(bv[s]))
-    vb = {s: {(v.budget, v.scenario): v.verdict for v in bv[s]} for s in SIDES}
-    budget_changes = [{"budget": k[0], "scenario": k[1], "before": vb["before"].get(k, "-"),
-                       "after": vb["after"].get(k, "-")}
-                      for k in sorted(set(vb["before"]) | set(vb["after"]))
-                      if vb["before"].get(k) != vb["after"].get(k)]
+    budget_changes, one_side = budget_diff(bv["before"], bv["after"])
 
     noise_file = compare.DEFAULT_NOISE if compare.DEFAULT_NOISE.exists() else None
     c = compare.compare_sets(a, b, noise=compare.load_noise(noise_file))
@@ -230,6 +246,9 @@ def evaluate(out: Path) -> tuple[int, dict[str, Any], str]:
     nb = {s: sum(1 for v in bv[s] if v.verdict in (budgets.PASS, budgets.FAIL)) for s in SIDES}
     lines.append(f"budgets: {nb['before']} judged before, {nb['after']} after; "
                  f"{len(budget_changes)} verdicts changed")
+    for o in one_side:
+        lines.append(f"  judged on one side only (not enough data on the other): {o['budget']} "
+                     f"on {o['scenario']}: {o['before']} -> {o['after']}")
     lines.append("compare: " + "; ".join(f"{sc.scenario} {sc.verdict}" for sc in c.scenarios))
     if fixed_moved:
         lines.append("  (" + ", ".join(f"{m['scenario']}" for m in fixed_moved)
@@ -241,7 +260,8 @@ def evaluate(out: Path) -> tuple[int, dict[str, Any], str]:
     text = "\n".join(lines) + "\n"
     doc = {"schema": "ptwalk.kernel-ab/1", "fix_shown": fix_shown, "ok": ok,
            "release": rel, "measured_on": str(clocks[0]), "skips": skips,
-           "budget_changes": budget_changes, "compare_verdict": c.verdict,
+           "budget_changes": budget_changes, "budget_judged_one_side": one_side,
+           "compare_verdict": c.verdict,
            "compare_scenarios": [{"scenario": sc.scenario, "verdict": sc.verdict}
                                  for sc in c.scenarios],
            "other_compare_changes": moved, "problems": problems}

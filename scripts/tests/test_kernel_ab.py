@@ -220,3 +220,20 @@ def test_upstream_text_names_incomplete_walks(tmp_path: Path) -> None:
             "    after taking mmap_lock again); ptwalk.ko's count of such walks: 2") in out, out
     assert "e.g. smaps_rollup reported Rss 255.1 MiB" in out
     assert max(len(x) for x in out.splitlines()) <= 72
+
+
+def test_budget_diff_counts_only_changes_with_a_fail() -> None:
+    """PASS <-> SKIP is a budget judged on one side only (one boot saw too
+    few victim operations for a p99): a note. Any change to or from FAIL is
+    a changed verdict. INFO lines never count."""
+    from ptwalk_report import budgets as b
+
+    def v(budget: str, verdict: str, scenario: str = "s") -> b.Verdict:
+        return b.Verdict(budget, scenario, verdict, "fig", "lim")
+    before = [v("p99", b.SKIP), v("ns", b.PASS), v("stall", b.PASS), v("stall", b.INFO),
+              v("gone", b.FAIL), v("same", b.FAIL)]
+    after = [v("p99", b.PASS), v("ns", b.FAIL), v("stall", b.PASS), v("same", b.FAIL)]
+    changed, one_side = kernel_ab.budget_diff(before, after)
+    assert [(c["budget"], c["before"], c["after"]) for c in changed] == \
+        [("gone", "FAIL", "-"), ("ns", "PASS", "FAIL")]
+    assert [(o["budget"], o["before"], o["after"]) for o in one_side] == [("p99", "SKIP", "PASS")]
