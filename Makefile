@@ -10,6 +10,11 @@
 #                   newest installed linux-headers)
 #   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
 #                   share/ptwalk/ under DESTDIR/PREFIX (default /usr/local)
+#   make kernel-ab PATCH=file.patch
+#                   a kernel patch before/after: builds linux-source-6.1
+#                   without and with it (scripts/kernel/ptwalk.config, -j2:
+#                   long), boots both, compares (scripts/kernel-ab.sh);
+#                   not part of make test
 
 PYTHON  ?= /usr/bin/python3
 BUILD   := build
@@ -19,7 +24,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py qualify bench clean vm-matrix fuzz install
+	test-selftests test-py qualify bench clean vm-matrix fuzz install kernel-ab
 
 all: build
 
@@ -73,6 +78,13 @@ fuzz:
 	scripts/deps.sh build fuzz
 	scripts/fuzz.sh build
 	scripts/fuzz.sh run brief
+
+kernel-ab:
+	@test -n "$(PATCH)" || { echo "make kernel-ab: PATCH=FILE is needed" >&2; exit 2; }
+	scripts/deps.sh build python vm kernel
+	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
+	scripts/kernel-ab.sh --jobs 2 $(PATCH)
 
 qualify:
 	scripts/deps.sh build python

@@ -39,7 +39,10 @@ pkgs_perf="linux-perf"
 pkgs_prometheus="prometheus python3-yaml openssl"
 # libFuzzer, ASan and UBSan for the parsers' fuzz targets (scripts/fuzz.sh)
 pkgs_fuzz="clang libclang-rt-14-dev"
+# building a kernel from linux-source-6.1 (scripts/kernel-ab.sh, make kernel-ab)
+pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio kmod linux-source-6.1"
 
+# kernel is not in the default set: only make kernel-ab builds kernels
 groups="${*:-build python vm module perf prometheus fuzz}"
 want=""
 want_bpo=""
@@ -52,7 +55,8 @@ for g in $groups; do
 	perf) want="$want $pkgs_perf" ;;
 	prometheus) want="$want $pkgs_prometheus" ;;
 	fuzz) want="$want $pkgs_fuzz" ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz)" >&2; exit 2 ;;
+	kernel) want="$want $pkgs_kernel" ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz kernel)" >&2; exit 2 ;;
 	esac
 done
 

@@ -112,6 +112,33 @@ def _split_lines(r: res.Result) -> list[str]:
     return out
 
 
+def _incomplete_lines(r: res.Result) -> list[str]:
+    """Walks that covered less than the workload: the finding itself when
+    the kernel skips VMAs (6.1's show_smaps_rollup() after yielding
+    mmap_lock), so the text a maintainer reads says it, with an example."""
+    d = r.doc
+    out: list[str] = []
+    for kind, s in sorted(d.get("walk_summary", {}).items()):
+        n = s.get("incomplete", 0)
+        if not n:
+            continue
+        ws = [w for w in d.get("walks", []) if w.get("kind", kind) == kind]
+        short = [w for w in ws if "incomplete" in w]
+        yielded = sum(1 for w in short if w.get("lock_acquisitions", 0) > 1)
+        val = d.get("validation", {}).get("walks", {})
+        conf = val.get("short_after_yielding_lock")
+        line = (f"{kind}: {n} of {s.get('count', len(ws))} walks covered less than the "
+                f"workload ({yielded} of them after taking mmap_lock again)")
+        if conf is not None:
+            line += f"; ptwalk.ko's count of such walks: {conf}"
+        out += ["", "Incomplete walks:"]
+        out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+        if short:
+            out += textwrap.wrap(f"e.g. {short[0]['incomplete']}", WIDTH,
+                                 initial_indent="    ", subsequent_indent="    ")
+    return out
+
+
 def render_upstream(r: res.Result) -> str:
     d = r.doc
     k, h, sc = d.get("kernel", {}), d.get("host", {}), d["scenario"]
@@ -151,6 +178,7 @@ def render_upstream(r: res.Result) -> str:
              for kind, s in sorted(d.get("walk_summary", {}).items()) if "lock_mode" in s]
     for line in locks:
         out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    out += _incomplete_lines(r)
     out += _split_lines(r)
     out += ["", "Victim latency, outside walks -> during walks:",
             f"  {'victim':<7}{'ops out/during':>17}{'p99':>19}{'p99.9':>19}"]

@@ -1,0 +1,239 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make kernel-ab (scripts/kernel-ab.sh, scripts/kernel_ab.py): the kernel
+build stays out of make test; here are its argument handling, the patch and
+config fragment it ships, and its boot-and-compare part on the two stock
+kernels Debian ships (6.1 cloud has the smaps_rollup skip, 6.12 cloud has
+the fix, 6d065f507d82)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import kernel_ab
+from ptwalk_report import results as res
+from ptwalk_vm import config
+from ptwalk_vm.pytest_plugin import skip_or_fail, vm_unavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+SH = ROOT / "scripts" / "kernel-ab.sh"
+PY = ROOT / "scripts" / "kernel_ab.py"
+REF = ROOT / "results" / "reference" / "smaps-rollup-backport"
+FRAG = ROOT / "scripts" / "kernel" / "ptwalk.config"
+SRC = Path("/usr/src/linux-source-6.1.tar.xz")
+
+
+def _patch() -> Path:
+    ps = sorted(REF.glob("0001-*.patch"))
+    assert len(ps) == 1, ps
+    return ps[0]
+
+
+def _one_line_error(r: subprocess.CompletedProcess, prog: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: "), r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["/nonexistent.patch"],
+    ["scripts/kernel/ptwalk.config"],            # a file, but no diff in it
+    ["--jobs", "0", "PATCH"],
+    ["--jobs", "x", "PATCH"],
+    ["--only", "boot", "PATCH"],
+    ["--bogus", "PATCH"],
+    ["--dir"],
+    ["PATCH", "PATCH"],
+])
+def test_script_bad_input(args: list[str]) -> None:
+    args = [str(_patch()) if a == "PATCH" else a for a in args]
+    r = subprocess.run(["sh", str(SH), *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    _one_line_error(r, "kernel-ab")
+
+
+def test_script_run_without_build(tmp_path: Path) -> None:
+    """--only run on a dir no build filled: says so, boots nothing."""
+    r = subprocess.run(["sh", str(SH), "--only", "run", "--dir", str(tmp_path), str(_patch())],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    _one_line_error(r, "kernel-ab")
+    assert "build first" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    [],                                                   # no kernels
+    ["--before", "/nonexistent", "--after", "IMG"],
+    ["--before", "IMG", "--after", "IMG", "--runs", "0"],
+    ["--before", "IMG", "--after", "IMG", "--runs", "two"],
+    ["--before", "IMG", "--after", "IMG", "--timeout", "-1"],
+    ["--before", "IMG", "--after", "IMG", "--scenarios", "rollup_alias,nope"],
+    ["--before", "IMG", "--after", "IMG", "--scenarios", "clear_refs"],  # no skip figure
+    ["--before", "IMG", "--after", "IMG", "--before-ko", "/nonexistent.ko"],
+    ["--before", "IMG", "--after", "IMG", "--accel", "xen"],
+    ["--reuse", "--out", "EMPTY"],
+])
+def test_driver_bad_input(args: list[str], tmp_path: Path) -> None:
+    img = tmp_path / "bzImage"
+    img.write_bytes(b"not booted")
+    (tmp_path / "empty").mkdir()
+    args = [str(img) if a == "IMG" else str(tmp_path / "empty") if a == "EMPTY" else a
+            for a in args]
+    r = subprocess.run([sys.executable, str(PY), *args, "--out", str(tmp_path / "o")]
+                       if "--out" not in args else [sys.executable, str(PY), *args],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    _one_line_error(r, "kernel-ab")
+
+
+def test_skip_figures_count_walks_and_module(tmp_path: Path) -> None:
+    """The skip figure: walks of rollup_alias runs only; a walk the module
+    did not confirm is a disagreement, not a skip to believe."""
+    def doc(walks: list[dict], confirmed: int) -> dict:
+        return {"walks": walks, "validation": {"walks": {
+            "short_after_yielding_lock": confirmed, "agree": True}}}
+    w_ok = {"lock_acquisitions": 1}
+    w_yield = {"lock_acquisitions": 3}
+    w_skip = {"lock_acquisitions": 2, "incomplete": "short"}
+    rs = [res.Result(tmp_path / "rollup_alias-1.json", doc([w_ok, w_yield, w_skip], 1)),
+          res.Result(tmp_path / "rollup_alias-2.json", doc([w_skip, w_skip], 1)),
+          res.Result(tmp_path / "clear_refs-1.json", doc([w_skip], 1))]
+    f = kernel_ab.skip_figures(rs)
+    assert (f["runs"], f["walks"], f["yielded"], f["skipped"]) == (2, 5, 4, 3)
+    assert f["module_confirmed"] == 2
+    assert f["module_disagrees"] == ["rollup_alias-2.json"]
+    assert [x["skipped"] for x in f["per_run"]] == [1, 2]
+
+
+def test_fragment_holds_the_module_requirements() -> None:
+    """Every option dkms needs for ptwalk.ko is set in the shipped fragment."""
+    frag = FRAG.read_text()
+    dkms = (ROOT / "module" / "dkms.conf").read_text()
+    need = re.search(r'BUILD_EXCLUSIVE_CONFIG="([^"]+)"', dkms).group(1).split()
+    assert need, dkms
+    for opt in need + ["CONFIG_MODULE_UNLOAD", "CONFIG_SERIAL_8250_CONSOLE",
+                       "CONFIG_BLK_DEV_INITRD", "CONFIG_PROC_PAGE_MONITOR"]:
+        assert re.search(rf"^{opt}=y$", frag, re.M), f"{opt} not =y in {FRAG}"
+
+
+def test_patch_is_kernel_format_and_applies(tmp_path: Path) -> None:
+    text = _patch().read_text()
+    head = text.split("\n---\n", 1)[0]
+    assert re.search(r"^From [0-9a-f]{40} ", text), "no mbox From line"
+    assert re.search(r"^Subject: \[PATCH 6\.1\.y\] mm: /proc/pid/smaps_rollup: ", text, re.M)
+    assert "commit 6d065f507d82307d6161ac75c025111fb8b08a46 upstream." in head
+    assert "Signed-off-by" not in text
+    assert re.search(r"^diff --git a/fs/proc/task_mmu\.c b/fs/proc/task_mmu\.c$", text, re.M)
+    if not SRC.is_file():
+        pytest.skip(f"{SRC} not installed (scripts/deps.sh kernel): cannot apply the patch")
+    # one file of it: the one the patch changes
+    subprocess.run(["tar", "-C", str(tmp_path), "-xf", str(SRC),
+                    "linux-source-6.1/fs/proc/task_mmu.c"], check=True, timeout=300)
+    tree = tmp_path / "linux-source-6.1"
+    r = subprocess.run(["patch", "-p1", "-s", "-i", str(_patch())], cwd=tree,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    src = (tree / "fs/proc/task_mmu.c").read_text()
+    body = src[src.index("static int show_smaps_rollup("):]
+    body = body[:body.index("empty_set:")]
+    # the VMA found after the relock is gathered before `continue`
+    assert re.search(r"if \(vma->vm_start >= last_vma_end\) \{\s*smap_gather_stats\(vma, &mss, 0\);"
+                     r"\s*last_vma_end = vma->vm_end;\s*continue;", body), body
+
+
+# --- boot and compare, on Debian's stock kernels --------------------------
+
+def _stock(cfg: config.Config, matrix: str) -> config.Kernel:
+    ks, missing = cfg.matrix(matrix)
+    for k in ks:
+        if k.name == "cloud-amd64":
+            return k
+    skip_or_fail(f"no cloud-amd64 kernel in matrix {matrix}: {'; '.join(missing)}")
+    raise AssertionError  # not reached
+
+
+@pytest.mark.vm
+def test_boot_and_compare_stock_kernels(tmp_path: Path) -> None:
+    """kernel_ab.py, as make kernel-ab runs it, on 6.1 cloud ("before", the
+    bug) and 6.12 cloud ("after", the fix): the same code must report walks
+    skipping a VMA before and none after. One run of the skip scenario per
+    kernel keeps it under ~3 minutes (two TCG boots)."""
+    cfg = config.load()
+    before, after = _stock(cfg, "debian-6.1"), _stock(cfg, "debian-6.12")
+    for k in (before, after):
+        why = vm_unavailable(cfg, k)
+        if why:
+            skip_or_fail(why)
+        if k.ko is None:
+            pytest.fail(f"ptwalk.ko is not built for {k.release} (make module-matrix)")
+    if not (ROOT / "build" / "ptwalk").is_file():
+        pytest.fail("build/ptwalk is not built (make build)")
+    out = tmp_path / "ab"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, str(PY), "--before", str(before.image),
+                        "--before-ko", str(before.ko), "--after", str(after.image),
+                        "--after-ko", str(after.ko), "--runs", "1",
+                        "--scenarios", "rollup_alias", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - t0
+    print(r.stdout, r.stderr[-3000:], f"took {took:.0f} s")
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    doc = json.loads((out / "verdict.json").read_text())
+    sb, sa = doc["skips"]["before"], doc["skips"]["after"]
+    assert doc["release"] == {"before": [before.release], "after": [after.release]}
+    assert sb["skipped"] > 0 and sb["module_confirmed"] == sb["skipped"], sb
+    assert sa["skipped"] == 0 and sa["yielded"] > 0, sa
+    assert doc["fix_shown"] and doc["ok"] and not doc["problems"], doc["problems"]
+    assert f"{sb['skipped']} of {sb['walks']} walks skipped a VMA" in r.stdout
+    assert "VERDICT: FIX SHOWN" in r.stdout
+    # --reuse evaluates the saved sets again, offline, to the same verdict
+    r2 = subprocess.run([sys.executable, str(PY), "--reuse", "--out", str(out)], cwd=ROOT,
+                        capture_output=True, text=True, timeout=120)
+    assert r2.returncode == 0 and r2.stdout == r.stdout, r2.stdout + r2.stderr
+    assert took < 300, f"boot-and-compare took {took:.0f} s"
+
+
+def test_upstream_text_names_incomplete_walks(tmp_path: Path) -> None:
+    """The finding a maintainer acts on: `ptwalk report --upstream` says how
+    many walks skipped VMAs, how many after relocking, and what the module
+    counted; a run without such walks has no such block."""
+    import random
+
+    from ptwalk_report import synthetic
+    from ptwalk_report.upstream import render_upstream
+    doc = synthetic.make_result(rng=random.Random(3), profile="smaps_rollup", backing="alias",
+                                size_bytes=256 << 20, ptes=65536, walks=6, ns_per_pte=100.0,
+                                spread=0.01)
+    plain = render_upstream(res.load([synthetic.write(doc, tmp_path / "a.json")])[0])
+    assert "Incomplete walks" not in plain
+    why = "smaps_rollup reported Rss 255.1 MiB of the workload's 259.1 MiB: the kernel skipped VMAs"
+    for w in doc["walks"][:2]:
+        w.update(incomplete=why, lock_acquisitions=2)
+    doc["walk_summary"] = {"smaps_rollup": {"count": 6, "ptes": 65536, "incomplete": 2}}
+    doc.setdefault("validation", {})["walks"] = {"short_after_yielding_lock": 2, "agree": True}
+    out = render_upstream(res.load([synthetic.write(doc, tmp_path / "b.json")])[0])
+    assert ("smaps_rollup: 2 of 6 walks covered less than the workload (2 of them\n"
+            "    after taking mmap_lock again); ptwalk.ko's count of such walks: 2") in out, out
+    assert "e.g. smaps_rollup reported Rss 255.1 MiB" in out
+    assert max(len(x) for x in out.splitlines()) <= 72
+
+
+def test_budget_diff_counts_only_changes_with_a_fail() -> None:
+    """PASS <-> SKIP is a budget judged on one side only (one boot saw too
+    few victim operations for a p99): a note. Any change to or from FAIL is
+    a changed verdict. INFO lines never count."""
+    from ptwalk_report import budgets as b
+
+    def v(budget: str, verdict: str, scenario: str = "s") -> b.Verdict:
+        return b.Verdict(budget, scenario, verdict, "fig", "lim")
+    before = [v("p99", b.SKIP), v("ns", b.PASS), v("stall", b.PASS), v("stall", b.INFO),
+              v("gone", b.FAIL), v("same", b.FAIL)]
+    after = [v("p99", b.PASS), v("ns", b.FAIL), v("stall", b.PASS), v("same", b.FAIL)]
+    changed, one_side = kernel_ab.budget_diff(before, after)
+    assert [(c["budget"], c["before"], c["after"]) for c in changed] == \
+        [("gone", "FAIL", "-"), ("ns", "PASS", "FAIL")]
+    assert [(o["budget"], o["before"], o["after"]) for o in one_side] == [("p99", "SKIP", "PASS")]
