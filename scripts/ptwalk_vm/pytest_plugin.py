@@ -79,6 +79,17 @@ def matrix_kernels(cfg: Config) -> tuple[list[Kernel], list[str]]:
         return [], [str(e)]
 
 
+def matrix_kernel(cfg: Config, key: str) -> Kernel:
+    """The first matrix kernel whose id ("6.12-cloud-amd64") or flavour name
+    ("cloud-amd64") is KEY; skip (or fail, PTWALK_REQUIRE_VM=1) without one."""
+    ks, missing = matrix_kernels(cfg)
+    k = next((k for k in ks if key in (k.id, k.name)), None)
+    if k is None:
+        skip_or_fail(f"kernel {key} not in the matrix: {missing}")
+    assert k is not None
+    return k
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vm: boots a kernel in qemu (slow; needs qemu and root)")
 

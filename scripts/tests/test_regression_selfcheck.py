@@ -18,18 +18,11 @@ from typing import Any
 
 import pytest
 
+from ptwalk_vm.pytest_plugin import matrix_kernel
+
 REPO = Path(__file__).resolve().parents[2]
 COMPARE = REPO / "scripts" / "ptwalk-compare"
 RUNS = 5
-
-
-def _kernel(vm_config: Any, name: str) -> Any:
-    from ptwalk_vm.pytest_plugin import matrix_kernels, skip_or_fail
-    ks, missing = matrix_kernels(vm_config)
-    for k in ks:
-        if k.name == name:
-            return k
-    skip_or_fail(f"kernel {name} not in the matrix: {missing}")
 
 
 def _nspte(*dirs: Path) -> float:
@@ -39,7 +32,7 @@ def _nspte(*dirs: Path) -> float:
 
 
 def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_path: Path) -> None:
-    k = _kernel(vm_config, "cloud-amd64")
+    k = matrix_kernel(vm_config, "cloud-amd64")
     if k.ko is None:
         pytest.fail(f"ptwalk.ko not built for {k.release} (make module-matrix)")
     from ptwalk_vm import vm as pipeline

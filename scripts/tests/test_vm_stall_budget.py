@@ -17,20 +17,12 @@ import pytest
 
 from ptwalk_report import budgets as bud
 from ptwalk_vm import stall_budget
-
-
-def _kernel(vm_config: Any, name: str) -> Any:
-    from ptwalk_vm.pytest_plugin import matrix_kernels, skip_or_fail
-    ks, missing = matrix_kernels(vm_config)
-    for k in ks:
-        if k.id == name:
-            return k
-    skip_or_fail(f"kernel {name} not in the matrix: {missing}")
+from ptwalk_vm.pytest_plugin import matrix_kernel
 
 
 @pytest.mark.parametrize("name", ["6.1-cloud-amd64", "6.12-cloud-amd64"])
 def test_stall_budget_in_vm(name: str, vm_config: Any, run_in_vm: Any, tmp_path: Path) -> None:
-    k = _kernel(vm_config, name)
+    k = matrix_kernel(vm_config, name)
     if k.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {k.release} (make module-matrix)")
     o = stall_budget.run(run_in_vm, k, tmp_path)
