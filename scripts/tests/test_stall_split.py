@@ -151,3 +151,30 @@ def test_an_incomplete_walk_fails_runs_complete(tmp_path: Path) -> None:
     vs = bud.evaluate([b], rs)
     assert [v.verdict for v in vs] == [bud.FAIL], bud.render(vs)
     assert "1 walks incomplete" in vs[0].figure and "96 MiB short" in vs[0].detail, vs[0]
+
+
+def test_a_wait_over_two_walks_is_judged_against_both(tmp_path: Path) -> None:
+    """A writer starved of CPU waits on from one walk into the next (the
+    walker takes the lock back first): its walk-held part is the union of
+    both walks' holds. Judged against the walks its wait overlapped, 2 x
+    40 ms, it passes; a walk-held part beyond both still fails."""
+    doc = json.loads(_load(tmp_path, "two", stall_ns=18 * MS, held_ns=2 * MS)[0]
+                     .path.read_text())
+    w0, w1 = doc["walks"][0], doc["walks"][1]
+    for w in (w0, w1):
+        w["duration_ns"] = 40 * MS
+    s = next(x for x in doc["kernel_view"]["stalls"] if x["walk"] == 0)
+    s.update(start_ns=w0["start_ns"] + MS, wait_ns=w1["start_ns"] + 30 * MS - w0["start_ns"],
+             walker_held_ns=78 * MS, others_held_ns=0)
+    s["free_ns"] = s["wait_ns"] - 78 * MS
+    w0["max_stall_ns"], w0["max_stall_walker_held_ns"] = s["wait_ns"], 78 * MS
+    vs = [v for v in bud.evaluate([STALL], res.load([synthetic.write(doc, tmp_path / "a.json")]))
+          if v.verdict != bud.INFO]
+    assert [v.verdict for v in vs] == [bud.PASS], bud.render(vs)
+    s["walker_held_ns"] = w0["max_stall_walker_held_ns"] = 131 * MS
+    s["free_ns"] = s["wait_ns"] - 131 * MS
+    vs = [v for v in bud.evaluate([STALL], res.load([synthetic.write(doc, tmp_path / "b.json")]))
+          if v.verdict != bud.INFO]
+    assert [v.verdict for v in vs] == [bud.FAIL], bud.render(vs)
+    assert "131ms" in vs[0].figure and "behind 80ms of back-to-back walks or walks its wait" \
+        in vs[0].figure, vs[0]
