@@ -40,51 +40,10 @@
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
 #include <linux/mm_types.h>
-/* the kernel's own event headers, to validate our probe prototypes */
-#include <trace/events/mmap_lock.h>
-#include <trace/events/tlb.h>
 
 #include "ptwalk.h"
+#include "ptwalk_lock.h"
 #include "compat/ptwalk_compat.h"
-
-/* A task waiting for a walked mm's mmap_lock. */
-struct ptw_waiter {
-	atomic_long_t task_key;	/* 0 = free */
-	unsigned long mm_key;
-	u64 t0;
-	bool write;
-	atomic_t blocked;	/* a walker hold excluded this wait */
-	/* written by whoever set blocked, before the waiter can return */
-	u64 walk_seq;
-	u32 kind;
-	u32 walker_write;
-	pid_t walker_pid;
-	pid_t target_tgid;
-	struct ptw_active *act;	/* the walk slot that marked it */
-	/*
-	 * The split, added to by the holders as their holds end: ns in the
-	 * low PTW_ACC_SHIFT bits, the slot's generation above them, so that
-	 * an add meant for a previous waiter of a reused slot is refused.
-	 */
-	atomic64_t walker_held;
-	atomic64_t others_held;
-	atomic_t split_lost;	/* a hold within the wait was not seen */
-};
-
-#define PTW_ACC_SHIFT	48
-#define PTW_ACC_NS	((1ULL << PTW_ACC_SHIFT) - 1)
-
-/*
- * A task other than the walker holding the mmap_lock of an mm being walked
- * or waited for by a blocked waiter (to adopt smaps' m_start hold, and for
- * the split of the stalls).
- */
-struct ptw_holder {
-	atomic_long_t task_key;	/* 0 = free */
-	unsigned long mm_key;
-	u64 t0;
-	bool write;
-};
 
 static struct ptw_waiter ptw_wait[PTW_MAX_WAITERS];
 static atomic_t ptw_wait_hw = ATOMIC_INIT(0);
@@ -93,11 +52,6 @@ static atomic_t ptw_nr_blocked = ATOMIC_INIT(0);	/* a hint, for fast paths */
 
 static struct ptw_holder ptw_hold[PTW_MAX_HOLDERS];
 static atomic_t ptw_nr_holders = ATOMIC_INIT(0);
-
-static inline bool ptw_excludes(bool hold_write, bool wait_write)
-{
-	return hold_write || wait_write;
-}
 
 static void ptw_hw_raise(atomic_t *hw, int to)
 {
@@ -130,38 +84,6 @@ static void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_active *a)
 	atomic64_inc(&a->stalls);
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
-
-/* a new waiter in the slot: its split starts at 0, in a new generation */
-static void ptw_acc_init(atomic64_t *acc)
-{
-	u64 gen = ((u64)atomic64_read(acc) >> PTW_ACC_SHIFT) + 1;
-
-	atomic64_set(acc, (s64)(gen << PTW_ACC_SHIFT));
-}
-NOKPROBE_SYMBOL(ptw_acc_init);
-
-/*
- * Add ns to the split acc of the waiter whose generation seen was read
- * before its fields; false only when the add was lost to contention.
- */
-static bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
-{
-	unsigned int tries;
-
-	for (tries = 0; tries < 16; tries++) {
-		u64 v = (u64)atomic64_read(acc);
-		u64 lo;
-
-		if ((v >> PTW_ACC_SHIFT) != (seen >> PTW_ACC_SHIFT))
-			return true;	/* the slot has a new waiter */
-		lo = min_t(u64, (v & PTW_ACC_NS) + ns, PTW_ACC_NS);
-		if ((u64)atomic64_cmpxchg(acc, (s64)v,
-					  (s64)((v & ~PTW_ACC_NS) | lo)) == v)
-			return true;
-	}
-	return false;
-}
-NOKPROBE_SYMBOL(ptw_acc_add);
 
 static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 				     u64 seq, u64 t0);
@@ -439,7 +361,7 @@ NOKPROBE_SYMBOL(ptw_holder_remove);
 
 /* ---- the three mmap_lock events ----------------------------------- */
 
-static void ptw_lock_start(struct mm_struct *mm, bool write)
+void ptw_lock_start(struct mm_struct *mm, bool write)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -581,7 +503,7 @@ free:
 }
 NOKPROBE_SYMBOL(ptw_wait_end);
 
-static void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
+void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -638,7 +560,7 @@ static void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 }
 NOKPROBE_SYMBOL(ptw_lock_acquired);
 
-static void ptw_lock_released(struct mm_struct *mm, bool write)
+void ptw_lock_released(struct mm_struct *mm, bool write)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -663,154 +585,3 @@ static void ptw_lock_released(struct mm_struct *mm, bool write)
 		ptw_hold_unseen(me, mmk, write, now);
 }
 NOKPROBE_SYMBOL(ptw_lock_released);
-
-/* Probe prototypes: see compat/ptwalk_compat.h (checked by the compiler). */
-static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
-{
-	ptw_lock_start(mm, write);
-}
-NOKPROBE_SYMBOL(ptw_tp_start_locking);
-
-static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
-{
-	ptw_lock_acquired(mm, write, success);
-}
-NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
-
-static void ptw_tp_released(void *data, PTW_MMAP_LOCK_ARGS)
-{
-	ptw_lock_released(mm, write);
-}
-NOKPROBE_SYMBOL(ptw_tp_released);
-
-/*
- * tlb:tlb_flush, in the walker's own context inside a walk call.  Counted:
- * local flushes it did (TLB_LOCAL_SHOOTDOWN, TLB_LOCAL_MM_SHOOTDOWN) and
- * flush IPIs it sent (TLB_REMOTE_SEND_IPI).  Not counted: flushes on task
- * switch, and TLB_REMOTE_SHOOTDOWN, a flush this CPU received for another
- * CPU's request, which the walk did not issue.
- */
-static void ptw_tp_tlb_flush(void *data, int reason, unsigned long pages)
-{
-	struct ptw_active *a;
-
-	if (!atomic_read(&ptw_nr_live))
-		return;
-	if (reason != TLB_LOCAL_SHOOTDOWN && reason != TLB_LOCAL_MM_SHOOTDOWN &&
-	    reason != TLB_REMOTE_SEND_IPI)
-		return;
-	a = ptw_find_current_call();
-	if (!a)
-		return;
-	if (reason == TLB_REMOTE_SEND_IPI)
-		atomic64_inc(&a->tlb_ipis);
-	else
-		atomic64_inc(&a->tlb_flushes);
-}
-NOKPROBE_SYMBOL(ptw_tp_tlb_flush);
-
-/*
- * Registration.  The mmap_lock tracepoints are exported: register with the
- * kernel's typed register_trace_*(), so a prototype change fails the
- * build.  tlb_flush is not exported to modules: it is found by name, and
- * its prototype is checked against the kernel's register_trace_tlb_flush()
- * in an unevaluated sizeof (type checked, never referenced).
- */
-enum { PTW_TP_START, PTW_TP_ACQUIRED, PTW_TP_RELEASED, PTW_TP_TLB };
-
-struct ptw_tp_hook ptw_tp_hooks[] = {
-	[PTW_TP_START] = { .name = "mmap_lock_start_locking" },
-	[PTW_TP_ACQUIRED] = { .name = "mmap_lock_acquire_returned" },
-	[PTW_TP_RELEASED] = { .name = "mmap_lock_released" },
-	[PTW_TP_TLB] = { .name = "tlb_flush" },
-};
-
-const unsigned int ptw_nr_tp_hooks = ARRAY_SIZE(ptw_tp_hooks);
-
-static struct tracepoint *ptw_tlb_tp;
-
-static void ptw_tp_lookup(struct tracepoint *tp, void *priv)
-{
-	if (!strcmp(tp->name, "tlb_flush"))
-		ptw_tlb_tp = tp;
-}
-
-static int ptw_mmap_lock_register(void)
-{
-	int err;
-
-	err = register_trace_mmap_lock_start_locking(ptw_tp_start_locking,
-						      NULL);
-	if (err)
-		return err;
-	err = register_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
-							NULL);
-	if (err)
-		goto err_start;
-	err = register_trace_mmap_lock_released(ptw_tp_released, NULL);
-	if (err)
-		goto err_acquired;
-	return 0;
-
-err_acquired:
-	unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
-						    NULL);
-err_start:
-	unregister_trace_mmap_lock_start_locking(ptw_tp_start_locking, NULL);
-	return err;
-}
-
-int ptw_lock_init(void)
-{
-	unsigned int i;
-	int err, nr = 0;
-
-	BUILD_BUG_ON(sizeof(register_trace_tlb_flush(ptw_tp_tlb_flush, NULL)) !=
-		     sizeof(int));
-
-	/* the three mmap_lock probes attach all or nothing */
-	err = ptw_mmap_lock_register();
-	for (i = PTW_TP_START; i <= PTW_TP_RELEASED; i++) {
-		ptw_tp_hooks[i].err = err;
-		ptw_tp_hooks[i].attached = !err;
-	}
-	if (err)
-		pr_info("mmap_lock tracepoints: register failed (%d), lock hooks disabled\n",
-			err);
-	else
-		nr += 3;
-
-	for_each_kernel_tracepoint(ptw_tp_lookup, NULL);
-	if (!ptw_tlb_tp)
-		err = -ENOENT;
-	else
-		err = tracepoint_probe_register(ptw_tlb_tp, ptw_tp_tlb_flush,
-						NULL);
-	ptw_tp_hooks[PTW_TP_TLB].err = err;
-	ptw_tp_hooks[PTW_TP_TLB].attached = !err;
-	if (err)
-		pr_info("tracepoint tlb_flush: missing (%d), hook disabled\n",
-			err);
-	else
-		nr++;
-	return nr;
-}
-
-void ptw_lock_exit(void)
-{
-	unsigned int i;
-
-	if (ptw_tp_hooks[PTW_TP_START].attached) {
-		unregister_trace_mmap_lock_released(ptw_tp_released, NULL);
-		unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
-							    NULL);
-		unregister_trace_mmap_lock_start_locking(ptw_tp_start_locking,
-							 NULL);
-	}
-	if (ptw_tp_hooks[PTW_TP_TLB].attached)
-		tracepoint_probe_unregister(ptw_tlb_tp, ptw_tp_tlb_flush, NULL);
-	for (i = 0; i < ptw_nr_tp_hooks; i++)
-		ptw_tp_hooks[i].attached = false;
-	/* one grace period for all: no probe of ours runs once we return */
-	tracepoint_synchronize_unregister();
-}

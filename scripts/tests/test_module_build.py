@@ -80,7 +80,7 @@ def test_probe_prototypes_are_checked_by_the_compiler(tmp_path: Path) -> None:
     assert "incompatible-pointer-types" in bad.stderr
     # a wrong tlb_flush probe: checked too, though it registers by name
     compat.write_text(text)
-    lock = src / "ptwalk_lock.c"
+    lock = src / "ptwalk_lock_tp.c"
     lock.write_text(lock.read_text().replace(
         "ptw_tp_tlb_flush(void *data, int reason,", "ptw_tp_tlb_flush(void *data, long reason,"))
     bad = _build(src, kdir)

@@ -44,60 +44,6 @@ void StallAccumulator::feed(const LockEvent &e)
 	}
 }
 
-// Drops the kept holds no open watched wait can still overlap (see the
-// bound in the header).
-void StallAccumulator::prune_others()
-{
-	if (open_waits_.empty()) {
-		recent_others_.clear();
-		return;
-	}
-	uint64_t oldest = UINT64_MAX;
-	for (const auto &o : open_waits_)
-		oldest = std::min(oldest, o.start_ns);
-	while (!recent_others_.empty() && recent_others_.front().end_ns <= oldest)
-		recent_others_.pop_front();
-}
-
-void StallAccumulator::keep_other(const LockSpan &h)
-{
-	bool wanted = false;
-	for (const auto &o : open_waits_)
-		if (o.mm == h.mm && o.tid != h.tid && o.start_ns < h.end_ns)
-			wanted = true;
-	if (!wanted)
-		return;
-	if (recent_others_.size() >= kMaxRecentOthers) {
-		others_horizon_ns_ = std::max(others_horizon_ns_, recent_others_.front().end_ns);
-		recent_others_.pop_front();
-	}
-	recent_others_.push_back(h);
-	recent_others_max_ = std::max(recent_others_max_, recent_others_.size());
-}
-
-void StallAccumulator::sched_switch(const SchedSwitch &s)
-{
-	if (auto it = off_since_.find(s.next_tid); it != off_since_.end()) {
-		off_cpu_.push_back({s.next_tid, it->second, s.time_ns});
-		off_since_.erase(it);
-	}
-	if (s.prev_tid == s.next_tid)
-		return;
-	for (const auto &o : open_walker_holds_)
-		if (o.tid == s.prev_tid) {
-			off_since_.try_emplace(s.prev_tid, s.time_ns);
-			return;
-		}
-}
-
-std::vector<StallAccumulator::OffCpu> StallAccumulator::walker_off_cpu() const
-{
-	std::vector<OffCpu> v = off_cpu_;
-	for (const auto &[tid, since] : off_since_)
-		v.push_back({tid, since, UINT64_MAX});
-	return v;
-}
-
 const Histogram *StallAccumulator::waits(size_t thread, uint64_t mm) const
 {
 	if (thread >= hist_.size())

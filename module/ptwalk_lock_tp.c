@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ptwalk locks, the probes: the mmap_lock and tlb tracepoints, their typed
+ * registration and the tlb_flush counts. The decisions they feed are in
+ * ptwalk_lock.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
+#include <linux/mm_types.h>
+/* the kernel's own event headers, to validate our probe prototypes */
+#include <trace/events/mmap_lock.h>
+#include <trace/events/tlb.h>
+
+#include "ptwalk.h"
+#include "ptwalk_lock.h"
+#include "compat/ptwalk_compat.h"
+
+/* Probe prototypes: see compat/ptwalk_compat.h (checked by the compiler). */
+static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
+{
+	ptw_lock_start(mm, write);
+}
+NOKPROBE_SYMBOL(ptw_tp_start_locking);
+
+static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
+{
+	ptw_lock_acquired(mm, write, success);
+}
+NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
+
+static void ptw_tp_released(void *data, PTW_MMAP_LOCK_ARGS)
+{
+	ptw_lock_released(mm, write);
+}
+NOKPROBE_SYMBOL(ptw_tp_released);
+
+/*
+ * tlb:tlb_flush, in the walker's own context inside a walk call.  Counted:
+ * local flushes it did (TLB_LOCAL_SHOOTDOWN, TLB_LOCAL_MM_SHOOTDOWN) and
+ * flush IPIs it sent (TLB_REMOTE_SEND_IPI).  Not counted: flushes on task
+ * switch, and TLB_REMOTE_SHOOTDOWN, a flush this CPU received for another
+ * CPU's request, which the walk did not issue.
+ */
+static void ptw_tp_tlb_flush(void *data, int reason, unsigned long pages)
+{
+	struct ptw_active *a;
+
+	if (!atomic_read(&ptw_nr_live))
+		return;
+	if (reason != TLB_LOCAL_SHOOTDOWN && reason != TLB_LOCAL_MM_SHOOTDOWN &&
+	    reason != TLB_REMOTE_SEND_IPI)
+		return;
+	a = ptw_find_current_call();
+	if (!a)
+		return;
+	if (reason == TLB_REMOTE_SEND_IPI)
+		atomic64_inc(&a->tlb_ipis);
+	else
+		atomic64_inc(&a->tlb_flushes);
+}
+NOKPROBE_SYMBOL(ptw_tp_tlb_flush);
+
+/*
+ * Registration.  The mmap_lock tracepoints are exported: register with the
+ * kernel's typed register_trace_*(), so a prototype change fails the
+ * build.  tlb_flush is not exported to modules: it is found by name, and
+ * its prototype is checked against the kernel's register_trace_tlb_flush()
+ * in an unevaluated sizeof (type checked, never referenced).
+ */
+enum { PTW_TP_START, PTW_TP_ACQUIRED, PTW_TP_RELEASED, PTW_TP_TLB };
+
+struct ptw_tp_hook ptw_tp_hooks[] = {
+	[PTW_TP_START] = { .name = "mmap_lock_start_locking" },
+	[PTW_TP_ACQUIRED] = { .name = "mmap_lock_acquire_returned" },
+	[PTW_TP_RELEASED] = { .name = "mmap_lock_released" },
+	[PTW_TP_TLB] = { .name = "tlb_flush" },
+};
+
+const unsigned int ptw_nr_tp_hooks = ARRAY_SIZE(ptw_tp_hooks);
+
+static struct tracepoint *ptw_tlb_tp;
+
+static void ptw_tp_lookup(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "tlb_flush"))
+		ptw_tlb_tp = tp;
+}
+
+static int ptw_mmap_lock_register(void)
+{
+	int err;
+
+	err = register_trace_mmap_lock_start_locking(ptw_tp_start_locking,
+						      NULL);
+	if (err)
+		return err;
+	err = register_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
+							NULL);
+	if (err)
+		goto err_start;
+	err = register_trace_mmap_lock_released(ptw_tp_released, NULL);
+	if (err)
+		goto err_acquired;
+	return 0;
+
+err_acquired:
+	unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
+						    NULL);
+err_start:
+	unregister_trace_mmap_lock_start_locking(ptw_tp_start_locking, NULL);
+	return err;
+}
+
+int ptw_lock_init(void)
+{
+	unsigned int i;
+	int err, nr = 0;
+
+	BUILD_BUG_ON(sizeof(register_trace_tlb_flush(ptw_tp_tlb_flush, NULL)) !=
+		     sizeof(int));
+
+	/* the three mmap_lock probes attach all or nothing */
+	err = ptw_mmap_lock_register();
+	for (i = PTW_TP_START; i <= PTW_TP_RELEASED; i++) {
+		ptw_tp_hooks[i].err = err;
+		ptw_tp_hooks[i].attached = !err;
+	}
+	if (err)
+		pr_info("mmap_lock tracepoints: register failed (%d), lock hooks disabled\n",
+			err);
+	else
+		nr += 3;
+
+	for_each_kernel_tracepoint(ptw_tp_lookup, NULL);
+	if (!ptw_tlb_tp)
+		err = -ENOENT;
+	else
+		err = tracepoint_probe_register(ptw_tlb_tp, ptw_tp_tlb_flush,
+						NULL);
+	ptw_tp_hooks[PTW_TP_TLB].err = err;
+	ptw_tp_hooks[PTW_TP_TLB].attached = !err;
+	if (err)
+		pr_info("tracepoint tlb_flush: missing (%d), hook disabled\n",
+			err);
+	else
+		nr++;
+	return nr;
+}
+
+void ptw_lock_exit(void)
+{
+	unsigned int i;
+
+	if (ptw_tp_hooks[PTW_TP_START].attached) {
+		unregister_trace_mmap_lock_released(ptw_tp_released, NULL);
+		unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
+							    NULL);
+		unregister_trace_mmap_lock_start_locking(ptw_tp_start_locking,
+							 NULL);
+	}
+	if (ptw_tp_hooks[PTW_TP_TLB].attached)
+		tracepoint_probe_unregister(ptw_tlb_tp, ptw_tp_tlb_flush, NULL);
+	for (i = 0; i < ptw_nr_tp_hooks; i++)
+		ptw_tp_hooks[i].attached = false;
+	/* one grace period for all: no probe of ours runs once we return */
+	tracepoint_synchronize_unregister();
+}
