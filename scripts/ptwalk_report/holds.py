@@ -48,13 +48,6 @@ class Held:
     run: res.Result
 
 
-def _limit(table: dict[str, float], kind: str, backing: str) -> float | None:
-    for k in (f"{kind}/{backing}", kind, f"*/{backing}", "*"):
-        if k in table:
-            return float(table[k])
-    return None
-
-
 def hold_entries(r: res.Result, w: dict[str, Any]) -> tuple[float, str] | None:
     """Entries under one hold of the walk's lock unit, and the unit; None
     when the result does not say how its kind holds the lock."""
@@ -97,25 +90,26 @@ def worst_per_walk(r: res.Result) -> list[Held]:
 
 def check(b: dict, key: str, runs: list[res.Result], verdict: Any) -> list[Any]:
     """Per walk kind of the scenario: the worst excess of a walk-held part
-    over max_ns_per_entry x entries under one hold + slack_ns. No verdict
-    for a kind whose stalls carry no split or whose lock unit is unknown:
-    `unsplit` says why in one SKIP (never a guess)."""
-    from .budgets import FAIL, PASS, SKIP
+    over max_ns_per_entry x entries under one hold + slack_ns (handoff_ns
+    instead of one hold where the unit lets writers in and it is larger).
+    A stall without the split is judged on its whole wait, and the verdict
+    says so; no lock unit in the results, or no stall list: one SKIP saying
+    why (never a guess)."""
+    from .budgets import FAIL, PASS, SKIP, _limit
     from .compare import fmt_ns
     by_kind: dict[str, list[Held]] = {}
     for r in runs:
         for h in worst_per_walk(r):
             by_kind.setdefault(h.walk["kind"], []).append(h)
     backing = (runs[0].doc.get("scenario") or {}).get("backing", "?")
+    slack, handoff = float(b.get("slack_ns", 0)), float(b.get("handoff_ns", 0))
     out = []
     for kind, hs in sorted(by_kind.items()):
         unsplit = sum(1 for h in hs if not h.split)
-        limit = _limit(b["max_ns_per_entry"], kind, backing)
-        if limit is None:
+        lim = _limit(b["max_ns_per_entry"], kind, backing)
+        if lim is None:
             continue
-        slack = float(b.get("slack_ns", 0))
-
-        handoff = float(b.get("handoff_ns", 0))
+        limit = float(lim)
 
         def allowed_for(h: Held) -> float:
             one = limit * h.entries
