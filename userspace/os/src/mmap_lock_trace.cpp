@@ -66,18 +66,54 @@ bool SchedSwitchDecoder::init(const TraceEventFormat &f, std::string *err)
 	type_ = *ty;
 	prev_ = *pr;
 	next_ = *nx;
+	const TraceField *st = f.find("prev_state");
+	has_state_ = st && !st->data_loc && st->size <= 8;
+	if (has_state_)
+		state_ = *st;
 	return true;
 }
 
 bool SchedSwitchDecoder::decode(const PerfSample &s, SchedSwitch &out) const
 {
-	uint64_t type = 0, prev = 0, next = 0;
+	uint64_t type = 0, prev = 0, next = 0, state = 1;
 	if (!read_field_u64(type_, s.raw, type) || type != id_ ||
 	    !read_field_u64(prev_, s.raw, prev) || !read_field_u64(next_, s.raw, next))
 		return false;
+	if (has_state_ && !read_field_u64(state_, s.raw, state))
+		return false;
+	// TASK_REPORT_MAX (0x100): preempted; 0: TASK_RUNNING; below 0x100 a
+	// sleeping state's bit (see the header)
+	constexpr uint64_t kTaskReportMax = 0x100;
 	out.time_ns = s.time_ns;
 	out.prev_tid = pid_t(uint32_t(prev));
 	out.next_tid = pid_t(uint32_t(next));
+	out.prev_runnable = (state & (kTaskReportMax - 1)) == 0;
+	return true;
+}
+
+bool SchedWakeupDecoder::init(const TraceEventFormat &f, std::string *err)
+{
+	const TraceField *ty = f.find("common_type");
+	const TraceField *pid = f.find("pid");
+	if (!ty || !pid || pid->data_loc || pid->size > 8) {
+		if (err)
+			*err = f.name + ": format lacks usable common_type/pid fields";
+		return false;
+	}
+	id_ = f.id;
+	type_ = *ty;
+	pid_ = *pid;
+	return true;
+}
+
+bool SchedWakeupDecoder::decode(const PerfSample &s, SchedWakeup &out) const
+{
+	uint64_t type = 0, pid = 0;
+	if (!read_field_u64(type_, s.raw, type) || type != id_ ||
+	    !read_field_u64(pid_, s.raw, pid))
+		return false;
+	out.time_ns = s.time_ns;
+	out.tid = pid_t(uint32_t(pid));
 	return true;
 }
 
@@ -193,6 +229,8 @@ bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
 	opt_ = o;
 	sched_on_ = false;
 	sched_why_.clear();
+	wakeup_on_ = false;
+	wakeup_why_.clear();
 	if (o.on_sched) {
 		std::string serr;
 		auto f = tfs.event_format("sched", "sched_switch", &serr);
@@ -202,9 +240,30 @@ bool MmapLockTrace::start(const Options &o, Consumer consumer, std::string *err)
 			sched_why_ = "sched:sched_switch: " + serr;
 		}
 	}
+	if (sched_on_ && o.on_wakeup) {
+		std::string serr;
+		auto f = tfs.event_format("sched", "sched_wakeup", &serr);
+		if (f && wakeup_decoder_.init(*f, &serr))
+			wakeup_on_ = true;
+		else
+			wakeup_why_ = "sched:sched_wakeup: " + serr;
+	} else if (o.on_wakeup) {
+		wakeup_why_ = "needs sched:sched_switch (" + sched_why_ + ")";
+	}
 	tfs.release(); // the perf events keep their tracepoints
 
-	if (sched_on_) {
+	if (wakeup_on_) {
+		PerfTracepointConfig with = cfg;
+		with.tracepoint_ids.push_back(sched_decoder_.id());
+		with.tracepoint_ids.push_back(wakeup_decoder_.id());
+		with.filters = {o.filter, o.filter, o.filter, o.sched_filter, o.wakeup_filter};
+		std::string serr;
+		if (!perf_.open(with, &serr)) {
+			wakeup_on_ = false;
+			wakeup_why_ = "sched:sched_wakeup: " + serr;
+		}
+	}
+	if (sched_on_ && !wakeup_on_) {
 		PerfTracepointConfig with = cfg;
 		with.tracepoint_ids.push_back(sched_decoder_.id());
 		with.filters = {o.filter, o.filter, o.filter, o.sched_filter};
@@ -240,8 +299,12 @@ void MmapLockTrace::sample(const PerfSample &s)
 		t.time_ns = t.lock.time_ns;
 		reorder_.push(t);
 	} else if (sched_on_ && sched_decoder_.decode(s, t.sw)) {
-		t.sched = true;
+		t.kind = TraceEvent::Kind::Switch;
 		t.time_ns = t.sw.time_ns;
+		reorder_.push(t);
+	} else if (wakeup_on_ && wakeup_decoder_.decode(s, t.wk)) {
+		t.kind = TraceEvent::Kind::Wakeup;
+		t.time_ns = t.wk.time_ns;
 		reorder_.push(t);
 	} else {
 		undecoded_.fetch_add(1, std::memory_order_relaxed);
@@ -251,10 +314,19 @@ void MmapLockTrace::sample(const PerfSample &s)
 void MmapLockTrace::round_end(uint64_t drained_at_ns, bool final)
 {
 	reorder_.flush(drained_at_ns, final, [this](const TraceEvent &t) {
-		if (!t.sched)
+		switch (t.kind) {
+		case TraceEvent::Kind::Lock:
 			consumer_(t.lock);
-		else if (opt_.on_sched)
-			opt_.on_sched(t.sw);
+			break;
+		case TraceEvent::Kind::Switch:
+			if (opt_.on_sched)
+				opt_.on_sched(t.sw);
+			break;
+		case TraceEvent::Kind::Wakeup:
+			if (opt_.on_wakeup)
+				opt_.on_wakeup(t.wk);
+			break;
+		}
 	});
 }
 

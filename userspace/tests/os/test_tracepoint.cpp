@@ -155,6 +155,77 @@ TEST(TracepointFormat, Parses61MemcgPathDataLoc)
 	EXPECT_FALSE(s.find("success"));
 }
 
+// sched_switch's prev_state as the 6.18 format lays it out: 0 (R, yielded)
+// and TASK_REPORT_MAX (R+, preempted) leave the task runnable; a sleeping
+// state's bit does not. sched_wakeup's pid. A format without prev_state
+// decodes every switch as a sleep (no runnable span assumed).
+TEST(TracepointFormat, SchedSwitchStateAndWakeup)
+{
+	const TraceEventFormat sw = load_format("6.18", "sched_switch");
+	const TraceEventFormat wk = load_format("6.18", "sched_wakeup");
+	auto raw_of = [](const TraceEventFormat &f, std::initializer_list<std::pair<const char *, uint64_t>> kv) {
+		size_t len = 0;
+		for (const auto &x : f.fields)
+			len = std::max<size_t>(len, x.offset + x.size);
+		std::vector<uint8_t> raw(len, 0);
+		uint64_t id = f.id;
+		std::memcpy(raw.data() + f.find("common_type")->offset, &id, f.find("common_type")->size);
+		for (const auto &[name, v] : kv) {
+			const TraceField *x = f.find(name);
+			EXPECT_TRUE(x) << name;
+			if (x)
+				std::memcpy(raw.data() + x->offset, &v, x->size);
+		}
+		return raw;
+	};
+	SchedSwitchDecoder d;
+	std::string err;
+	ASSERT_TRUE(d.init(sw, &err)) << err;
+	const std::pair<uint64_t, bool> states[] = {
+		{0x0, true}, {0x100, true}, {0x1, false}, {0x2, false}, {0x80, false}, {0x101, false}};
+	for (const auto &[state, runnable] : states) {
+		auto raw = raw_of(sw, {{"prev_pid", 41}, {"next_pid", 42}, {"prev_state", state}});
+		PerfSample s;
+		s.time_ns = 7;
+		s.raw = raw;
+		SchedSwitch out;
+		ASSERT_TRUE(d.decode(s, out));
+		EXPECT_EQ(out.prev_tid, 41);
+		EXPECT_EQ(out.next_tid, 42);
+		EXPECT_EQ(out.time_ns, 7u);
+		EXPECT_EQ(out.prev_runnable, runnable) << "prev_state 0x" << std::hex << state;
+	}
+	SchedWakeupDecoder w;
+	ASSERT_TRUE(w.init(wk, &err)) << err;
+	auto raw = raw_of(wk, {{"pid", 4242}});
+	PerfSample s;
+	s.time_ns = 9;
+	s.raw = raw;
+	SchedWakeup out;
+	ASSERT_TRUE(w.decode(s, out));
+	EXPECT_EQ(out.tid, 4242);
+	EXPECT_EQ(out.time_ns, 9u);
+	SchedSwitch not_it;
+	EXPECT_FALSE(d.decode(s, not_it)); // another event's id
+	EXPECT_FALSE(w.init(sw, &err));    // sched_switch has no pid field
+	EXPECT_NE(err.find("pid"), std::string::npos) << err;
+
+	// without prev_state: a sleep
+	auto f = parse_event_format("name: sched_switch\nID: 3\nformat:\n"
+				    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+				    "\tfield:pid_t prev_pid;\toffset:8;\tsize:4;\tsigned:1;\n"
+				    "\tfield:pid_t next_pid;\toffset:12;\tsize:4;\tsigned:1;\n",
+				    &err);
+	ASSERT_TRUE(f) << err;
+	SchedSwitchDecoder old;
+	ASSERT_TRUE(old.init(*f, &err)) << err;
+	auto r2 = raw_of(*f, {{"prev_pid", 1}, {"next_pid", 2}});
+	s.raw = r2;
+	SchedSwitch o2;
+	ASSERT_TRUE(old.decode(s, o2));
+	EXPECT_FALSE(o2.prev_runnable);
+}
+
 TEST(TracepointFormat, ArraysAndErrors)
 {
 	std::string err;
@@ -944,4 +1015,79 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 		       (unsigned long long)in.load(), (unsigned long long)other.load(),
 		       (unsigned long long)locks.load());
 	}
+}
+
+// Live: sched:sched_wakeup beside the switches, filtered to one sleeping
+// thread: each of its wakeups is followed by its switch in, its sleeps
+// leave it not runnable, and no other task's wakeup comes.
+TEST(TracepointLive, SchedWakeupBesideSwitches)
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	const bool require = req && std::string(req) == "1";
+	if (geteuid() != 0) {
+		if (require)
+			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
+		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
+	}
+	std::atomic<pid_t> sleeper{0};
+	std::atomic<bool> done{false};
+	std::thread th([&] {
+		sleeper = gettid();
+		while (!done)
+			usleep(1000);
+	});
+	while (!sleeper)
+		usleep(100);
+	const pid_t me = sleeper.load();
+	const std::string tid = std::to_string(me);
+	MmapLockTrace t;
+	MmapLockTrace::Options o;
+	o.filter = "common_pid == " + tid;
+	o.sched_filter = "prev_pid == " + tid + " || next_pid == " + tid;
+	o.wakeup_filter = "pid == " + tid;
+	uint64_t wakeups = 0, foreign = 0, sleeps = 0, followed = 0, last = 0;
+	bool pending = false, ordered = true;
+	o.on_sched = [&](const SchedSwitch &s) {
+		ordered = ordered && s.time_ns >= last;
+		last = s.time_ns;
+		if (s.prev_tid == me && !s.prev_runnable)
+			sleeps++;
+		if (s.next_tid == me && pending) {
+			followed++;
+			pending = false;
+		}
+	};
+	o.on_wakeup = [&](const SchedWakeup &w) {
+		ordered = ordered && w.time_ns >= last;
+		last = w.time_ns;
+		if (w.tid != me) {
+			foreign++;
+			return;
+		}
+		wakeups++;
+		pending = true;
+	};
+	std::string err;
+	const bool ok = t.start(o, [](const LockEvent &) {}, &err);
+	if (!ok) {
+		done = true;
+		th.join();
+		if (require)
+			FAIL() << err;
+		GTEST_SKIP() << err;
+	}
+	usleep(300000);
+	t.stop();
+	done = true;
+	th.join();
+	ASSERT_TRUE(t.wakeup_available()) << t.wakeup_why();
+	EXPECT_TRUE(t.wakeup_filter_applied()) << t.wakeup_filter_error();
+	EXPECT_TRUE(ordered) << "wakeups and switches out of time order";
+	EXPECT_GT(wakeups, 10u); // it sleeps 1 ms at a time
+	EXPECT_EQ(foreign, 0u);
+	EXPECT_GT(sleeps, 10u);
+	EXPECT_GE(followed + 2, wakeups); // the last may be cut off by stop()
+	printf("  wakeups %llu followed by a switch in %llu, sleeps %llu\n",
+	       (unsigned long long)wakeups, (unsigned long long)followed,
+	       (unsigned long long)sleeps);
 }

@@ -94,10 +94,20 @@ private:
 };
 
 // A context switch (sched:sched_switch): prev_tid left the CPU, next_tid
-// took it.
+// took it. prev_runnable: prev_tid left still runnable (preempted, or
+// yielded in TASK_RUNNING), so it waits for a CPU from now on; else it
+// went to sleep.
 struct SchedSwitch {
 	uint64_t time_ns = 0; // CLOCK_MONOTONIC
 	pid_t prev_tid = 0, next_tid = 0;
+	bool prev_runnable = false;
+};
+
+// A wakeup (sched:sched_wakeup): tid was made runnable; it waits for a CPU
+// until a switch with next_tid == tid.
+struct SchedWakeup {
+	uint64_t time_ns = 0; // CLOCK_MONOTONIC
+	pid_t tid = 0;
 };
 
 // Merges per-CPU streams into time order: events are held back until
@@ -142,7 +152,14 @@ private:
 
 using EventReorder = BasicEventReorder<LockEvent>;
 
-// Decodes sched:sched_switch records (prev_pid, next_pid) by its format.
+// Decodes sched:sched_switch records (prev_pid, prev_state, next_pid) by
+// its format. prev_state is the task's reported state: 0 (TASK_RUNNING)
+// when it yielded runnable, TASK_REPORT_MAX (0x100, the "R+" of the
+// event's print format) when preempted, a sleeping state's bit below it
+// otherwise: __trace_sched_switch_state(), include/trace/events/sched.h
+// (4.15: 3f5fe9fef5b2 "sched/debug: Fix task state recording/printout").
+// A format without prev_state decodes with prev_runnable false (a sleep:
+// no runnable span assumed).
 class SchedSwitchDecoder {
 public:
 	bool init(const TraceEventFormat &f, std::string *err);
@@ -151,7 +168,20 @@ public:
 
 private:
 	uint32_t id_ = 0;
-	TraceField type_, prev_, next_;
+	TraceField type_, prev_, next_, state_;
+	bool has_state_ = false;
+};
+
+// Decodes sched:sched_wakeup records (pid) by its format.
+class SchedWakeupDecoder {
+public:
+	bool init(const TraceEventFormat &f, std::string *err);
+	bool decode(const PerfSample &s, SchedWakeup &out) const;
+	uint32_t id() const { return id_; }
+
+private:
+	uint32_t id_ = 0;
+	TraceField type_, pid_;
 };
 
 // Decodes raw mmap_lock records by the parsed format files.
@@ -199,6 +229,12 @@ public:
 		// (sched_available() false, sched_why() says why).
 		std::function<void(const SchedSwitch &)> on_sched;
 		std::string sched_filter;
+		// Optional, with on_sched: sched:sched_wakeup in the same time
+		// order, wakeup_filter (e.g. "pid == 1") its kernel filter.
+		// Without it (or when it cannot be opened: wakeup_available()
+		// false, wakeup_why() says why) switches come alone.
+		std::function<void(const SchedWakeup &)> on_wakeup;
+		std::string wakeup_filter;
 	};
 	using Consumer = std::function<void(const LockEvent &)>;
 
@@ -225,6 +261,10 @@ public:
 	// and the consumer picks)
 	bool sched_filter_applied() const { return sched_on_ && perf_.filter_applied(3); }
 	const std::string &sched_filter_error() const { return perf_.filter_error(3); }
+	bool wakeup_available() const { return wakeup_on_; }
+	const std::string &wakeup_why() const { return wakeup_why_; }
+	bool wakeup_filter_applied() const { return wakeup_on_ && perf_.filter_applied(4); }
+	const std::string &wakeup_filter_error() const { return perf_.filter_error(4); }
 
 private:
 	void sample(const PerfSample &s) override;
@@ -234,13 +274,16 @@ private:
 
 	// lock events and context switches, one time order
 	struct TraceEvent {
+		enum class Kind : uint8_t { Lock, Switch, Wakeup };
 		uint64_t time_ns = 0;
-		bool sched = false;
+		Kind kind = Kind::Lock;
 		LockEvent lock;
 		SchedSwitch sw;
+		SchedWakeup wk;
 	};
 	MmapLockDecoder decoder_;
 	SchedSwitchDecoder sched_decoder_;
+	SchedWakeupDecoder wakeup_decoder_;
 	PerfTracepoints perf_;
 	BasicEventReorder<TraceEvent> reorder_;
 	Consumer consumer_;
@@ -250,6 +293,8 @@ private:
 	bool mounted_by_us_ = false;
 	bool sched_on_ = false;
 	std::string sched_why_;
+	bool wakeup_on_ = false;
+	std::string wakeup_why_;
 };
 
 // Opaque mm key -> "mm#N", N by first use.
