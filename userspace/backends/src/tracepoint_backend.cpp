@@ -76,24 +76,43 @@ public:
 		std::string err;
 		StallAccumulator *acc = acc_.get();
 		// Context switches of the walker's tasks (both directions), to
-		// tell the part of a stall the walker held the lock off CPU.
-		std::set<pid_t> wtids;
+		// tell the part of a stall the walker held the lock off CPU; and
+		// the watched threads' switches and wakeups, to tell the part
+		// the waiter was runnable but not on a CPU (stall_attribution.hpp).
+		std::set<pid_t> wtids, vtids;
 		if (walker > 0) {
 			wtids.insert(walker);
 			if (walker != target)
 				add_tasks(walker, wtids);
 		}
+		for (const auto &t : threads)
+			if (t.tid > 0 && !wtids.count(t.tid))
+				vtids.insert(t.tid);
+		std::string wakeup_filter;
 		for (pid_t t : wtids) {
 			if (!sched_filter_.empty())
 				sched_filter_ += " || ";
 			sched_filter_ += "prev_pid == " + std::to_string(t) +
 					 " || next_pid == " + std::to_string(t);
 		}
+		for (pid_t t : vtids) {
+			sched_filter_ += " || prev_pid == " + std::to_string(t) +
+					 " || next_pid == " + std::to_string(t);
+			if (!wakeup_filter.empty())
+				wakeup_filter += " || ";
+			wakeup_filter += "pid == " + std::to_string(t);
+		}
 		if (sched_filter_.size() > kMaxFilterChars)
 			sched_filter_.clear(); // all switches; the accumulator picks
+		if (wakeup_filter.size() > kMaxFilterChars)
+			wakeup_filter.clear();
 		if (!wtids.empty()) {
 			o.sched_filter = sched_filter_;
 			o.on_sched = [acc](const SchedSwitch &s) { acc->sched_switch(s); };
+			if (!vtids.empty()) {
+				o.wakeup_filter = wakeup_filter;
+				o.on_wakeup = [acc](const SchedWakeup &w) { acc->sched_wakeup(w); };
+			}
 		}
 		if (!trace_.start(o, [acc](const LockEvent &e) { acc->feed(e); }, &err)) {
 			detail_ = "tracepoint backend unavailable: " + err;
@@ -114,13 +133,20 @@ public:
 			sched_.available = true;
 			sched_.filter = trace_.sched_filter_applied()
 				? "prev_pid/next_pid (" + std::to_string(wtids.size()) +
-					  " walker tids)"
-				: "none (walker tids picked in userspace)" +
+					  " walker tids, " + std::to_string(vtids.size()) +
+					  " waiter tids)"
+				: "none (walker and waiter tids picked in userspace)" +
 					  (trace_.sched_filter_error().empty()
 						   ? std::string()
 						   : ": " + trace_.sched_filter_error());
+			sched_.waiters = trace_.wakeup_available();
+			if (vtids.empty())
+				sched_.waiters_why = "no waiter thread to follow";
+			else if (!trace_.wakeup_available())
+				sched_.waiters_why = trace_.wakeup_why();
 		}
 		acc_->set_sched(sched_.available);
+		acc_->set_waiters(sched_.available && sched_.waiters.value_or(false));
 		started_ = true;
 		detail_ = "mmap_lock tracepoints via perf_event_open (" +
 			  std::to_string(trace_.cpus()) + " CPUs x " +

@@ -142,7 +142,9 @@ std::vector<VictimEntry> victims(const Shared &sh)
 	for (unsigned i = 0; i < sh.nvictims; i++) {
 		const VictimSlot &v = sh.victims[i];
 		victims.push_back({v.name, v.tid.load(), v.outside.count() + v.during.count(),
-				   v.outside, v.during});
+				   v.outside, v.during,
+				   v.run_delay_known.load() ? std::optional<uint64_t>(v.run_delay_ns.load())
+							    : std::nullopt});
 	}
 	return victims;
 }

@@ -20,6 +20,7 @@ void to_json(Json::Value &j, const KernelStall &s)
 	put_optional(j, "others_held_ns", s.others_held_ns);
 	put_optional(j, "free_ns", s.free_ns);
 	put_optional(j, "walker_off_cpu_ns", s.walker_off_cpu_ns);
+	put_optional(j, "waiter_runnable_ns", s.waiter_runnable_ns);
 }
 
 namespace {
@@ -104,6 +105,8 @@ void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t
 			o["available"] = x->available;
 			put_optional(o, "why", x->why);
 			put_optional(o, "filter", x->filter);
+			put_optional(o, "waiters", x->waiters);
+			put_optional(o, "waiters_why", x->waiters_why);
 			j["sched_events"] = std::move(o);
 		}
 	}

@@ -278,6 +278,9 @@ void print_worst_stall(const KernelView &kv, FILE *out)
 	std::string off;
 	if (s.walker_off_cpu_ns)
 		off = " (walker off CPU " + format_ns(*s.walker_off_cpu_ns) + " of it)";
+	if (s.waiter_runnable_ns && *s.waiter_runnable_ns)
+		off += " (waiter runnable, not on a CPU, " + format_ns(*s.waiter_runnable_ns) +
+		       " of it)";
 	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s, free %s\n",
 		format_ns(s.wait_ns).c_str(), s.victim.c_str(), (unsigned long long)s.walk,
 		format_ns(*s.walker_held_ns).c_str(), off.c_str(),
@@ -298,6 +301,13 @@ void print_validation(const Validation &val, FILE *out)
 		fprintf(out, "validation: stall splits DISAGREE: %llu of %llu do not sum to "
 			"their wait\n", (unsigned long long)val.stall_parts->bad,
 			(unsigned long long)val.stall_parts->checked);
+	if (val.stall_parts && val.stall_parts->runnable && val.stall_parts->runnable->bad) {
+		std::string names;
+		for (const auto &n : val.stall_parts->runnable->bad_victims)
+			names += (names.empty() ? "" : ", ") + n;
+		fprintf(out, "validation: waiter runnable DISAGREES with schedstat: %s runnable "
+			"longer in its stalls than the kernel's run_delay\n", names.c_str());
+	}
 }
 
 } // namespace

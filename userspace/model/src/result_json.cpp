@@ -246,9 +246,17 @@ void to_json(Json::Value &j, const Validation &v)
 	put_optional(j, "views", v.views);
 	put_optional(j, "walks", v.walks);
 	put_optional(j, "second_view", v.second_view);
-	if (v.stall_parts)
+	if (v.stall_parts) {
 		j["stall_parts"] = {{"checked", v.stall_parts->checked},
 				    {"bad", v.stall_parts->bad}};
+		if (const auto &x = v.stall_parts->runnable) {
+			Json::Value o = {{"victims", x->victims},
+					 {"bad", x->bad},
+					 {"tolerance_ns", x->tolerance_ns}};
+			o["bad_victims"] = x->bad_victims;
+			j["stall_parts"]["runnable_vs_schedstat"] = std::move(o);
+		}
+	}
 }
 
 namespace {
@@ -300,11 +308,13 @@ void put_figures(Json::Value &j, const RunResult &r)
 	j["kernel_view"] = r.kernel_view;
 	put_optional(j, "perf", r.perf);
 	Json::Value victims = Json::Value::object();
-	for (const auto &v : r.victims)
+	for (const auto &v : r.victims) {
 		victims[v.name] = {{"tid", v.tid},
 				   {"ops", v.ops},
 				   {"outside", v.outside.to_json().value()},
 				   {"during", v.during.to_json().value()}};
+		put_optional(victims[v.name], "run_delay_ns", v.run_delay_ns);
+	}
 	j["victims"] = std::move(victims);
 	j["validation"] = r.validation;
 	put_optional(j, "kernel_view_tracepoint", r.kernel_view_tracepoint);

@@ -77,6 +77,12 @@ void StallAccumulator::wait(const LockSpan &w)
 	auto it = watched_.find(w.tid);
 	if (it == watched_.end())
 		return;
+	// this wait's spans are read below, if it is kept; none outlives it
+	struct Forget {
+		std::unordered_map<pid_t, Runnable> &m;
+		pid_t tid;
+		~Forget() { m.erase(tid); }
+	} forget{runnable_, w.tid};
 	if (!w.success) {
 		// a failed trylock (or an interrupted killable lock): no wait
 		// the lock kept it in, see KERNEL-FACTS.md section 18
@@ -101,7 +107,16 @@ void StallAccumulator::wait(const LockSpan &w)
 			overlap = true;
 	if (!overlap)
 		return;
-	WatchedWait c{w, it->second, {}, {}, w.start_ns >= others_horizon_ns_};
+	WatchedWait c{w, it->second, {}, {}, w.start_ns >= others_horizon_ns_, {}, true};
+	// the waiter's runnable spans within the wait (this thread's kept
+	// spans all ended before now: it is running to end its wait)
+	if (auto r = runnable_.find(w.tid); r != runnable_.end()) {
+		for (const auto &x : r->second.spans)
+			if (x.end_ns > w.start_ns && x.start_ns < w.end_ns)
+				add_interval(c.runnable, std::max(x.start_ns, w.start_ns),
+					     std::min(x.end_ns, w.end_ns));
+		c.runnable_complete = !r->second.dropped;
+	}
 	// other tasks' holds within the wait, clipped: the kept closed ones
 	// and the open ones
 	std::vector<LockSpan> in;
@@ -247,7 +262,7 @@ struct Stall {
 	size_t walk;
 	// a read wait's pending attributed writer it queued behind, if any
 	const StallAccumulator::WatchedWait *writer = nullptr;
-	std::optional<uint64_t> walker_held, others_held, free, off_cpu;
+	std::optional<uint64_t> walker_held, others_held, free, off_cpu, runnable;
 };
 
 struct Attribution {
@@ -323,6 +338,7 @@ struct SplitInput {
 	uint64_t longest_off; // the longest closed one
 	bool any_open;        // some span never ended (no early stop then)
 	bool sched;
+	bool waiters;         // the waiters' runnable spans are known
 };
 
 // The stall split (see the header): walker_held, others_held, free, and
@@ -389,6 +405,18 @@ void split_stall(Stall &st, const SplitInput &in)
 		}
 	}
 	st.off_cpu = union_ns(off);
+	if (!in.waiters || !c.runnable_complete)
+		return;
+	// of walker_held outside walker_off_cpu, the waiter runnable off CPU:
+	// |(walker pieces & runnable) | off| - |off|
+	std::vector<Interval> both = off;
+	for (const auto &p : walker)
+		for (const auto &r : c.runnable) {
+			Interval x = clip(r.start_ns, r.end_ns, p.start_ns, p.end_ns);
+			if (x.end_ns > x.start_ns)
+				both.push_back(x);
+		}
+	st.runnable = union_ns(both) - *st.off_cpu;
 }
 
 // A wait is a stall of the walk whose hold excludes it and overlaps it
@@ -452,7 +480,8 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		else
 			longest_off = std::max(longest_off, o.end_ns - o.start_ns);
 	}
-	const SplitInput in{wh, longest, off, longest_off, any_open, acc.sched()};
+	const SplitInput in{wh, longest, off, longest_off, any_open, acc.sched(),
+			    acc.sched() && acc.waiters()};
 	for (auto &st : at.stalls) {
 		const StallAccumulator::WatchedWait &c = *st.w;
 		split_stall(st, in);
@@ -514,7 +543,7 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
 				   lock_mode_name(s.w->span.write), s.w->span.start_ns,
 				   s.w->span.ns(), s.walk, std::nullopt, s.walker_held,
-				   s.others_held, s.free, s.off_cpu});
+				   s.others_held, s.free, s.off_cpu, s.runnable});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;

@@ -40,8 +40,44 @@ void StallAccumulator::keep_other(const LockSpan &h)
 	recent_others_max_ = std::max(recent_others_max_, recent_others_.size());
 }
 
+void StallAccumulator::runnable_from(pid_t tid, uint64_t t)
+{
+	if (watched_.count(tid) && !is_walker(tid, 0))
+		runnable_since_.try_emplace(tid, t);
+}
+
+void StallAccumulator::runnable_until(pid_t tid, uint64_t t)
+{
+	auto it = runnable_since_.find(tid);
+	if (it == runnable_since_.end())
+		return;
+	const uint64_t since = it->second;
+	runnable_since_.erase(it);
+	const bool open = std::any_of(open_waits_.begin(), open_waits_.end(),
+				      [&](const OpenWait &o) { return o.tid == tid; });
+	if (!open || t <= since)
+		return;
+	Runnable &r = runnable_[tid];
+	if (r.spans.size() >= kMaxRunnable) {
+		r.dropped = true;
+		return;
+	}
+	r.spans.push_back({since, t});
+}
+
+void StallAccumulator::sched_wakeup(const SchedWakeup &w)
+{
+	if (waiters_)
+		runnable_from(w.tid, w.time_ns);
+}
+
 void StallAccumulator::sched_switch(const SchedSwitch &s)
 {
+	if (waiters_) {
+		runnable_until(s.next_tid, s.time_ns);
+		if (s.prev_runnable && s.prev_tid != s.next_tid)
+			runnable_from(s.prev_tid, s.time_ns);
+	}
 	if (auto it = off_since_.find(s.next_tid); it != off_since_.end()) {
 		off_cpu_.push_back({s.next_tid, it->second, s.time_ns});
 		off_since_.erase(it);

@@ -418,7 +418,8 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 }
 
 // The listed stalls' splits: a stall with any part must have all three,
-// summing to its wait.
+// summing to its wait; the walker's off-CPU part and the waiter's runnable
+// part (disjoint by construction) fit in the walker's.
 void check_parts(const StallsView &sv, StallParts &p)
 {
 	for (const auto &s : sv.list) {
@@ -427,9 +428,43 @@ void check_parts(const StallsView &sv, StallParts &p)
 		p.checked++;
 		if (!s.walker_held_ns || !s.others_held_ns || !s.free_ns ||
 		    *s.walker_held_ns + *s.others_held_ns + *s.free_ns != s.wait_ns ||
-		    (s.walker_off_cpu_ns && *s.walker_off_cpu_ns > *s.walker_held_ns))
+		    (s.walker_off_cpu_ns && *s.walker_off_cpu_ns > *s.walker_held_ns) ||
+		    (s.waiter_runnable_ns &&
+		     *s.waiter_runnable_ns + s.walker_off_cpu_ns.value_or(0) > *s.walker_held_ns))
 			p.bad++;
 	}
+}
+
+// The waiter's runnable parts against the kernel's own account: a victim's
+// listed stalls (one thread's waits never overlap) can be runnable for no
+// longer than its schedstat run_delay over the whole run. The tolerance
+// covers the two clocks' reads at the run's edges (the victim reads its
+// schedstat after the go and after the stop, the events run longer).
+std::optional<StallParts::Runnable> check_runnable(const StallsView &sv,
+						   const std::vector<VictimEntry> &victims)
+{
+	std::map<std::string, uint64_t> sum;
+	bool any = false;
+	for (const auto &s : sv.list)
+		if (s.waiter_runnable_ns) {
+			any = true;
+			sum[s.victim] += *s.waiter_runnable_ns;
+		}
+	if (!any)
+		return std::nullopt;
+	StallParts::Runnable r;
+	r.tolerance_ns = 1000000;
+	for (const auto &[name, total] : sum) {
+		const VictimEntry *v = find_victim(victims, name);
+		if (!v || !v->run_delay_ns)
+			continue;
+		r.victims++;
+		if (total > *v->run_delay_ns + r.tolerance_ns) {
+			r.bad++;
+			r.bad_victims.push_back(name);
+		}
+	}
+	return r;
 }
 
 } // namespace
@@ -468,6 +503,8 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 			check_parts(*kv.stalls, parts);
 		if (second_sv)
 			check_parts(*second_sv, parts);
+		if (kv.stalls)
+			parts.runnable = check_runnable(*kv.stalls, result.victims);
 		val.stall_parts = parts;
 	}
 	result.validation = std::move(val);

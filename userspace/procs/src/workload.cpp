@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -202,6 +203,22 @@ void name_victim_thread(Victim kind, VictimSlot *slot)
 	slot->tid = int32_t(gettid());
 }
 
+// The calling thread's time runnable but waiting for a CPU so far: the
+// second field of /proc/thread-self/schedstat (run_delay, ns; kernels with
+// CONFIG_SCHED_INFO, which every Debian flavour has); nullopt without it.
+std::optional<uint64_t> thread_run_delay_ns()
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+	if (!f)
+		return std::nullopt;
+	unsigned long long run = 0, delay = 0;
+	const int n = fscanf(f, "%llu %llu", &run, &delay);
+	fclose(f);
+	if (n != 2)
+		return std::nullopt;
+	return uint64_t(delay);
+}
+
 // The parent measures the walk size first: that read is a walk too.
 void wait_for_victims_go(const Shared *sh)
 {
@@ -370,6 +387,7 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 	if (!v.prepare())
 		return;
 	wait_for_victims_go(sh);
+	const std::optional<uint64_t> delay0 = thread_run_delay_ns();
 	// Victims that take mmap_lock also note whether an operation slept
 	// (a voluntary context switch, getrusage): a slow operation that slept
 	// waited for something; one that did not was preempted or frozen.
@@ -396,6 +414,11 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 			timed(true);
 		if (op_interval_ns)
 			next = pace(next, op_interval_ns);
+	}
+	const std::optional<uint64_t> delay1 = thread_run_delay_ns();
+	if (delay0 && delay1 && *delay1 >= *delay0) {
+		slot->run_delay_ns = *delay1 - *delay0;
+		slot->run_delay_known = 1;
 	}
 	v.finish();
 }

@@ -34,6 +34,7 @@ LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, LockEventType type, bool write,
 struct Stream {
 	std::vector<LockEvent> locks;
 	std::vector<SchedSwitch> switches;
+	std::vector<SchedWakeup> wakeups;
 
 	// start_locking at t0, acquired at t1, released at t2
 	void lock(pid_t tgid, pid_t tid, bool write, uint64_t t0, uint64_t t1, uint64_t t2)
@@ -47,24 +48,41 @@ struct Stream {
 		switches.push_back({out, tid, 0});
 		switches.push_back({in, 0, tid});
 	}
+	// tid woken at t, on a CPU at in, off to sleep again at sleep
+	void woken(pid_t tid, uint64_t t, uint64_t in, uint64_t sleep)
+	{
+		wakeups.push_back({t, tid});
+		switches.push_back({in, 0, tid});
+		switches.push_back({sleep, tid, 0, false});
+	}
+	// tid preempted at out (left runnable), back at in
+	void preempted(pid_t tid, uint64_t out, uint64_t in)
+	{
+		switches.push_back({out, tid, 0, true});
+		switches.push_back({in, 0, tid});
+	}
 	// both kinds, in one time order, as MmapLockTrace delivers them
 	void feed(StallAccumulator &acc) const
 	{
 		struct E {
 			uint64_t t;
 			size_t i;
-			bool sched;
+			int kind; // 0 lock, 1 switch, 2 wakeup
 		};
 		std::vector<E> all;
 		for (size_t i = 0; i < locks.size(); i++)
-			all.push_back({locks[i].time_ns, i, false});
+			all.push_back({locks[i].time_ns, i, 0});
 		for (size_t i = 0; i < switches.size(); i++)
-			all.push_back({switches[i].time_ns, i, true});
+			all.push_back({switches[i].time_ns, i, 1});
+		for (size_t i = 0; i < wakeups.size(); i++)
+			all.push_back({wakeups[i].time_ns, i, 2});
 		std::stable_sort(all.begin(), all.end(),
 				 [](const E &a, const E &b) { return a.t < b.t; });
 		for (const auto &e : all) {
-			if (e.sched)
+			if (e.kind == 1)
 				acc.sched_switch(switches[e.i]);
+			else if (e.kind == 2)
+				acc.sched_wakeup(wakeups[e.i]);
 			else
 				acc.feed(locks[e.i]);
 		}
@@ -268,6 +286,68 @@ TEST(StallSplit, WalkerNeverBackOnCpu)
 	EXPECT_EQ(st.walker_off_cpu_ns, 700u);
 }
 
+// A writer behind a walk that drops and retakes its read hold (the
+// walker steals it back before the woken writer runs): the part of the
+// walker's holds while the writer was runnable but not on a CPU is
+// waiter_runnable, outside the walker's own off-CPU part. Spans of
+// another thread, and of the writer before its wait, do not count.
+TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
+{
+	for (bool waiters : {true, false}) {
+		StallAccumulator acc(config());
+		acc.set_sched(true);
+		acc.set_waiters(waiters);
+		Stream s;
+		s.woken(kMmap, 500, 600, 700); // before its wait: dropped
+		const uint64_t holds[][2] = {{1000, 3000}, {3001, 6000}, {6001, 9000},
+					      {9001, 12000}, {12001, 20000}};
+		for (const auto &h : holds)
+			s.lock(kWalker, kWalker, false, h[0], h[0], h[1]);
+		s.lock(kTarget, kMmap, true, 1500, 20100, 20200);
+		s.off(kWalker, 7000, 8000);
+		s.woken(kMmap, 3000, 3500, 3600);  // 3001..3500 under a hold: 499
+		s.woken(kMmap, 6000, 9500, 9600);  // 6001..9000, 9001..9500 less
+						   // 7000..8000 off: 2498
+		s.wakeups.push_back({12000, kMmap}); // 12001..12100: 99
+		s.switches.push_back({12100, 0, kMmap});
+		s.preempted(kMmap, 12150, 12650); // 500
+		s.woken(kFault, 4000, 9000, 9100);   // not the waiter
+		s.switches.push_back({12800, kMmap, 0, false});
+		s.feed(acc);
+		KernelView kv;
+		attribute_stalls(acc, {{"pagemap", kWalker, 900, 20050}}, {}, kv);
+		const KernelStall &st = stall_of(kv, kMmap);
+		expect_split(st, 18600, 18496, 0, 104);
+		EXPECT_EQ(st.walker_off_cpu_ns, 1000u);
+		if (waiters) {
+			ASSERT_TRUE(st.waiter_runnable_ns);
+			EXPECT_EQ(*st.waiter_runnable_ns, 499u + 2498u + 99u + 500u);
+		} else {
+			EXPECT_FALSE(st.waiter_runnable_ns); // not measured: absent
+		}
+	}
+}
+
+// A waiter runnable beside a write hold it cannot take anyway (clear_refs
+// holds for the whole walk): woken only when the hold ends, it has no
+// runnable part under the hold.
+TEST(StallSplit, WaiterAsleepBehindWholeWalkHold)
+{
+	StallAccumulator acc(config());
+	acc.set_sched(true);
+	acc.set_waiters(true);
+	Stream s;
+	s.lock(kWalker, kWalker, true, 900, 1000, 9000);
+	s.lock(kTarget, kMmap, true, 1500, 9400, 9500);
+	s.woken(kMmap, 9000, 9300, 9600);
+	s.feed(acc);
+	KernelView kv;
+	attribute_stalls(acc, kWalk, {}, kv);
+	const KernelStall &st = stall_of(kv, kMmap);
+	expect_split(st, 7900, 7500, 0, 400);
+	EXPECT_EQ(st.waiter_runnable_ns, 0u);
+}
+
 // Other tasks' holds are kept only while a watched wait that can overlap
 // them is open: a tight locker beside no wait keeps nothing, beside one
 // wait only the holds within it.
@@ -346,4 +426,63 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 	EXPECT_NE(t2.find("validation: stall splits DISAGREE: 2 of 2 do not sum to their wait"),
 		  std::string::npos)
 		<< t2;
+}
+
+// validation.stall_parts.runnable_vs_schedstat: a victim's listed stalls
+// cannot be runnable for longer than the kernel's run_delay of the victim
+// over the run (+ tolerance); a runnable part beyond the walker's on-CPU
+// hold is a bad split; victims without run_delay are not checked.
+TEST(StallSplit, WaiterRunnableAgainstSchedstat)
+{
+	RunResult r;
+	r.backend = "tracepoint";
+	StallsView &sv = r.kernel_view.stalls.emplace();
+	auto stall = [](const char *victim, uint64_t wait, uint64_t held, uint64_t off,
+			uint64_t runnable) {
+		KernelStall s;
+		s.victim = victim;
+		s.mode = "write";
+		s.wait_ns = wait;
+		s.walker_held_ns = held;
+		s.others_held_ns = 0;
+		s.free_ns = wait - held;
+		s.walker_off_cpu_ns = off;
+		s.waiter_runnable_ns = runnable;
+		return s;
+	};
+	sv.list = {stall("mmap", 30000000, 27000000, 5000000, 20000000),
+		   stall("mmap", 10000000, 9000000, 0, 4000000),
+		   stall("fault", 8000000, 8000000, 0, 3000000)};
+	VictimEntry mmap, fault;
+	mmap.name = "mmap";
+	mmap.run_delay_ns = 24500000; // 24 ms listed: within 1 ms
+	fault.name = "fault";         // no schedstat: not checked
+	r.victims = {mmap, fault};
+	add_validation(r, {}, 0, nullptr);
+	ASSERT_TRUE(r.validation.stall_parts);
+	EXPECT_EQ(r.validation.stall_parts->bad, 0u);
+	ASSERT_TRUE(r.validation.stall_parts->runnable);
+	EXPECT_EQ(r.validation.stall_parts->runnable->victims, 1u);
+	EXPECT_EQ(r.validation.stall_parts->runnable->bad, 0u);
+
+	r.victims[0].run_delay_ns = 22000000; // 24 ms listed: 2 ms over
+	sv.list[2].waiter_runnable_ns = 8000001; // more than the walker held
+	add_validation(r, {}, 0, nullptr);
+	EXPECT_EQ(r.validation.stall_parts->bad, 1u);
+	EXPECT_EQ(r.validation.stall_parts->runnable->bad, 1u);
+	ASSERT_EQ(r.validation.stall_parts->runnable->bad_victims.size(), 1u);
+	EXPECT_EQ(r.validation.stall_parts->runnable->bad_victims[0], "mmap");
+	Json::Value j;
+	to_json(j, r.validation);
+	EXPECT_EQ(j["stall_parts"]["runnable_vs_schedstat"]["bad"].get<uint64_t>(), 1u);
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	print_table(r, f);
+	fclose(f);
+	const std::string t(buf, len);
+	free(buf);
+	EXPECT_NE(t.find("validation: waiter runnable DISAGREES with schedstat: mmap"),
+		  std::string::npos)
+		<< t;
 }

@@ -32,6 +32,10 @@ struct KernelStall {
 	std::optional<uint64_t> walker_held_ns, others_held_ns, free_ns;
 	// of walker_held_ns, the time the walker was off CPU (sched events)
 	std::optional<uint64_t> walker_off_cpu_ns;
+	// of walker_held_ns less walker_off_cpu_ns, the time the waiter was
+	// runnable but not on a CPU (woken or preempted, waiting for one:
+	// the waiters' sched_wakeup and sched_switch events)
+	std::optional<uint64_t> waiter_runnable_ns;
 };
 
 // One victim's waits ("threads"): of one name, merged.
@@ -68,6 +72,10 @@ struct TraceSession {
 	struct Sched {
 		bool available = false;
 		std::optional<std::string> why, filter;
+		// the waiters' wakeups and switches followed too (with
+		// available), else why not
+		std::optional<bool> waiters;
+		std::optional<std::string> waiters_why;
 	};
 	std::optional<Sched> sched;
 };

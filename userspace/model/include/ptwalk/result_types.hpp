@@ -122,6 +122,9 @@ struct VictimEntry {
 	int32_t tid = 0;
 	uint64_t ops = 0;
 	Histogram outside, during;
+	// its time runnable but not on a CPU over the run, by the kernel's
+	// schedstat (run_delay); unset when the kernel does not keep it
+	std::optional<uint64_t> run_delay_ns;
 };
 
 // A reference operation no attributed stall explains.
@@ -180,6 +183,16 @@ struct WalkValidation {
 // free == wait_ns, all three present.
 struct StallParts {
 	uint64_t checked = 0, bad = 0;
+	// waiter_runnable_ns against the kernel's own account of each
+	// victim's runnable time (victims.NAME.run_delay_ns): the victims
+	// checked, and those whose listed stalls' runnable parts add up to
+	// more than it (+ tolerance); unset when no stall has the part
+	struct Runnable {
+		uint64_t victims = 0, bad = 0;
+		uint64_t tolerance_ns = 0;
+		std::vector<std::string> bad_victims;
+	};
+	std::optional<Runnable> runnable;
 };
 
 struct Validation {

@@ -32,7 +32,15 @@
 //    the walker's, or every task when the kernel filter was refused);
 //    a holder outside them counts as free;
 //  - with sched:sched_switch events, walker_off_cpu = the part of
-//    walker_held during which the holding walker task was switched out.
+//    walker_held during which the holding walker task was switched out;
+//  - with the waiters' sched_wakeup and sched_switch events too,
+//    waiter_runnable = the part of walker_held, outside walker_off_cpu,
+//    during which the waiter was runnable but not on a CPU: from its
+//    wakeup (or a switch that left it runnable: preempted) to its next
+//    switch in. A writer behind a walk that drops and retakes the lock
+//    sets rwsem's handoff bit only when it runs after RWSEM_WAIT_TIMEOUT
+//    (module/KERNEL-FACTS.md entry 20); until a busy host runs it, the
+//    walker takes the lock back: that time is the host's, not the walk's.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +75,12 @@ public:
 	void sched_switch(const SchedSwitch &s);
 	void set_sched(bool available) { sched_ = available; }
 	bool sched() const { return sched_; }
+	// A watched thread made runnable, in time order with feed();
+	// set_waiters(true) says the session delivers the watched threads'
+	// wakeups and switches (else waiter_runnable_ns stays unset).
+	void sched_wakeup(const SchedWakeup &w);
+	void set_waiters(bool available) { waiters_ = available; }
+	bool waiters() const { return waiters_; }
 
 	const StallConfig &config() const { return cfg_; }
 	uint64_t events() const { return events_; }
@@ -84,6 +98,10 @@ public:
 		std::vector<Interval> others_write, others_read;
 		// false when holds that could overlap it were dropped (cap)
 		bool others_complete = true;
+		// the waiter runnable but off CPU during the wait, clipped, in
+		// time order (with waiters()); false when spans were dropped
+		std::vector<Interval> runnable;
+		bool runnable_complete = true;
 	};
 	// A walker task off CPU (switched out while holding a lock).
 	struct OffCpu {
@@ -102,6 +120,9 @@ public:
 	size_t others_kept() const { return recent_others_.size(); }
 	size_t others_kept_max() const { return recent_others_max_; }
 	static constexpr size_t kMaxRecentOthers = 1u << 16;
+	// runnable spans kept per open wait, beyond which its split has no
+	// waiter_runnable (no guessed figure)
+	static constexpr size_t kMaxRunnable = 1u << 14;
 	// events by target-tgid threads (walker excluded), per mm
 	const std::unordered_map<uint64_t, uint64_t> &target_mm_events() const
 	{
@@ -117,12 +138,24 @@ private:
 
 	void keep_other(const LockSpan &h);
 	void prune_others();
+	void runnable_from(pid_t tid, uint64_t t);
+	void runnable_until(pid_t tid, uint64_t t);
 
 	StallConfig cfg_;
 	LockPairer pairer_;
 	uint64_t events_ = 0;
 	uint64_t failed_acquires_ = 0;
 	bool sched_ = false;
+	bool waiters_ = false;
+	// watched threads runnable off CPU: tid -> since; the closed spans of
+	// a thread with an open wait (the only ones a wait can overlap: a
+	// span that ends while none is open ends before any later wait)
+	struct Runnable {
+		std::vector<Interval> spans;
+		bool dropped = false;
+	};
+	std::unordered_map<pid_t, uint64_t> runnable_since_;
+	std::unordered_map<pid_t, Runnable> runnable_;
 	// Memory bound of other tasks' holds: a closed one is kept only while
 	// a watched thread's wait on the same mm that began before its end is
 	// still open (only such a wait can become a candidate it overlaps);

@@ -50,6 +50,11 @@ struct VictimSlot {
 	Histogram during;  // operations that overlapped a walk
 	std::atomic<uint32_t> nslow; // slow operations seen (may exceed kMaxSlowOps)
 	SlowOp slow[kMaxSlowOps];
+	// the thread's time runnable but not on a CPU from the go to its
+	// stop, by the kernel's own account (run_delay of
+	// /proc/thread-self/schedstat); valid once run_delay_known is 1
+	std::atomic<uint64_t> run_delay_ns;
+	std::atomic<uint32_t> run_delay_known;
 };
 
 struct WalkRecord {
