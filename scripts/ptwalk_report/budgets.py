@@ -201,7 +201,9 @@ def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
                            f"waiter off CPU or waking for {fmt_ns(x.free)} (free), other "
                            f"holders {fmt_ns(x.others)}, the walk held {fmt_ns(x.held)}"
                            + (f" (walker off CPU {fmt_ns(x.off_cpu)} of it)"
-                              if x.off_cpu else ""),
+                              if x.off_cpu else "")
+                           + (f" (the waiter runnable but not on a CPU for "
+                              f"{fmt_ns(x.runnable)} of it)" if x.runnable else ""),
                            "not judged", f"{x.run}, {x.kind}"))
     return out
 

@@ -61,11 +61,15 @@ class Worst:
     off_cpu: float | None
     kind: str
     run: str
+    runnable: float | None = None
 
     def text(self) -> str:
         from .compare import fmt_ns
         off = (f", the walker off CPU for {fmt_ns(self.off_cpu)} of its hold"
                if self.off_cpu else "")
+        if self.runnable:
+            off += (f", the waiter runnable but not on a CPU for {fmt_ns(self.runnable)} "
+                    "of it")
         return (f"{fmt_ns(self.wait)} = walk held {fmt_ns(self.held)} "
                 f"({100 * self.held / self.wait if self.wait else 0:.0f}%) + other holders "
                 f"{fmt_ns(self.others)} + free {fmt_ns(self.free)}{off}")
@@ -85,10 +89,12 @@ def worst_split(runs: Iterable[res.Result], kind: str | None = None,
             if kind is not None and k != kind:
                 continue
             off = s.get("walker_off_cpu_ns")
+            run = s.get("waiter_runnable_ns")
             out.append(Worst(float(s["wait_ns"]), float(s["walker_held_ns"]),
                              float(s["others_held_ns"]), float(s["free_ns"]),
                              float(off) if isinstance(off, (int, float)) else None,
-                             k, r.path.name))
+                             k, r.path.name,
+                             float(run) if isinstance(run, (int, float)) else None))
     out.sort(key=lambda x: -x.wait)
     return out[:n]
 

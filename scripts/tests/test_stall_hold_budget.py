@@ -63,6 +63,39 @@ def test_free_time_and_off_cpu_are_not_the_walks(tmp_path: Path) -> None:
     assert "walker off CPU 10ms of its hold not counted" in vs[0].figure, vs[0]
 
 
+def test_waiter_runnable_is_not_the_walks(tmp_path: Path) -> None:
+    """The busy-host case: pagemap over 1 GiB beside two busy loops, a
+    writer waited 32.5 ms, the walker holding 27.3 ms of it on CPU
+    (5 ms off CPU), because the woken writer did not run to set rwsem's
+    handoff bit and the walker kept taking the lock back. With the
+    waiter's runnable part known (20 ms of it), the walk's part is 2.3 ms:
+    PASS, and the verdict says what was not counted; without it, the same
+    stall FAILs, as before; a walk that holds the lock too long while the
+    waiter sleeps still FAILs."""
+    hold = dict(HOLD, handoff_ns=12 * MS, slack_ns=10 * MS,
+                max_ns_per_entry={"*": 1000})
+    kw = dict(profile="pagemap", lock_unit="pmd_chunk", hold_bytes=2 * MIB,
+              ns_per_pte=30.0)
+    doc = json.loads(_load(tmp_path, "busy", stall_ns=3 * MS, held_ns=3 * MS,
+                           **kw)[0].path.read_text())
+    for s in doc["kernel_view"]["stalls"]:
+        s["wait_ns"], s["walker_held_ns"] = int(32.5 * MS), int(27.3 * MS)
+        s["others_held_ns"], s["free_ns"] = 0, int(5.2 * MS)
+        s["walker_off_cpu_ns"] = 5 * MS
+    without = _main(bud.evaluate([hold], res.load([synthetic.write(doc, tmp_path / "a.json")])))
+    assert [v.verdict for v in without] == [bud.FAIL], without
+    for s in doc["kernel_view"]["stalls"]:
+        s["waiter_runnable_ns"] = 20 * MS
+    with_ = _main(bud.evaluate([hold], res.load([synthetic.write(doc, tmp_path / "b.json")])))
+    assert [v.verdict for v in with_] == [bud.PASS], with_
+    assert "worst walk-held part 2.3ms" in with_[0].figure, with_[0]
+    assert "waiter runnable but not on a CPU for 20ms of it not counted" in with_[0].figure
+    for s in doc["kernel_view"]["stalls"]:
+        s["waiter_runnable_ns"] = 0  # the waiter slept: the walk's doing
+    asleep = _main(bud.evaluate([hold], res.load([synthetic.write(doc, tmp_path / "c.json")])))
+    assert [v.verdict for v in asleep] == [bud.FAIL], asleep
+
+
 def test_one_chunk_is_the_unit(tmp_path: Path) -> None:
     """pagemap holds the lock per 2 MiB: 100k entries over 400 MiB are 500
     under one hold, so 50 ns/entry x 500 + 1 ms = 1.025 ms: a 3 ms walk-held
