@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "ptwalk/walk_kinds.hpp"
+
 namespace ptwalk {
 
 HoldCollector::HoldCollector(uint64_t min_hold_ns, uint64_t min_wait_ns)
@@ -283,9 +285,9 @@ std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t
 
 std::optional<WalkFile> parse_walk_file(std::string_view link)
 {
-	static const char *kFiles[] = {"clear_refs", "smaps", "smaps_rollup", "pagemap",
-				       "numa_maps", "maps", "mem", "cmdline",
-				       "environ", "auxv", "status"};
+	// the walk kinds' files (walk_kinds.def), and others that take the
+	// target's mmap_lock
+	static const char *kOtherFiles[] = {"mem", "cmdline", "environ", "auxv", "status"};
 	if (link.substr(0, 6) != "/proc/")
 		return std::nullopt;
 	link.remove_prefix(6);
@@ -307,7 +309,10 @@ std::optional<WalkFile> parse_walk_file(std::string_view link)
 		if (num(link) <= 0)
 			return std::nullopt;
 	}
-	for (const char *f : kFiles)
+	for (const auto &k : kWalkKindInfo)
+		if (link == k.file)
+			return WalkFile{pid_t(pid), std::string(k.file)};
+	for (const char *f : kOtherFiles)
 		if (link == f)
 			return WalkFile{pid_t(pid), std::string(f)};
 	return std::nullopt;

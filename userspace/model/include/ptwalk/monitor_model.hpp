@@ -144,8 +144,8 @@ struct WalkFile {
 	std::string file; // "smaps", "clear_refs", ...
 };
 // Parses a readlink of an fd; nullopt unless /proc/N/<walk file> (also
-// /proc/N/task/M/<file>). The walk files: clear_refs, smaps, smaps_rollup,
-// pagemap, numa_maps, maps, mem, cmdline, environ, auxv, status.
+// /proc/N/task/M/<file>). The walk files: each walk kind's (walk_kinds.def),
+// mem, cmdline, environ, auxv, status.
 std::optional<WalkFile> parse_walk_file(std::string_view link);
 // What a holder's open walk files (in fd order) say of the walk it is in:
 // a file of another process before its own; when its files name more than
