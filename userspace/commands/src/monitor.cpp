@@ -258,7 +258,7 @@ private:
 		metrics_.add_walk(names_.comm(w.hold.tgid),
 				  w.target_tgid ? target_comm(w.target_tgid) : "", w.kind,
 				  lock_mode_name(w.hold.write), double(w.hold.ns()) / 1e9, waits,
-				  w.waiters_total, w.target_tgid != 0, w.self, w.basis,
+				  w.waiters_total, w.target_tgid != 0, w.self, name(w.basis),
 				  double(now_ns()) / 1e9);
 		if (continuous_ && o_.out_path.empty())
 			return; // nothing keeps them
@@ -396,9 +396,10 @@ std::string Session::table_row(const Walk &w, MmIndex &pmi)
 {
 	std::string mm = pmi.label(w.hold.mm);
 	std::string holder = std::to_string(w.hold.tid) + " " + names_.comm(w.hold.tid);
-	std::string target = w.self ? "self (" + w.basis + ")"
+	const std::string basis = name(w.basis);
+	std::string target = w.self ? "self (" + basis + ")"
 		: w.target_tgid ? std::to_string(w.target_tgid) + " " +
-					  target_comm(w.target_tgid) + " (" + w.basis + ")"
+					  target_comm(w.target_tgid) + " (" + basis + ")"
 		: "unknown";
 	std::string waiters = std::to_string(w.waiters_total);
 	if (!w.waiters.empty())
