@@ -133,10 +133,10 @@ public:
 		bc.min_hold_ns = o_.min_hold_ns;
 		bc.min_wait_ns = kMonitorMinWaitNs;
 		bc.prober_tid = prober_.tid();
-		const bool want_bpf = o_.backend == "bpf" || o_.backend == "auto";
+		const bool want_bpf = o_.backend == MonitorBackend::bpf || o_.backend == MonitorBackend::automatic;
 		bool ok = trace_.start(hooks(), want_bpf ? &bc : nullptr, &err);
 		std::string bpf_err;
-		if (!ok && o_.backend == "auto" && trace_.bpf_failed()) {
+		if (!ok && o_.backend == MonitorBackend::automatic && trace_.bpf_failed()) {
 			// every event through perf instead: dearer, the same answers
 			bpf_err = err;
 			ok = trace_.start(hooks(), nullptr, &err);
@@ -154,7 +154,7 @@ public:
 						"bpf: %s; tracepoint: %s\n", bpf_err.c_str(), err.c_str());
 			else
 				fprintf(stderr, "ptwalk monitor: %s backend unavailable: %s\n",
-					o_.backend == "bpf" ? "bpf" : "tracepoint", err.c_str());
+					o_.backend == MonitorBackend::bpf ? "bpf" : "tracepoint", err.c_str());
 			prober_.stop();
 			server_.stop();
 			return false;
@@ -459,7 +459,8 @@ MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint6
 int run_monitor(const MonitorOptions &o)
 {
 	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
-	if (o.backend == "module" || (o.backend == "auto" && !continuous && module_loaded()))
+	if (o.backend == MonitorBackend::module ||
+	    (o.backend == MonitorBackend::automatic && !continuous && module_loaded()))
 		return run_module_monitor(o);
 	if (!o.textfile_dir.empty()) {
 		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {

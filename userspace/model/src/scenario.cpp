@@ -70,6 +70,16 @@ std::string all_backings() { return join(kBackings); }
 std::string all_victims() { return join(kVictims); }
 std::string all_profiles() { return join(kProfiles); }
 
+Scenario default_scenario()
+{
+	Scenario sc;
+	sc.size = 1ull << 30;
+	sc.victims = {Victim::read, Victim::mmap};
+	sc.interval_ns = 1'000'000'000ull;
+	sc.duration_ns = 10'000'000'000ull;
+	return sc;
+}
+
 uint64_t physical_bytes(const Scenario &sc)
 {
 	switch (sc.backing) {

@@ -56,6 +56,10 @@ struct Scenario {
 	uint64_t max_iterations = 0;     // scanner intervals; 0: until duration
 };
 
+// `ptwalk run`'s scenario before any option changes it (its usage text
+// shows these defaults).
+Scenario default_scenario();
+
 // Bytes of physical memory a scenario's mapping uses (page cache included).
 uint64_t physical_bytes(const Scenario &sc);
 // Bytes of PTE tables it builds (8 bytes per 4 KiB page).
