@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ptwalk_report import compare  # noqa: E402
 from ptwalk_report import results as res  # noqa: E402
+from ptwalk_report import walk_kinds  # noqa: E402
 from ptwalk_vm import config as vmconfig  # noqa: E402
 from ptwalk_vm import vm as pipeline  # noqa: E402
 
@@ -235,6 +236,12 @@ def calibrate(cfg: vmconfig.Config, k: vmconfig.Kernel, clock: str, pairs: int, 
     return 0
 
 
+def _profiles_in(names: set[str]) -> list[str]:
+    """The scanner profiles among `names` (what a VM script wrote), in the
+    order of walk_kinds.def."""
+    return [p.value for p in walk_kinds.Profile if p.value in names]
+
+
 def _median_syscall(files: list[Path]) -> float:
     """Median over runs of each run's median syscall_ns per walk."""
     per_run = []
@@ -261,7 +268,9 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             (out / name).write_bytes(data)
         note = " (TCG: a kprobe trap costs far more than on hardware)" if r.accel == "tcg" else ""
-        for kind in ("clear_refs", "smaps", "smaps_rollup", "pagemap"):
+        # the kinds scripts/vm/bench-overhead.sh measured, in the table's order
+        for kind in _profiles_in({f.name.rsplit("-", 1)[0]
+                                  for f in (out / "nomodule").glob("*.json")}):
             no = _median_syscall(sorted((out / "nomodule").glob(f"{kind}-*.json")))
             mod = _median_syscall(sorted((out / "module").glob(f"{kind}-*.json")))
             print(f"  module overhead ({k.name}, {r.accel}): {kind} walk {no / 1e6:.2f} -> "
@@ -275,7 +284,8 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
         if not x.ok:
             print(f"  attribution agreement: failed: {x.problem()}")
             return 1
-        for kind in ("clear_refs", "smaps", "smaps_rollup", "pagemap", "cadvisor"):
+        # the profiles scripts/vm/crossvalidate.sh ran, in the table's order
+        for kind in _profiles_in({n[:-len(".json")] for n in x.files if n.endswith(".json")}):
             val = json.loads(x.files[f"{kind}.json"])["validation"]
             for view in ("stalls", "stalls_tracepoint"):
                 st = val.get(view) or {}

@@ -4,16 +4,16 @@
  * Declared in ptwalk_util.h.
  */
 #include "ptwalk_util_int.h"
+#include "ptwalk_abi.h"
 
 /* ---- walks --------------------------------------------------------- */
 
-const char *const ptw_walker_names[PW_NR] = {
-	[PW_CLEAR_REFS] = "clear_refs",
-	[PW_SMAPS] = "smaps",
-	[PW_SMAPS_ROLLUP] = "smaps_rollup",
-	[PW_PAGEMAP] = "pagemap",
-	[PW_PAGEMAP_SCAN] = "pagemap_scan",
-};
+/* the module's kinds (PTW_KINDS), one walker each, in their order */
+#define PTW_WALKER_NAME(kind, name) name,
+const char *const ptw_walker_names[PW_NR] = { PTW_KINDS(PTW_WALKER_NAME) };
+_Static_assert(sizeof((const char *[]){ PTW_KINDS(PTW_WALKER_NAME) }) ==
+	       PW_NR * sizeof(const char *), "one walker per PTW_KINDS kind");
+#undef PTW_WALKER_NAME
 
 const enum ptw_budget_key ptw_walker_budget[PW_NR] = {
 	[PW_CLEAR_REFS] = PB_CLEAR_REFS,

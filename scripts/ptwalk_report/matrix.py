@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import walk_kinds
+
 MIB = 1 << 20
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[2]
@@ -81,12 +83,6 @@ def mem_available() -> int:
     raise RuntimeError("no MemAvailable in /proc/meminfo")
 
 
-# walk kinds each scanner profile produces (cadvisor: smaps then clear_refs)
-KINDS = {"cadvisor": ("smaps", "clear_refs"), "clear_refs": ("clear_refs",),
-         "smaps": ("smaps",), "smaps_rollup": ("smaps_rollup",), "pagemap": ("pagemap",),
-         "pagemap_scan": ("pagemap_scan",)}
-
-
 def run_estimate_s(m: dict[str, Any], duration_ms: float, size_mib: float) -> float:
     return (m["overhead_s"] + duration_ms / 1000.0
             + 2.0 * m["populate_s_per_gib"] * size_mib / 1024.0)
@@ -139,7 +135,7 @@ def entries_span(scs: list[Scenario], base_entries: int) -> dict[tuple[str, str]
     sizes: dict[tuple[str, str], list[int]] = {}
     for s in scs:
         if s.backing in ("anon", "shmem", "alias", "thp"):
-            for k in KINDS.get(s.profile, (s.profile,)):
+            for k in walk_kinds.profile_walks(s.profile):
                 sizes.setdefault((k, s.backing), []).append(s.size_mib)
     out = {}
     for (k, b), v in sizes.items():

@@ -14,6 +14,7 @@ import pytest
 from ptwalk_report import budgets as bud
 from ptwalk_report import matrix
 from ptwalk_report import results as res
+from ptwalk_report import walk_kinds
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "results"
@@ -128,7 +129,7 @@ def test_sweep_spans_two_decades_per_kind(mode: str, avail_gib: int) -> None:
     m = matrix.load_matrix()
     scs = matrix.select(m, mode, avail_gib * GIB)
     span = matrix.entries_span(scs, m["sweep"]["base_entries"])
-    kinds = {k for p in m["profiles"] for k in matrix.KINDS[p]}
+    kinds = {k for p in m["profiles"] for k in walk_kinds.profile_walks(p)}
     need = 10 ** m["sweep"]["min_decades"]
     assert set(m["sweep"]["backings"]) == set(m["backings"]) == {"anon", "shmem", "thp"}
     for k in kinds:
@@ -139,7 +140,7 @@ def test_sweep_spans_two_decades_per_kind(mode: str, avail_gib: int) -> None:
             assert span[(k, b)] >= need, (k, b, span[(k, b)])
     inc = [s for s in scs if s.incident]
     if inc and inc[0].backing == "alias":
-        for k in {k for p in m["incident"]["profiles"] for k in matrix.KINDS[p]}:
+        for k in {k for p in m["incident"]["profiles"] for k in walk_kinds.profile_walks(p)}:
             assert span[(k, "alias")] >= need, (k, span[(k, "alias")])
     assert m["sweep"]["min_decades"] >= 2
     sw = [s for s in scs if s.sweep]
@@ -422,7 +423,7 @@ def _plan_results(tmp: Path, mode: str) -> list[res.Result]:
     out = []
     for sc in matrix.select(m, mode, 20 * GIB):
         walks = max(1, sc.duration_ms * 1_000_000 // res_interval_ns(sc.interval))
-        kind = matrix.KINDS[sc.profile][-1]
+        kind = walk_kinds.profile_walks(sc.profile)[-1]
         unit, per_walk = LOCK[kind]
         leaves = sc.size_mib // 2 if sc.backing == "thp" else None
         ptes = 850 + (leaves if leaves is not None else sc.size_mib * 256)

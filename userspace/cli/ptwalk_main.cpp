@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <unistd.h>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -15,12 +16,14 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/run.hpp"
 #include "ptwalk/units.hpp"
+#include "options.hpp"
 
 using namespace ptwalk;
+using namespace ptwalk::cli;
 
 namespace {
 
-const char kUsage[] =
+const char kCommands[] =
 	"usage: ptwalk <command> [options]\n"
 	"\n"
 	"commands:\n"
@@ -33,109 +36,15 @@ const char kUsage[] =
 	"            a mailing-list report (scripts/ptwalk-report)\n"
 	"  calibrate measure this host and write a selftest budget file with\n"
 	"            headroom (--out FILE; 'ptwalk calibrate --help')\n"
-	"  version   print the version\n"
-	"\n"
-	"ptwalk run options:\n"
-	"  --size SIZE          mapping size, binary suffixes K M G T (default 1G)\n"
-	"  --backing KIND       anon|thp|shmem|file|hugetlb|alias|zeropage (default anon)\n"
-	"                       alias: one memfd of --physical bytes mapped again and\n"
-	"                       again (incident-scale page tables on a small host);\n"
-	"                       zeropage: every PTE maps the zero page (lower bound)\n"
-	"  --physical SIZE      real memory behind --backing alias (default 1G)\n"
-	"  --calibrate-size SIZE  alias: measure the aliasing bias at this size with\n"
-	"                       distinct and aliased pages first (default 8G or what\n"
-	"                       fits; 0 = don't, figures stay uncorrected)\n"
-	"  --vma-layout L       the VMA layout production has, for the worst-stall\n"
-	"                       estimate: one (one VMA per mapping, as a memory-\n"
-	"                       mapped index; default), aliased (as measured), or\n"
-	"                       SIZE (the mapping split into VMAs of SIZE)\n"
-	"  --dir DIR            directory of the sparse file for --backing file\n"
-	"                       (default $TMPDIR or /tmp)\n"
-	"  --victims LIST       comma list of read,write,fault,mmap (default read,mmap)\n"
-	"                       'none' for no victim\n"
-	"  --scanner PROFILE    clear_refs|clear_refs_anon|clear_refs_file|softdirty|\n"
-	"                       smaps|smaps_rollup|maps|numa_maps|pagemap|pagemap_scan|\n"
-	"                       cadvisor|wss (default clear_refs)\n"
-	"  --interval T         time between scans: 250ms, 1s, ... (default 1s)\n"
-	"  --duration T         how long the scanner runs (default 10s)\n"
-	"  --op-interval T      victims' pace, one operation per T; 0 = flat out\n"
-	"                       (default 20us)\n"
-	"  --populate-threads N threads that populate the mapping (default: CPUs)\n"
-	"  --backend B          auto|module|tracepoint|syscall (default auto)\n"
-	"  --cross-check        with the module backend, also open the mmap_lock\n"
-	"                       tracepoints: a second kernel view, compared with\n"
-	"                       the module and the victims in \"validation\"\n"
-	"  --out FILE.json      write the result (schema ptwalk.result/1) atomically\n"
-	"  --force              skip the memory and disk space guards\n"
-	"  --quiet              no table on stdout\n"
-	"  --dry-run            check the options and the memory guard, print the\n"
-	"                       plan, run nothing\n"
-	"  --perf               perf record -g the scanner and perf stat the ptwalk:*,\n"
-	"                       mmap_lock:* and tlb:* tracepoints; the summary goes in\n"
-	"                       the result, the data in OUT.perf/\n"
-	"\n"
-	"ptwalk monitor options:\n"
-	"  --duration T         how long to watch (default 10s; with --serve or\n"
-	"                       --textfile: until SIGTERM/SIGINT)\n"
-	"  --min-hold T         report holds at least this long (default 1ms)\n"
-	"  --out FILE.json      write what was seen (schema ptwalk.monitor/1)\n"
-	"  --backend B          auto (module when ptwalk.ko is loaded, else bpf, else\n"
-	"                       tracepoint) | module | bpf (holds paired in the kernel:\n"
-	"                       the cheap one) | tracepoint (every event through perf)\n"
-	"  --serve ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
-	"  --web-config FILE    TLS and basic auth for --serve, the Prometheus\n"
-	"                       exporter-toolkit format (tls_server_config: cert_file,\n"
-	"                       key_file, client_ca_file; basic_auth_users: bcrypt)\n"
-	"  --textfile DIR       write DIR/ptwalk_monitor.prom (node_exporter textfile\n"
-	"                       collector format) atomically, every --textfile-interval\n"
-	"  --textfile-interval T  (default 15s)\n"
-	"  --max-comms N        distinct walker/target comm labels before \"other\"\n"
-	"                       (default 64)\n"
-	"  --quiet              no table on stdout, no start line on stderr\n"
+	"  version   print the version\n";
+
+const char kMonitorStop[] =
 	"  SIGTERM or SIGINT stops it cleanly (exit 0; the last textfile and the\n"
-	"  JSON are written whole)\n"
-	"\n"
+	"  JSON are written whole)\n";
+
+const char kExitStatus[] =
 	"exit status: 0 done, 1 failed, 2 bad usage, 4 skipped (unsupported here),\n"
 	"128+N interrupted by signal N (a partial result is still written)\n";
-
-[[noreturn]] void usage_error(const std::string &cmd, const std::string &msg)
-{
-	fprintf(stderr, "ptwalk %s: %s (see 'ptwalk help')\n", cmd.c_str(), msg.c_str());
-	exit(2);
-}
-
-// Splits "--key=value" / "--key value"; flags take no value.
-struct Args {
-	std::string cmd;
-	std::vector<std::string> argv;
-	size_t i = 0;
-
-	bool next(std::string *key, std::string *value,
-		  const std::vector<std::string> &flags)
-	{
-		if (i >= argv.size())
-			return false;
-		std::string a = argv[i++];
-		if (a.rfind("--", 0) != 0)
-			usage_error(cmd, "unexpected argument '" + a + "'");
-		size_t eq = a.find('=');
-		if (eq != std::string::npos) {
-			*key = a.substr(0, eq);
-			*value = a.substr(eq + 1);
-			return true;
-		}
-		*key = a;
-		for (auto &f : flags)
-			if (f == a) {
-				value->clear();
-				return true;
-			}
-		if (i >= argv.size() || argv[i].rfind("--", 0) == 0)
-			usage_error(cmd, a + " needs a value");
-		*value = argv[i++];
-		return true;
-	}
-};
 
 uint64_t size_arg(const std::string &cmd, const std::string &k, const std::string &v)
 {
@@ -155,91 +64,268 @@ uint64_t duration_arg(const std::string &cmd, const std::string &k, const std::s
 	return *d;
 }
 
+std::string join_victims(const std::vector<Victim> &vs)
+{
+	std::string s;
+	for (Victim v : vs)
+		s += std::string(s.empty() ? "" : ",") + name(v);
+	return s;
+}
+
+using O = RunOptions;
+const std::vector<Option<RunOptions>> kRunOptions = {
+	{"--size", "SIZE", "mapping size, binary suffixes K M G T (default {default})",
+	 [] { return format_size_arg(O{}.sc.size); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.sc.size = size_arg(a.cmd, k, v);
+	 }},
+	{"--backing", "KIND",
+	 "{choices} (default {default})\n"
+	 "alias: one memfd of --physical bytes mapped again and\n"
+	 "again (incident-scale page tables on a small host);\n"
+	 "zeropage: every PTE maps the zero page (lower bound)",
+	 [] { return std::string(name(O{}.sc.backing)); }, all_backings,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 auto b = parse_backing(v);
+		 if (!b)
+			 usage_error(a.cmd, "unknown --backing '" + v + "' (use " +
+						    all_backings() + ")");
+		 o.sc.backing = *b;
+	 }},
+	{"--physical", "SIZE", "real memory behind --backing alias (default {default})",
+	 [] { return format_size_arg(O{}.sc.physical); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.sc.physical = size_arg(a.cmd, k, v);
+	 }},
+	{"--calibrate-size", "SIZE",
+	 "alias: measure the aliasing bias at this size with\n"
+	 "distinct and aliased pages first (default 8G or what\n"
+	 "fits; 0 = don't, figures stay uncorrected)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.calibrate_size = size_arg(a.cmd, k, v);
+	 }},
+	{"--vma-layout", "L",
+	 "the VMA layout production has, for the worst-stall\n"
+	 "estimate: one (one VMA per mapping, as a memory-\n"
+	 "mapped index; default), aliased (as measured), or\n"
+	 "SIZE (the mapping split into VMAs of SIZE)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 std::string err;
+		 auto l = parse_layout_spec(v, &err);
+		 if (!l)
+			 usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
+		 o.layout = *l;
+	 }},
+	{"--dir", "DIR",
+	 "directory of the sparse file for --backing file\n"
+	 "(default $TMPDIR or /tmp)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &v) { o.sc.dir = v; }},
+	{"--victims", "LIST",
+	 "comma list of {choices} (default {default})\n"
+	 "'none' for no victim",
+	 [] { return join_victims(O{}.sc.victims); },
+	 [] {
+		 std::string s = all_victims();
+		 std::replace(s.begin(), s.end(), '|', ',');
+		 return s;
+	 },
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 o.sc.victims.clear();
+		 if (v == "none")
+			 return;
+		 size_t pos = 0;
+		 while (pos <= v.size()) {
+			 size_t c = v.find(',', pos);
+			 std::string one = v.substr(pos, c == std::string::npos ? std::string::npos
+										 : c - pos);
+			 auto vk = parse_victim(one);
+			 if (!vk)
+				 usage_error(a.cmd, "unknown victim '" + one + "' (use " +
+							    all_victims() + ")");
+			 for (auto x : o.sc.victims)
+				 if (x == *vk)
+					 usage_error(a.cmd, "victim '" + one + "' given twice");
+			 o.sc.victims.push_back(*vk);
+			 if (c == std::string::npos)
+				 break;
+			 pos = c + 1;
+		 }
+	 }},
+	{"--scanner", "PROFILE", "{choices} (default {default})",
+	 [] { return std::string(name(O{}.sc.profile)); }, all_profiles,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 auto p = parse_profile(v);
+		 if (!p)
+			 usage_error(a.cmd, "unknown --scanner '" + v + "' (use " +
+						    all_profiles() + ")");
+		 o.sc.profile = *p;
+	 }},
+	{"--interval", "T", "time between scans: 250ms, 1s, ... (default {default})",
+	 [] { return format_duration_arg(O{}.sc.interval_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.sc.interval_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--duration", "T", "how long the scanner runs (default {default})",
+	 [] { return format_duration_arg(O{}.sc.duration_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.sc.duration_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--op-interval", "T",
+	 "victims' pace, one operation per T; 0 = flat out\n"
+	 "(default {default})",
+	 [] { return format_duration_arg(O{}.sc.op_interval_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+		 o.sc.op_interval_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 char *end = nullptr;
+		 long n = strtol(v.c_str(), &end, 10);
+		 if (v.empty() || *end || n < 1 || n > 1024)
+			 usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
+		 o.sc.populate_threads = unsigned(n);
+	 }},
+	{"--backend", "B", "{choices} (default {default})",
+	 [] { return std::string(name(O{}.backend)); }, all_run_backends,
+	 [](O &o, const Args &, const std::string &, const std::string &v) {
+		 auto b = parse_run_backend(v);
+		 if (!b) { // as ptwalk run has always said it
+			 fprintf(stderr, "ptwalk run: unknown --backend '%s' (use %s)\n", v.c_str(),
+				 or_list(all_run_backends()).c_str());
+			 exit(2);
+		 }
+		 o.backend = *b;
+	 }},
+	{"--cross-check", "",
+	 "with the module backend, also open the mmap_lock\n"
+	 "tracepoints: a second kernel view, compared with\n"
+	 "the module and the victims in \"validation\"",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &) { o.cross_check = true; }},
+	{"--out", "FILE.json", "write the result (schema ptwalk.result/1) atomically",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &v) { o.out_path = v; }},
+	{"--force", "", "skip the memory and disk space guards", nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &) { o.force = true; }},
+	{"--quiet", "", "no table on stdout", nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &) { o.quiet = true; }},
+	{"--dry-run", "",
+	 "check the options and the memory guard, print the\n"
+	 "plan, run nothing",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &) { o.dry_run = true; }},
+	{"--perf", "",
+	 "perf record -g the scanner and perf stat the ptwalk:*,\n"
+	 "mmap_lock:* and tlb:* tracepoints; the summary goes in\n"
+	 "the result, the data in OUT.perf/",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &) { o.perf = true; }},
+};
+
+// `ptwalk monitor`'s options, and whether --duration was given.
+struct MonitorArgs {
+	MonitorOptions o;
+	bool duration_given = false;
+};
+
+using M = MonitorArgs;
+using MonitorSet = std::function<void(M &, const Args &, const std::string &,
+				      const std::string &)>;
+const std::vector<Option<MonitorArgs>> kMonitorOptions = {
+	{"--duration", "T",
+	 "how long to watch (default {default}; with --serve or\n"
+	 "--textfile: until SIGTERM/SIGINT)",
+	 [] { return format_duration_arg(MonitorOptions{}.duration_ns); }, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &k, const std::string &v) {
+		 m.o.duration_ns = duration_arg(a.cmd, k, v);
+		 m.duration_given = true;
+	 })},
+	{"--min-hold", "T", "report holds at least this long (default {default})",
+	 [] { return format_duration_arg(MonitorOptions{}.min_hold_ns); }, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &k, const std::string &v) {
+		 m.o.min_hold_ns = duration_arg(a.cmd, k, v);
+	 })},
+	{"--out", "FILE.json", "write what was seen (schema ptwalk.monitor/1)", nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &, const std::string &, const std::string &v) {
+		 m.o.out_path = v;
+	 })},
+	{"--backend", "B",
+	 "auto (module when ptwalk.ko is loaded, else bpf, else\n"
+	 "tracepoint) | module | bpf (holds paired in the kernel:\n"
+	 "the cheap one) | tracepoint (every event through perf)",
+	 nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+		 auto b = parse_monitor_backend(v);
+		 if (!b)
+			 usage_error(a.cmd, "unknown --backend '" + v + "' (use " +
+						    or_list(all_monitor_backends()) + ")");
+		 m.o.backend = *b;
+	 })},
+	{"--serve", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics",
+	 nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+		 std::string err;
+		 if (!parse_listen_address(v, &m.o.serve_host, &m.o.serve_port, &err))
+			 usage_error(a.cmd, "--serve '" + v + "': " + err);
+	 })},
+	{"--web-config", "FILE",
+	 "TLS and basic auth for --serve, the Prometheus\n"
+	 "exporter-toolkit format (tls_server_config: cert_file,\n"
+	 "key_file, client_ca_file; basic_auth_users: bcrypt)",
+	 nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+		 if (v.empty())
+			 usage_error(a.cmd, "--web-config needs a file");
+		 m.o.web_config = v;
+	 })},
+	{"--textfile", "DIR",
+	 "write DIR/ptwalk_monitor.prom (node_exporter textfile\n"
+	 "collector format) atomically, every --textfile-interval",
+	 nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+		 if (v.empty())
+			 usage_error(a.cmd, "--textfile needs a directory");
+		 m.o.textfile_dir = v;
+	 })},
+	{"--textfile-interval", "T", "(default {default})",
+	 [] { return format_duration_arg(MonitorOptions{}.textfile_interval_ns); }, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &k, const std::string &v) {
+		 m.o.textfile_interval_ns = duration_arg(a.cmd, k, v);
+		 if (m.o.textfile_interval_ns < 100'000'000)
+			 usage_error(a.cmd, "--textfile-interval must be at least 100ms");
+	 })},
+	{"--max-comms", "N",
+	 "distinct walker/target comm labels before \"other\"\n"
+	 "(default {default})",
+	 [] { return std::to_string(MonitorOptions{}.max_comms); }, nullptr,
+	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+		 char *end = nullptr;
+		 unsigned long n = strtoul(v.c_str(), &end, 10);
+		 if (v.empty() || *end || n < 1 || n > 10000)
+			 usage_error(a.cmd, "--max-comms '" + v + "': want 1..10000");
+		 m.o.max_comms = n;
+	 })},
+	{"--quiet", "", "no table on stdout, no start line on stderr", nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &, const std::string &, const std::string &) {
+		 m.o.quiet = true;
+	 })},
+};
+
+std::string usage()
+{
+	return std::string(kCommands) + "\nptwalk run options:\n" + option_usage(kRunOptions) +
+	       "\nptwalk monitor options:\n" + option_usage(kMonitorOptions) + kMonitorStop +
+	       "\n" + kExitStatus;
+}
+
 int cmd_run(Args &a)
 {
 	RunOptions o;
-	o.sc.size = 1ull << 30;
-	o.sc.victims = {Victim::read, Victim::mmap};
-	o.sc.interval_ns = 1000000000ull;
-	o.sc.duration_ns = 10000000000ull;
-	std::string k, v;
-	while (a.next(&k, &v, {"--force", "--quiet", "--dry-run", "--perf", "--cross-check"})) {
-		if (k == "--size")
-			o.sc.size = size_arg(a.cmd, k, v);
-		else if (k == "--backing") {
-			auto b = parse_backing(v);
-			if (!b)
-				usage_error(a.cmd, "unknown --backing '" + v + "' (use " +
-							   all_backings() + ")");
-			o.sc.backing = *b;
-		} else if (k == "--dir")
-			o.sc.dir = v;
-		else if (k == "--physical")
-			o.sc.physical = size_arg(a.cmd, k, v);
-		else if (k == "--calibrate-size")
-			o.calibrate_size = size_arg(a.cmd, k, v);
-		else if (k == "--vma-layout") {
-			std::string err;
-			auto l = parse_layout_spec(v, &err);
-			if (!l)
-				usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
-			o.layout = *l;
-		}
-		else if (k == "--victims") {
-			o.sc.victims.clear();
-			if (v == "none")
-				continue;
-			size_t pos = 0;
-			while (pos <= v.size()) {
-				size_t c = v.find(',', pos);
-				std::string one = v.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-				auto vk = parse_victim(one);
-				if (!vk)
-					usage_error(a.cmd, "unknown victim '" + one + "' (use " +
-								   all_victims() + ")");
-				for (auto x : o.sc.victims)
-					if (x == *vk)
-						usage_error(a.cmd, "victim '" + one + "' given twice");
-				o.sc.victims.push_back(*vk);
-				if (c == std::string::npos)
-					break;
-				pos = c + 1;
-			}
-		} else if (k == "--scanner") {
-			auto p = parse_profile(v);
-			if (!p)
-				usage_error(a.cmd, "unknown --scanner '" + v + "' (use " +
-							   all_profiles() + ")");
-			o.sc.profile = *p;
-		} else if (k == "--interval")
-			o.sc.interval_ns = duration_arg(a.cmd, k, v);
-		else if (k == "--duration")
-			o.sc.duration_ns = duration_arg(a.cmd, k, v);
-		else if (k == "--op-interval")
-			o.sc.op_interval_ns = duration_arg(a.cmd, k, v);
-		else if (k == "--populate-threads") {
-			char *end = nullptr;
-			long n = strtol(v.c_str(), &end, 10);
-			if (v.empty() || *end || n < 1 || n > 1024)
-				usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
-			o.sc.populate_threads = unsigned(n);
-		} else if (k == "--backend")
-			o.backend = v;
-		else if (k == "--out")
-			o.out_path = v;
-		else if (k == "--force")
-			o.force = true;
-		else if (k == "--quiet")
-			o.quiet = true;
-		else if (k == "--dry-run")
-			o.dry_run = true;
-		else if (k == "--perf")
-			o.perf = true;
-		else if (k == "--cross-check")
-			o.cross_check = true;
-		else
-			usage_error(a.cmd, "unknown option " + k);
-	}
+	parse_options(a, kRunOptions, o);
 	o.argv = a.argv;
 	o.argv.insert(o.argv.begin(), {"ptwalk", "run"});
 	return run_command(std::move(o));
@@ -248,11 +334,8 @@ int cmd_run(Args &a)
 // `ptwalk monitor --help`: its part of the usage text, on stdout, exit 0.
 [[noreturn]] void monitor_help()
 {
-	const std::string u = kUsage;
-	const size_t b = u.find("ptwalk monitor options:");
-	const size_t e = u.find("\n\n", b);
-	printf("usage: ptwalk monitor [options]\n\n%s\n\n%s", u.substr(b, e - b).c_str(),
-	       u.substr(u.find("exit status:")).c_str());
+	printf("usage: ptwalk monitor [options]\n\nptwalk monitor options:\n%s%s\n%s",
+	       option_usage(kMonitorOptions).c_str(), kMonitorStop, kExitStatus);
 	exit(0);
 }
 
@@ -261,57 +344,17 @@ int cmd_monitor(Args &a)
 	for (const auto &x : a.argv)
 		if (x == "--help" || x == "-h")
 			monitor_help();
-	MonitorOptions o;
-	std::string k, v;
-	bool duration_given = false;
-	while (a.next(&k, &v, {"--quiet"})) {
-		if (k == "--duration") {
-			o.duration_ns = duration_arg(a.cmd, k, v);
-			duration_given = true;
-		} else if (k == "--min-hold")
-			o.min_hold_ns = duration_arg(a.cmd, k, v);
-		else if (k == "--out")
-			o.out_path = v;
-		else if (k == "--quiet")
-			o.quiet = true;
-		else if (k == "--backend") {
-			if (v != "auto" && v != "module" && v != "bpf" && v != "tracepoint")
-				usage_error(a.cmd, "unknown --backend '" + v +
-							   "' (use auto, module, bpf or tracepoint)");
-			o.backend = v;
-		} else if (k == "--serve") {
-			std::string err;
-			if (!parse_listen_address(v, &o.serve_host, &o.serve_port, &err))
-				usage_error(a.cmd, "--serve '" + v + "': " + err);
-		} else if (k == "--web-config") {
-			if (v.empty())
-				usage_error(a.cmd, "--web-config needs a file");
-			o.web_config = v;
-		} else if (k == "--textfile") {
-			if (v.empty())
-				usage_error(a.cmd, "--textfile needs a directory");
-			o.textfile_dir = v;
-		} else if (k == "--textfile-interval") {
-			o.textfile_interval_ns = duration_arg(a.cmd, k, v);
-			if (o.textfile_interval_ns < 100'000'000)
-				usage_error(a.cmd, "--textfile-interval must be at least 100ms");
-		} else if (k == "--max-comms") {
-			char *end = nullptr;
-			unsigned long n = strtoul(v.c_str(), &end, 10);
-			if (v.empty() || *end || n < 1 || n > 10000)
-				usage_error(a.cmd, "--max-comms '" + v + "': want 1..10000");
-			o.max_comms = n;
-		} else
-			usage_error(a.cmd, "unknown option " + k);
-	}
+	MonitorArgs m;
+	parse_options(a, kMonitorOptions, m);
+	MonitorOptions &o = m.o;
 	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
-	if (duration_given && o.duration_ns == 0)
+	if (m.duration_given && o.duration_ns == 0)
 		usage_error(a.cmd, "--duration must be greater than 0");
-	if (continuous && !duration_given)
+	if (continuous && !m.duration_given)
 		o.duration_ns = 0; // until stopped
 	if (!o.web_config.empty() && o.serve_host.empty())
 		usage_error(a.cmd, "--web-config needs --serve");
-	if (continuous && o.backend == "module")
+	if (continuous && o.backend == MonitorBackend::module)
 		usage_error(a.cmd, "--serve/--textfile need the bpf or tracepoint backend");
 	return run_monitor(o);
 }
@@ -362,7 +405,7 @@ int exec_helper(const std::string &name, const std::string &in_tree, char **argv
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fputs(kUsage, stderr);
+		fputs(usage().c_str(), stderr);
 		return 2;
 	}
 	Args a;
@@ -384,7 +427,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (a.cmd == "help" || a.cmd == "--help" || a.cmd == "-h") {
-		fputs(kUsage, stdout);
+		fputs(usage().c_str(), stdout);
 		return 0;
 	}
 	fprintf(stderr, "ptwalk: unknown command '%s' (see 'ptwalk help')\n", a.cmd.c_str());

@@ -15,6 +15,7 @@
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/module_abi.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
@@ -176,12 +177,8 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 
 std::string module_kind(std::string_view k)
 {
-	if (k == "clear_refs" || k == "clear_refs_anon" || k == "clear_refs_file" ||
-	    k == "softdirty")
-		return "clear_refs";
-	if (k == "smaps" || k == "smaps_rollup" || k == "pagemap" || k == "pagemap_scan")
-		return std::string(k);
-	return "";
+	const WalkKindInfo *w = walk_kind_info(k);
+	return w ? w->module : "";
 }
 
 std::vector<int> match_walks(const std::vector<WalkSpan> &spans,

@@ -144,4 +144,28 @@ std::string format_ns(uint64_t ns)
 	return buf;
 }
 
+std::string format_size_arg(uint64_t bytes)
+{
+	static const char kSuffix[] = "KMGT";
+	int i = -1;
+	while (bytes && i < 3 && bytes % 1024 == 0) {
+		bytes /= 1024;
+		i++;
+	}
+	return std::to_string(bytes) + (i < 0 ? "" : std::string(1, kSuffix[i]));
+}
+
+std::string format_duration_arg(uint64_t ns)
+{
+	if (ns == 0)
+		return "0s";
+	if (ns % 1'000'000'000 == 0)
+		return std::to_string(ns / 1'000'000'000) + "s";
+	if (ns % 1'000'000 == 0)
+		return std::to_string(ns / 1'000'000) + "ms";
+	if (ns % 1'000 == 0)
+		return std::to_string(ns / 1'000) + "us";
+	return std::to_string(ns) + "ns";
+}
+
 } // namespace ptwalk

@@ -96,7 +96,7 @@ ModuleHold walk_hold(uint64_t seq, const ModuleWalk &w, const Recorded &r, std::
 	h.holder = {w.walker_pid, std::nullopt, w.walker_comm, std::nullopt};
 	// the module names the target itself (the walked task's tgid)
 	auto c = r.comms.find(w.target_tgid);
-	h.target = {w.target_tgid, c != r.comms.end() ? c->second : std::string("?"), "module",
+	h.target = {w.target_tgid, c != r.comms.end() ? c->second : std::string("?"), Basis::module,
 		    std::nullopt, std::nullopt};
 	for (auto &[k, s] : r.stalls) {
 		if (s.walk_seq != seq)

@@ -133,10 +133,10 @@ public:
 		bc.min_hold_ns = o_.min_hold_ns;
 		bc.min_wait_ns = kMonitorMinWaitNs;
 		bc.prober_tid = prober_.tid();
-		const bool want_bpf = o_.backend == "bpf" || o_.backend == "auto";
+		const bool want_bpf = o_.backend == MonitorBackend::bpf || o_.backend == MonitorBackend::automatic;
 		bool ok = trace_.start(hooks(), want_bpf ? &bc : nullptr, &err);
 		std::string bpf_err;
-		if (!ok && o_.backend == "auto" && trace_.bpf_failed()) {
+		if (!ok && o_.backend == MonitorBackend::automatic && trace_.bpf_failed()) {
 			// every event through perf instead: dearer, the same answers
 			bpf_err = err;
 			ok = trace_.start(hooks(), nullptr, &err);
@@ -154,7 +154,7 @@ public:
 						"bpf: %s; tracepoint: %s\n", bpf_err.c_str(), err.c_str());
 			else
 				fprintf(stderr, "ptwalk monitor: %s backend unavailable: %s\n",
-					o_.backend == "bpf" ? "bpf" : "tracepoint", err.c_str());
+					o_.backend == MonitorBackend::bpf ? "bpf" : "tracepoint", err.c_str());
 			prober_.stop();
 			server_.stop();
 			return false;
@@ -258,7 +258,7 @@ private:
 		metrics_.add_walk(names_.comm(w.hold.tgid),
 				  w.target_tgid ? target_comm(w.target_tgid) : "", w.kind,
 				  lock_mode_name(w.hold.write), double(w.hold.ns()) / 1e9, waits,
-				  w.waiters_total, w.target_tgid != 0, w.self, w.basis,
+				  w.waiters_total, w.target_tgid != 0, w.self, name(w.basis),
 				  double(now_ns()) / 1e9);
 		if (continuous_ && o_.out_path.empty())
 			return; // nothing keeps them
@@ -396,9 +396,10 @@ std::string Session::table_row(const Walk &w, MmIndex &pmi)
 {
 	std::string mm = pmi.label(w.hold.mm);
 	std::string holder = std::to_string(w.hold.tid) + " " + names_.comm(w.hold.tid);
-	std::string target = w.self ? "self (" + w.basis + ")"
+	const std::string basis = name(w.basis);
+	std::string target = w.self ? "self (" + basis + ")"
 		: w.target_tgid ? std::to_string(w.target_tgid) + " " +
-					  target_comm(w.target_tgid) + " (" + w.basis + ")"
+					  target_comm(w.target_tgid) + " (" + basis + ")"
 		: "unknown";
 	std::string waiters = std::to_string(w.waiters_total);
 	if (!w.waiters.empty())
@@ -458,7 +459,8 @@ MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint6
 int run_monitor(const MonitorOptions &o)
 {
 	const bool continuous = !o.serve_host.empty() || !o.textfile_dir.empty();
-	if (o.backend == "module" || (o.backend == "auto" && !continuous && module_loaded()))
+	if (o.backend == MonitorBackend::module ||
+	    (o.backend == MonitorBackend::automatic && !continuous && module_loaded()))
 		return run_module_monitor(o);
 	if (!o.textfile_dir.empty()) {
 		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {

@@ -19,7 +19,7 @@ void to_json(Json::Value &j, const MonitorTarget &t)
 	j = Json::Value::object();
 	j["tgid"] = t.tgid;
 	j["comm"] = t.comm;
-	j["basis"] = t.basis;
+	j["basis"] = name(t.basis);
 	put_optional(j, "self", t.self);
 	put_optional(j, "why", t.why);
 }

@@ -51,12 +51,11 @@ void progress_bar(uint64_t done, uint64_t total, uint64_t elapsed_ns)
 		format_bytes(uint64_t(rate)).c_str(), eta);
 }
 
-// want was validated: auto, module, tracepoint or syscall.
-std::unique_ptr<Backend> pick_backend(const std::string &want)
+std::unique_ptr<Backend> pick_backend(RunBackend want)
 {
-	if (want == "syscall")
+	if (want == RunBackend::syscall)
 		return make_syscall_backend();
-	if (want == "module" || (want == "auto" && module_loaded()))
+	if (want == RunBackend::module || (want == RunBackend::automatic && module_loaded()))
 		return make_module_backend();
 	return make_tracepoint_backend();
 }
@@ -75,11 +74,7 @@ std::string validate_run(RunOptions &o)
 		return "--duration must be greater than 0";
 	if (sc.victims.size() > kMaxVictims)
 		return "at most " + std::to_string(kMaxVictims) + " victims";
-	if (o.backend != "auto" && o.backend != "module" &&
-	    o.backend != "tracepoint" && o.backend != "syscall")
-		return "unknown --backend '" + o.backend +
-		       "' (use auto, module, tracepoint or syscall)";
-	if (o.backend == "module" && !module_loaded())
+	if (o.backend == RunBackend::module && !module_loaded())
 		return "--backend module: ptwalk.ko is not loaded "
 		       "(/sys/module/ptwalk missing; build with 'make module' and insmod it)";
 
@@ -311,8 +306,9 @@ int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 	r.backend = pick_backend(r.o.backend);
 	if (g_signal || r.backend->start(r.wl.pid(), threads, r.sc.pid()))
 		return -1;
-	if (r.o.backend != "auto")
-		return r.abort("--backend " + r.o.backend + ": " + r.backend->detail());
+	if (r.o.backend != RunBackend::automatic)
+		return r.abort(std::string("--backend ") + name(r.o.backend) + ": " +
+			       r.backend->detail());
 	r.fallback = r.backend->name() + " unavailable: " + r.backend->detail();
 	bool ok = false;
 	if (r.backend->name() == "module") {

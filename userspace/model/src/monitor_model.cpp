@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "ptwalk/walk_kinds.hpp"
+
 namespace ptwalk {
 
 HoldCollector::HoldCollector(uint64_t min_hold_ns, uint64_t min_wait_ns)
@@ -116,7 +118,7 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_wait
 
 // --- MmOwners ---------------------------------------------------------
 
-void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, bool building)
+void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, Basis basis, bool building)
 {
 	auto &v = lives_[mm];
 	if (!v.empty() && v.back().end_ns == UINT64_MAX) {
@@ -126,7 +128,7 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, boo
 		// address is someone else's now
 		pid_t old = v.back().tgid;
 		v.back().end_ns = t;
-		v.back().end_reason = "reused";
+		v.back().end_reason = LifeEnd::reused;
 		auto &o = by_tgid_[old];
 		o.erase(std::remove(o.begin(), o.end(), mm), o.end());
 	}
@@ -134,7 +136,7 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, boo
 	if (building) {
 		// its mm until the exec: both stay open
 		mine.push_back(mm);
-		v.push_back(MmLife{tgid, t, UINT64_MAX, "", basis, true});
+		v.push_back(MmLife{tgid, t, UINT64_MAX, LifeEnd::exit, basis, true});
 		return;
 	}
 	// the same process with another open mm: an exec we did not see
@@ -143,22 +145,22 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis, boo
 		if (!ov.empty() && ov.back().end_ns == UINT64_MAX && ov.back().tgid == tgid &&
 		    !ov.back().building) {
 			ov.back().end_ns = t;
-			ov.back().end_reason = "exec";
+			ov.back().end_reason = LifeEnd::exec;
 		}
 	}
 	mine.assign(1, mm);
-	v.push_back(MmLife{tgid, t, UINT64_MAX, "", basis});
+	v.push_back(MmLife{tgid, t, UINT64_MAX, LifeEnd::exit, basis});
 }
 
-void MmOwners::ended(pid_t tgid, uint64_t t, const char *why)
+void MmOwners::ended(pid_t tgid, uint64_t t, LifeEnd why)
 {
 	ended_[tgid] = t;
-	if (std::strcmp(why, "exec") == 0)
+	if (why == LifeEnd::exec)
 		execs_[tgid] = t;
 	auto it = by_tgid_.find(tgid);
 	if (it == by_tgid_.end())
 		return;
-	const bool exec = std::strcmp(why, "exec") == 0;
+	const bool exec = why == LifeEnd::exec;
 	std::vector<uint64_t> keep;
 	for (uint64_t mm : it->second) {
 		auto &v = lives_[mm];
@@ -239,7 +241,7 @@ MmOwners::Owner MmOwners::owner_at(uint64_t mm, uint64_t t, pid_t holder, bool t
 	const MmLife &last = v.back();
 	o.pending = true;
 	o.why = "the previous owner (tgid " + std::to_string(last.tgid) + ") ended (" +
-		last.end_reason + ") before the hold; no probe has seen the address since";
+		name(last.end_reason) + ") before the hold; no probe has seen the address since";
 	return o;
 }
 
@@ -283,9 +285,9 @@ std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t
 
 std::optional<WalkFile> parse_walk_file(std::string_view link)
 {
-	static const char *kFiles[] = {"clear_refs", "smaps", "smaps_rollup", "pagemap",
-				       "numa_maps", "maps", "mem", "cmdline",
-				       "environ", "auxv", "status"};
+	// the walk kinds' files (walk_kinds.def), and others that take the
+	// target's mmap_lock
+	static const char *kOtherFiles[] = {"mem", "cmdline", "environ", "auxv", "status"};
 	if (link.substr(0, 6) != "/proc/")
 		return std::nullopt;
 	link.remove_prefix(6);
@@ -307,7 +309,10 @@ std::optional<WalkFile> parse_walk_file(std::string_view link)
 		if (num(link) <= 0)
 			return std::nullopt;
 	}
-	for (const char *f : kFiles)
+	for (const auto &k : kWalkKindInfo)
+		if (link == k.file)
+			return WalkFile{pid_t(pid), std::string(k.file)};
+	for (const char *f : kOtherFiles)
 		if (link == f)
 			return WalkFile{pid_t(pid), std::string(f)};
 	return std::nullopt;
@@ -433,7 +438,7 @@ void WalkTracker::span(const LockSpan &s, bool is_hold)
 
 void WalkTracker::owner_fact(uint64_t mm, pid_t tgid, uint64_t t, bool building)
 {
-	owners_.probe(mm, tgid, t, "mm_owner", building);
+	owners_.probe(mm, tgid, t, Basis::mm_owner, building);
 }
 
 void WalkTracker::fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f)
@@ -513,7 +518,7 @@ bool WalkTracker::resolve(Pending &p, bool final)
 		o = MmOwners::Owner{};
 		o.tgid = h.tgid;
 		o.teardown = true;
-		o.basis = "exec";
+		o.basis = Basis::exec;
 	}
 	if (!o.tgid && o.pending && !final && !(fd && fd->pid)) {
 		wants_probe_ = true;
@@ -521,13 +526,13 @@ bool WalkTracker::resolve(Pending &p, bool final)
 	}
 	if (o.tgid) {
 		w.target_tgid = o.tgid;
-		w.basis = o.teardown && std::strcmp(o.basis, "exec") != 0 ? "exit" : o.basis;
+		w.basis = o.teardown && o.basis != Basis::exec ? Basis::exit : o.basis;
 	} else if (fd && fd->pid) {
 		// the walker had /proc/PID/<file> open while it held the lock
 		w.target_tgid = fd->pid;
-		w.basis = "fd_table";
+		w.basis = Basis::fd_table;
 	} else {
-		w.basis = "unknown";
+		w.basis = Basis::unknown;
 		w.why = o.why;
 	}
 	w.self = w.target_tgid && w.target_tgid == h.tgid;

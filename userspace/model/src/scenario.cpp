@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <utility>
 
 namespace ptwalk {
@@ -18,20 +19,15 @@ constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
 	{Victim::read, "read"}, {Victim::write, "write"},
 	{Victim::fault, "fault"}, {Victim::mmap, "mmap"},
 }};
-constexpr std::array<std::pair<Profile, const char *>, 12> kProfiles{{
-	{Profile::clear_refs, "clear_refs"},
-	{Profile::clear_refs_anon, "clear_refs_anon"},
-	{Profile::clear_refs_file, "clear_refs_file"},
-	{Profile::softdirty, "softdirty"},
-	{Profile::smaps, "smaps"},
-	{Profile::smaps_rollup, "smaps_rollup"},
-	{Profile::maps, "maps"},
-	{Profile::numa_maps, "numa_maps"},
-	{Profile::pagemap, "pagemap"},
-	{Profile::pagemap_scan, "pagemap_scan"},
-	{Profile::cadvisor, "cadvisor"},
-	{Profile::wss, "wss"},
-}};
+constexpr std::pair<Profile, const char *> kProfileList[] = {
+#define PTW_X(name, module, mode, unit, file, source) {Profile::name, #name},
+	PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+#define PTW_X(name, ...) {Profile::name, #name},
+	PTW_PROFILES(PTW_X)
+#undef PTW_X
+};
+constexpr auto kProfiles = std::to_array(kProfileList);
 
 template <typename T, size_t N>
 std::optional<T> lookup(const std::array<std::pair<T, const char *>, N> &a,
@@ -74,6 +70,16 @@ std::string all_backings() { return join(kBackings); }
 std::string all_victims() { return join(kVictims); }
 std::string all_profiles() { return join(kProfiles); }
 
+Scenario default_scenario()
+{
+	Scenario sc;
+	sc.size = 1ull << 30;
+	sc.victims = {Victim::read, Victim::mmap};
+	sc.interval_ns = 1'000'000'000ull;
+	sc.duration_ns = 10'000'000'000ull;
+	return sc;
+}
+
 uint64_t physical_bytes(const Scenario &sc)
 {
 	switch (sc.backing) {
@@ -104,11 +110,20 @@ uint64_t page_table_bytes(const Scenario &sc)
 
 std::vector<const char *> profile_walks(Profile p)
 {
+	auto names = [](std::initializer_list<WalkKind> kinds) {
+		std::vector<const char *> out;
+		for (WalkKind k : kinds)
+			out.push_back(name(k));
+		return out;
+	};
 	switch (p) {
-	case Profile::cadvisor:
-		return {"smaps", "clear_refs"};
-	case Profile::wss:
-		return {"clear_refs", "smaps"};
+#define PTW_X(profile, ...)						\
+	case Profile::profile: {					\
+		using enum WalkKind;					\
+		return names({__VA_ARGS__});				\
+	}
+	PTW_PROFILES(PTW_X)
+#undef PTW_X
 	default:
 		return {name(p)};
 	}

@@ -16,48 +16,6 @@ namespace ptwalk {
 
 namespace {
 
-// Each entry was read in fs/proc/task_mmu.c of Debian's 6.1 source and of a
-// current upstream tree (the release the host runs, 6.18, has the same code
-// paths); fs/seq_file.c seq_read_iter() for the read() chunking.
-constexpr KindLocking kLocking[] = {
-	{"clear_refs", LockUnit::whole_walk, "write",
-	 "clear_refs_write(): mmap_write_lock_killable() around "
-	 "walk_page_range(mm, 0, -1) - the whole address space in one hold "
-	 "(5.11+, 29a951dfb3c3 \"mm: fix clear_refs_write locking\"; 6.1 and "
-	 "current alike; current also write-locks each VMA, PGWALK_WRLOCK)"},
-	{"clear_refs_anon", LockUnit::whole_walk, "write",
-	 "clear_refs_write() as clear_refs (value 2)"},
-	{"clear_refs_file", LockUnit::whole_walk, "write",
-	 "clear_refs_write() as clear_refs (value 3)"},
-	{"softdirty", LockUnit::whole_walk, "write",
-	 "clear_refs_write() as clear_refs (value 4), then flush_tlb_mm() "
-	 "under the same hold"},
-	{"smaps_rollup", LockUnit::vma_when_contended, "read",
-	 "show_smaps_rollup(): after each VMA, if mmap_lock_is_contended() it "
-	 "drops and retakes mmap_read_lock (5.10+, ff9f47f6f00c \"mm: proc: "
-	 "smaps_rollup: do not stall write attempts on mmap_lock\"; 6.1 and "
-	 "current alike): a writer waits for at most one VMA's walk"},
-	{"smaps", LockUnit::read_chunk, "read",
-	 "m_start()/m_stop() take and drop mmap_read_lock once per read(); "
-	 "seq_read_iter() shows whole VMAs until its PAGE_SIZE buffer is full "
-	 "and walks one more that does not fit (6.1 and current; kernels that "
-	 "read maps under per-VMA locks still take mmap_lock for smaps): no "
-	 "contention check, but never inside a VMA"},
-	{"numa_maps", LockUnit::read_chunk, "read",
-	 "as smaps (m_start()/m_stop() per read(), walk_page_vma() per VMA)"},
-	{"maps", LockUnit::read_chunk, "read",
-	 "as smaps, without a page walk (current kernels read maps under "
-	 "per-VMA locks and RCU instead)"},
-	{"pagemap", LockUnit::pmd_chunk, "read",
-	 "pagemap_read(): mmap_read_lock around each PAGEMAP_WALK_SIZE "
-	 "(PMD_SIZE, 2 MiB) range, dropped in between (6.1 and current): the "
-	 "layout does not matter"},
-	{"pagemap_scan", LockUnit::vma_per_call, "read",
-	 "do_pagemap_scan(): one mmap_read_lock hold over walk_page_range("
-	 "start, end) per ioctl until the output buffer fills (6.7+); ptwalk "
-	 "issues one ioctl per VMA, so one VMA per hold"},
-};
-
 constexpr uint64_t kPmdBytes = 2ull << 20;
 constexpr uint64_t kSeqBuf = 4096;
 
@@ -181,10 +139,7 @@ std::string describe(const LayoutSpec &l)
 
 const KindLocking *kind_locking(std::string_view kind)
 {
-	for (auto &k : kLocking)
-		if (kind == k.kind)
-			return &k;
-	return nullptr;
+	return walk_kind_info(kind);
 }
 
 const char *name(LockUnit u)

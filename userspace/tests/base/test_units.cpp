@@ -51,3 +51,22 @@ TEST(Units, Formatting)
 	EXPECT_EQ(format_ns(1200000), "1.20 ms");
 	EXPECT_EQ(format_ns(3400000000ull), "3.40 s");
 }
+
+TEST(Units, OptionTextReadsBack)
+{
+	EXPECT_EQ(format_size_arg(1ull << 30), "1G");
+	EXPECT_EQ(format_size_arg(64 << 10), "64K");
+	EXPECT_EQ(format_size_arg(1ull << 50), "1024T");
+	EXPECT_EQ(format_size_arg(4097), "4097");
+	EXPECT_EQ(format_size_arg(0), "0");
+	EXPECT_EQ(format_duration_arg(10'000'000'000ull), "10s");
+	EXPECT_EQ(format_duration_arg(20'000), "20us");
+	EXPECT_EQ(format_duration_arg(250'000'000), "250ms");
+	EXPECT_EQ(format_duration_arg(1'500), "1500ns");
+	EXPECT_EQ(format_duration_arg(0), "0s");
+	std::string err;
+	for (uint64_t b : {1ull << 30, 3ull << 20, 4097ull, 5ull << 40})
+		EXPECT_EQ(parse_size(format_size_arg(b), &err), b) << err;
+	for (uint64_t ns : {1ull, 20'000ull, 1'000'000ull, 15'000'000'000ull})
+		EXPECT_EQ(parse_duration_ns(format_duration_arg(ns), &err), ns) << err;
+}

@@ -15,7 +15,7 @@ MonitorHold hold_a()
 {
 	return {.start_ns = 1000, .hold_ns = 2500000, .mode = "read", .kind = "smaps", .mm = "mm1",
 		.holder = {101, 100, "cadvisor", "cadvisor"},
-		.target = {200, "postgres", "fd_table", false, std::nullopt},
+		.target = {200, "postgres", Basis::fd_table, false, std::nullopt},
 		.walk_file = "/proc/200/smaps", .waiters_total = 3,
 		.waiters = {{201, 200, "pg_worker", 1100, 2000000, "write"}}};
 }
@@ -24,7 +24,7 @@ MonitorHold hold_b()
 {
 	return {.start_ns = 5000, .hold_ns = 1000000, .mode = "write", .kind = "?", .mm = "mm2",
 		.holder = {300, 300, "x\"y", "x\"y"},
-		.target = {0, "?", "unknown", false, std::string("no fd evidence")}};
+		.target = {0, "?", Basis::unknown, false, std::string("no fd evidence")}};
 }
 
 MonitorResult trace_result(bool bpf, bool interrupted)
@@ -161,7 +161,7 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 			   .span_ns = 950, .pte_tables = 3, .pte_slots = 1536, .lock_hold_ns = 800,
 			   .mode = "read", .tlb_flushes = 1,
 			   .holder = {55, std::nullopt, "walker", std::nullopt},
-			   .target = {66, "victim", "module", std::nullopt, std::nullopt},
+			   .target = {66, "victim", Basis::module, std::nullopt, std::nullopt},
 			   .waiters = {{67, std::nullopt, "victim", std::nullopt, 700, "write"}}};
 	r.walks.emplace().push_back(h);
 	EXPECT_EQ(monitor_result_json(r).dump(1), R"({

@@ -74,7 +74,7 @@ TEST(MmOwners, ExitEndsTheLifeAndReuseIsNeverThePreviousOwner)
 {
 	MmOwners o;
 	o.probe(kMm, 100, 1000);
-	o.ended(100, 2000, "exit");
+	o.ended(100, 2000, LifeEnd::exit);
 	// the exiting owner's own teardown after its exit event: itself
 	auto td = o.owner_at(kMm, 2100, 100);
 	EXPECT_EQ(td.tgid, 100);
@@ -161,7 +161,7 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 	t.advance(6000, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 100);
-	EXPECT_EQ(out[0].basis, "probe");
+	EXPECT_EQ(out[0].basis, Basis::probe);
 	EXPECT_FALSE(out[0].self);
 	EXPECT_EQ(out[0].kind, "unknown"); // no fd evidence
 	ASSERT_EQ(out[0].waiters_total, 1u);
@@ -180,7 +180,7 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 	t.advance(4200, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 100);
-	EXPECT_EQ(out[0].basis, "fd_table");
+	EXPECT_EQ(out[0].basis, Basis::fd_table);
 	EXPECT_EQ(out[0].kind, "clear_refs");
 	EXPECT_EQ(out[0].walk_file, "/proc/100/clear_refs");
 }
@@ -197,7 +197,7 @@ TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
 	EXPECT_TRUE(out.empty());
 	t.advance(4001, false);
 	ASSERT_EQ(out.size(), 1u);
-	EXPECT_EQ(out[0].basis, "unknown");
+	EXPECT_EQ(out[0].basis, Basis::unknown);
 	EXPECT_FALSE(out[0].why.empty());
 }
 
@@ -230,7 +230,7 @@ TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
 	EXPECT_EQ(out[1].target_tgid, 100);
 	EXPECT_TRUE(out[1].self);
 	EXPECT_EQ(out[1].kind, "exit");
-	EXPECT_EQ(out[1].basis, "exit");
+	EXPECT_EQ(out[1].basis, Basis::exit);
 	EXPECT_EQ(out[2].target_tgid, 400);
 	EXPECT_TRUE(out[2].self);
 	EXPECT_EQ(out[2].kind, "own");
@@ -342,7 +342,7 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 		EXPECT_TRUE(out[i].hold.teardown);
 		EXPECT_EQ(out[i].kind, "exit");
 		EXPECT_EQ(out[i].target_tgid, 100);
-		EXPECT_EQ(out[i].basis, "exit");
+		EXPECT_EQ(out[i].basis, Basis::exit);
 		EXPECT_FALSE(out[i].self);
 	}
 	EXPECT_EQ(out[1].walk_file, "/proc/100/pagemap");
@@ -382,7 +382,7 @@ TEST(WalkTracker, TeardownShapeOfAnUnnamedMmNeedsTheReadProcessEnded)
 		SCOPED_TRACE(i);
 		EXPECT_EQ(out[i].kind, "exit");
 		EXPECT_EQ(out[i].target_tgid, 100);
-		EXPECT_EQ(out[i].basis, "fd_table");
+		EXPECT_EQ(out[i].basis, Basis::fd_table);
 	}
 	EXPECT_EQ(out[2].kind, "smaps");
 	EXPECT_NE(out[3].kind, "exit");
@@ -409,12 +409,12 @@ TEST(WalkTracker, KernelMarkedTeardownIsTheOwnersExit)
 	ASSERT_EQ(out.size(), 3u);
 	EXPECT_EQ(out[0].kind, "exit");
 	EXPECT_EQ(out[0].target_tgid, 100);
-	EXPECT_EQ(out[0].basis, "exit");
+	EXPECT_EQ(out[0].basis, Basis::exit);
 	EXPECT_FALSE(out[0].self);
 	EXPECT_EQ(out[1].kind, "smaps"); // an ordinary walk stays one
 	EXPECT_EQ(out[2].kind, "exit");
 	EXPECT_EQ(out[2].target_tgid, 0); // never 200
-	EXPECT_EQ(out[2].basis, "unknown");
+	EXPECT_EQ(out[2].basis, Basis::unknown);
 	EXPECT_FALSE(out[2].why.empty());
 }
 
@@ -431,7 +431,7 @@ TEST(WalkTracker, KernelPairedSpansAndOwnerGiveTheSameWalk)
 	t.advance(3500, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 100);
-	EXPECT_EQ(out[0].basis, "mm_owner");
+	EXPECT_EQ(out[0].basis, Basis::mm_owner);
 	EXPECT_FALSE(out[0].self);
 	EXPECT_EQ(out[0].hold.ns(), 2000u);
 	ASSERT_EQ(out[0].waiters_total, 1u);
@@ -453,7 +453,7 @@ TEST(WalkTracker, KernelOwnerOfAReusedAddressIsTheNewProcess)
 	ASSERT_EQ(out.size(), 2u);
 	EXPECT_EQ(out[0].target_tgid, 100);
 	EXPECT_EQ(out[1].target_tgid, 200);
-	EXPECT_EQ(out[1].basis, "mm_owner");
+	EXPECT_EQ(out[1].basis, Basis::mm_owner);
 }
 
 TEST(WalkTracker, ProberAcquisitionAloneIsAProbeFactNotAnUnpairedEvent)
@@ -480,9 +480,9 @@ TEST(MmOwners, ExecEndsTheOldMmNotTheOneItBuilt)
 {
 	const uint64_t old_mm = kMm, new_mm = kMm + 0x1000;
 	MmOwners o;
-	o.probe(old_mm, 100, 1000, "mm_owner");
-	o.probe(new_mm, 100, 2000, "mm_owner", true); // built in execve
-	o.ended(100, 3000, "exec");
+	o.probe(old_mm, 100, 1000, Basis::mm_owner);
+	o.probe(new_mm, 100, 2000, Basis::mm_owner, true); // built in execve
+	o.ended(100, 3000, LifeEnd::exec);
 	auto n = o.owner_at(new_mm, 4000, 100);
 	EXPECT_EQ(n.tgid, 100);
 	EXPECT_FALSE(n.teardown);
@@ -491,7 +491,7 @@ TEST(MmOwners, ExecEndsTheOldMmNotTheOneItBuilt)
 	EXPECT_EQ(d.tgid, 100);
 	EXPECT_TRUE(d.teardown);
 	// and the process's exit ends the new one
-	o.ended(100, 9000, "exit");
+	o.ended(100, 9000, LifeEnd::exit);
 	EXPECT_TRUE(o.owner_at(new_mm, 9500, 100).teardown);
 }
 
@@ -527,7 +527,7 @@ TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 	t.advance(6000, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 0);
-	EXPECT_EQ(out[0].basis, "unknown");
+	EXPECT_EQ(out[0].basis, Basis::unknown);
 	EXPECT_EQ(out[0].kind, "pagemap");
 	EXPECT_EQ(out[0].walk_file, "");
 }
@@ -567,9 +567,9 @@ TEST(WalkTracker, ExecsTeardownOfItsPreExecMmIsItsOwn)
 		EXPECT_EQ(out[i].kind, "exit");
 		EXPECT_EQ(out[i].target_tgid, out[i].hold.tgid);
 		EXPECT_TRUE(out[i].self);
-		EXPECT_EQ(out[i].basis, "exec");
+		EXPECT_EQ(out[i].basis, Basis::exec);
 	}
 	EXPECT_EQ(out[4].hold.tgid, 500);
-	EXPECT_NE(out[4].basis, "exec");
+	EXPECT_NE(out[4].basis, Basis::exec);
 	EXPECT_NE(out[4].kind, "exit");
 }

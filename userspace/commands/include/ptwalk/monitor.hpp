@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 // the model the command feeds (HoldCollector, WalkTracker, ...)
 #include "ptwalk/json.hpp"
@@ -17,6 +19,20 @@
 
 namespace ptwalk {
 
+// --backend of `ptwalk monitor`: X(enumerator, name). automatic: module
+// when ptwalk.ko is loaded, else bpf, else tracepoint.
+#define PTW_MONITOR_BACKENDS(X)						\
+	X(automatic, "auto") X(module, "module") X(bpf, "bpf")		\
+	X(tracepoint, "tracepoint")
+enum class MonitorBackend {
+#define PTW_X(e, n) e,
+	PTW_MONITOR_BACKENDS(PTW_X)
+#undef PTW_X
+};
+const char *name(MonitorBackend b);
+std::optional<MonitorBackend> parse_monitor_backend(std::string_view s);
+std::string all_monitor_backends(); // "auto|module|..." for messages
+
 struct MonitorOptions {
 	uint64_t duration_ns = 10'000'000'000ull; // 0: until SIGINT/SIGTERM
 	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
@@ -24,7 +40,7 @@ struct MonitorOptions {
 	bool quiet = false;               // no table on stdout
 	// auto (module if loaded, else bpf, else tracepoint) | module | bpf |
 	// tracepoint; with --serve/--textfile, auto never picks module
-	std::string backend = "auto";
+	MonitorBackend backend = MonitorBackend::automatic;
 	// continuous mode
 	std::string serve_host;           // --serve HOST:PORT ("" = no server)
 	int serve_port = 0;

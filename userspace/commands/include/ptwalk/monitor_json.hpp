@@ -28,7 +28,7 @@ struct MonitorHolder {
 struct MonitorTarget {
 	int64_t tgid = 0; // 0: unknown
 	std::string comm;
-	std::string basis; // probe | mm_owner | fd_table | exit | unknown | module
+	Basis basis = Basis::unknown; // its name in the JSON
 	std::optional<bool> self;
 	std::optional<std::string> why; // unknown: the reason
 };

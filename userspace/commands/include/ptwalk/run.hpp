@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ptwalk/scenario.hpp"
@@ -12,9 +14,23 @@
 
 namespace ptwalk {
 
+// --backend of `ptwalk run`: X(enumerator, name). automatic: module when
+// ptwalk.ko is loaded, else tracepoint, else syscall.
+#define PTW_RUN_BACKENDS(X)						\
+	X(automatic, "auto") X(module, "module") X(tracepoint, "tracepoint")	\
+	X(syscall, "syscall")
+enum class RunBackend {
+#define PTW_X(e, n) e,
+	PTW_RUN_BACKENDS(PTW_X)
+#undef PTW_X
+};
+const char *name(RunBackend b);
+std::optional<RunBackend> parse_run_backend(std::string_view s);
+std::string all_run_backends(); // "auto|module|..." for messages
+
 struct RunOptions {
-	Scenario sc;
-	std::string backend = "auto"; // auto|module|tracepoint|syscall
+	Scenario sc = default_scenario();
+	RunBackend backend = RunBackend::automatic;
 	std::string out_path;
 	bool force = false;
 	bool quiet = false; // no table on stdout

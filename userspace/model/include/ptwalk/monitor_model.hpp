@@ -86,13 +86,28 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c,
 // (The syscalls:sys_enter_openat tracepoint carries a user pointer, not the
 // path, on the kernels we run; so paths come from the fd table.)
 
+// How the monitor knows a walk's target ("basis" in its results): a probe,
+// mm_owner (the kernel's mm->owner, read by the bpf backend), the walker's
+// fd_table, the mm's teardown by its owner's exit or exec, unknown, or
+// module (ptwalk.ko named it: the module flavour).
+#define PTW_MONITOR_BASES(X) X(probe) X(mm_owner) X(fd_table) X(exit) X(exec) X(unknown) X(module)
+enum class Basis {
+#define PTW_X(b) b,
+	PTW_MONITOR_BASES(PTW_X)
+#undef PTW_X
+};
+const char *name(Basis b);
+// How an mm's life ended.
+enum class LifeEnd { exit, exec, reused };
+const char *name(LifeEnd e);
+
 // One life of an mm address: owned by tgid from some time to end_ns.
 struct MmLife {
 	pid_t tgid = 0;
 	uint64_t first_fact_ns = 0; // the first probe
 	uint64_t end_ns = UINT64_MAX;
-	std::string end_reason; // "exit", "exec", "reused"
-	const char *basis = "probe"; // the first fact's kind: probe | mm_owner
+	LifeEnd end_reason = LifeEnd::exit; // when end_ns is set
+	Basis basis = Basis::probe; // the first fact's kind: probe | mm_owner
 	// an mm its owner is building in execve() (locked before the exec
 	// event): the exec ends the owner's other lives, not this one
 	bool building = false;
@@ -103,10 +118,10 @@ class MmOwners {
 public:
 	// PID's mm is `mm` at time t: a probe, or (basis "mm_owner") the
 	// kernel's mm->owner read by the BPF backend.
-	void probe(uint64_t mm, pid_t tgid, uint64_t t, const char *basis = "probe",
+	void probe(uint64_t mm, pid_t tgid, uint64_t t, Basis basis = Basis::probe,
 		   bool building = false);
 	// tgid exited (last thread) or exec'd at t: its mm's life ends.
-	void ended(pid_t tgid, uint64_t t, const char *why);
+	void ended(pid_t tgid, uint64_t t, LifeEnd why);
 	// A process (tgid) began at t (fork or exec): it cannot have owned an
 	// mm before.
 	void born(pid_t tgid, uint64_t t) { born_[tgid] = t; }
@@ -120,7 +135,7 @@ public:
 		bool teardown = false;   // the mm torn down after its owner's end
 		bool pending = false;    // unknown, but a later probe may tell
 		std::string why;         // when unknown
-		const char *basis = "";  // known: the life's basis (probe | mm_owner), exec
+		Basis basis = Basis::unknown; // known: the life's (probe | mm_owner), exec
 	};
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
 	// teardown: the hold is known to be the mm's teardown (whoever holds it)
@@ -144,8 +159,8 @@ struct WalkFile {
 	std::string file; // "smaps", "clear_refs", ...
 };
 // Parses a readlink of an fd; nullopt unless /proc/N/<walk file> (also
-// /proc/N/task/M/<file>). The walk files: clear_refs, smaps, smaps_rollup,
-// pagemap, numa_maps, maps, mem, cmdline, environ, auxv, status.
+// /proc/N/task/M/<file>). The walk files: each walk kind's (walk_kinds.def),
+// mem, cmdline, environ, auxv, status.
 std::optional<WalkFile> parse_walk_file(std::string_view link);
 // What a holder's open walk files (in fd order) say of the walk it is in:
 // a file of another process before its own; when its files name more than
@@ -158,7 +173,7 @@ struct Walk {
 	LockSpan hold;
 	pid_t target_tgid = 0; // 0: unknown
 	bool self = false;     // the holder's own mm
-	std::string basis;     // probe | mm_owner | fd_table | exit | exec | unknown
+	Basis basis = Basis::unknown;
 	std::string why;       // unknown: the reason
 	std::string kind;      // clear_refs, smaps, ... | own | exit | unknown
 	std::string walk_file; // "/proc/PID/file" from the fd table, or ""
@@ -193,7 +208,7 @@ public:
 	void owner_fact(uint64_t mm, pid_t tgid, uint64_t t, bool building = false);
 	// Events the kernel paired (BPF): counted there, not here.
 	void add_events(uint64_t n, uint64_t unpaired) { events_ += n; unpaired_ += unpaired; }
-	void task_end(pid_t tgid, uint64_t t, bool exec) { owners_.ended(tgid, t, exec ? "exec" : "exit"); }
+	void task_end(pid_t tgid, uint64_t t, bool exec) { owners_.ended(tgid, t, exec ? LifeEnd::exec : LifeEnd::exit); }
 	void task_born(pid_t tgid, uint64_t t) { owners_.born(tgid, t); }
 	// What the walker had open during the hold that began at hold_start.
 	void fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f);

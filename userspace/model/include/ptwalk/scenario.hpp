@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ptwalk/walk_kinds.hpp"
+
 namespace ptwalk {
 
 // alias: one memfd of `physical` bytes mapped again and again to build
@@ -16,9 +18,14 @@ namespace ptwalk {
 // non-normal pages).
 enum class Backing { anon, thp, shmem, file, hugetlb, alias, zeropage };
 enum class Victim { read, write, fault, mmap };
+// Every walk kind (walk_kinds.def), then the profiles of several kinds.
 enum class Profile {
-	clear_refs, clear_refs_anon, clear_refs_file, softdirty, smaps,
-	smaps_rollup, maps, numa_maps, pagemap, pagemap_scan, cadvisor, wss,
+#define PTW_X(name, module, mode, unit, file, source) name,
+	PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+#define PTW_X(name, ...) name,
+	PTW_PROFILES(PTW_X)
+#undef PTW_X
 };
 
 std::optional<Backing> parse_backing(std::string_view s);
@@ -30,12 +37,6 @@ const char *name(Profile p);
 std::string all_backings();  // "anon|thp|..." for messages
 std::string all_victims();
 std::string all_profiles();
-
-// Every kind of walk, in the order tables and verdicts list them.
-inline constexpr const char *kWalkKinds[] = {
-	"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
-	"smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan",
-};
 
 // The kinds of walk a profile performs, in order, per interval.
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
@@ -54,6 +55,10 @@ struct Scenario {
 	uint64_t physical = 1ull << 30;  // Backing::alias: bytes of real memory
 	uint64_t max_iterations = 0;     // scanner intervals; 0: until duration
 };
+
+// `ptwalk run`'s scenario before any option changes it (its usage text
+// shows these defaults).
+Scenario default_scenario();
 
 // Bytes of physical memory a scenario's mapping uses (page cache included).
 uint64_t physical_bytes(const Scenario &sc);

@@ -8,7 +8,8 @@
 // (smaps_rollup when a writer waits, smaps between read() calls) stall a
 // writer for one VMA's share of the walk in the aliased run and for the
 // whole walk in production, so the aliased stall must not be shown as the
-// production one. Each LockUnit below cites the kernel source it rests on.
+// production one. Each kind's LockUnit cites the kernel source it rests on
+// (walk_kinds.def).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
@@ -64,20 +67,9 @@ struct LayoutSpec {
 std::optional<LayoutSpec> parse_layout_spec(std::string_view s, std::string *err);
 std::string describe(const LayoutSpec &l);
 
-// How a walk of one kind holds the target's mmap_lock.
-enum class LockUnit {
-	whole_walk,         // one hold for the whole walk, any layout
-	vma_when_contended, // gives the lock up between VMAs when a writer waits
-	read_chunk,         // one hold per read(): the VMAs one seq_file buffer takes
-	pmd_chunk,          // one hold per PMD-sized (2 MiB) range, any layout
-	vma_per_call,       // one hold per call; ptwalk calls once per VMA
-};
-struct KindLocking {
-	const char *kind;
-	LockUnit unit;
-	const char *lock_mode; // "write" or "read"
-	const char *source;    // where in the kernel, per version
-};
+// How a walk of one kind holds the target's mmap_lock: its facts in
+// walk_kinds.def (LockUnit, lock_mode and the kernel source they rest on).
+using KindLocking = WalkKindInfo;
 // nullptr for an unknown kind.
 const KindLocking *kind_locking(std::string_view kind);
 const char *name(LockUnit u);

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Walk kinds and scanner profiles, written by scripts/gen_walk_kinds.py
+from their one definition, userspace/model/include/ptwalk/walk_kinds.def:
+do not edit (scripts/tests/test_walk_kinds.py fails when it drifts).
+Text becomes a member here: WalkKind("smaps") raises ValueError for an
+unknown name."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class WalkKind(enum.Enum):
+    clear_refs = "clear_refs"
+    clear_refs_anon = "clear_refs_anon"
+    clear_refs_file = "clear_refs_file"
+    softdirty = "softdirty"
+    smaps = "smaps"
+    smaps_rollup = "smaps_rollup"
+    maps = "maps"
+    numa_maps = "numa_maps"
+    pagemap = "pagemap"
+    pagemap_scan = "pagemap_scan"
+
+
+class Profile(enum.Enum):
+    clear_refs = "clear_refs"
+    clear_refs_anon = "clear_refs_anon"
+    clear_refs_file = "clear_refs_file"
+    softdirty = "softdirty"
+    smaps = "smaps"
+    smaps_rollup = "smaps_rollup"
+    maps = "maps"
+    numa_maps = "numa_maps"
+    pagemap = "pagemap"
+    pagemap_scan = "pagemap_scan"
+    cadvisor = "cadvisor"
+    wss = "wss"
+
+
+class LockMode(enum.Enum):
+    read = "read"
+    write = "write"
+
+
+class LockUnit(enum.Enum):
+    whole_walk = "whole_walk"
+    read_chunk = "read_chunk"
+    vma_when_contended = "vma_when_contended"
+    pmd_chunk = "pmd_chunk"
+    vma_per_call = "vma_per_call"
+
+
+@dataclass(frozen=True)
+class KindFacts:
+    module: str | None  # ptwalk.ko's kind (PTW_KINDS), None when none sees it
+    lock_mode: LockMode
+    lock_unit: LockUnit
+    file: str  # the /proc/PID file it reads or writes
+
+
+# in the order tables and verdicts list them
+FACTS: dict[WalkKind, KindFacts] = {
+    WalkKind.clear_refs: KindFacts(
+        "clear_refs", LockMode.write, LockUnit.whole_walk, "clear_refs"),
+    WalkKind.clear_refs_anon: KindFacts(
+        "clear_refs", LockMode.write, LockUnit.whole_walk, "clear_refs"),
+    WalkKind.clear_refs_file: KindFacts(
+        "clear_refs", LockMode.write, LockUnit.whole_walk, "clear_refs"),
+    WalkKind.softdirty: KindFacts(
+        "clear_refs", LockMode.write, LockUnit.whole_walk, "clear_refs"),
+    WalkKind.smaps: KindFacts(
+        "smaps", LockMode.read, LockUnit.read_chunk, "smaps"),
+    WalkKind.smaps_rollup: KindFacts(
+        "smaps_rollup", LockMode.read, LockUnit.vma_when_contended, "smaps_rollup"),
+    WalkKind.maps: KindFacts(
+        None, LockMode.read, LockUnit.read_chunk, "maps"),
+    WalkKind.numa_maps: KindFacts(
+        None, LockMode.read, LockUnit.read_chunk, "numa_maps"),
+    WalkKind.pagemap: KindFacts(
+        "pagemap", LockMode.read, LockUnit.pmd_chunk, "pagemap"),
+    WalkKind.pagemap_scan: KindFacts(
+        "pagemap_scan", LockMode.read, LockUnit.vma_per_call, "pagemap"),
+}
+
+# the kinds a profile walks, in order, per interval
+PROFILE_WALKS: dict[Profile, tuple[WalkKind, ...]] = {
+    Profile.clear_refs: (WalkKind.clear_refs,),
+    Profile.clear_refs_anon: (WalkKind.clear_refs_anon,),
+    Profile.clear_refs_file: (WalkKind.clear_refs_file,),
+    Profile.softdirty: (WalkKind.softdirty,),
+    Profile.smaps: (WalkKind.smaps,),
+    Profile.smaps_rollup: (WalkKind.smaps_rollup,),
+    Profile.maps: (WalkKind.maps,),
+    Profile.numa_maps: (WalkKind.numa_maps,),
+    Profile.pagemap: (WalkKind.pagemap,),
+    Profile.pagemap_scan: (WalkKind.pagemap_scan,),
+    Profile.cadvisor: (WalkKind.smaps, WalkKind.clear_refs),
+    Profile.wss: (WalkKind.clear_refs, WalkKind.smaps),
+}
+
+
+def profile_walks(profile: str) -> tuple[str, ...]:
+    """The names of the kinds a profile walks; ValueError for an unknown one."""
+    return tuple(k.value for k in PROFILE_WALKS[Profile(profile)])

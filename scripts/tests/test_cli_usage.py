@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ptwalk's usage text is made from its option tables (userspace/cli/): it
+stays the text the hand-written one was (data/cli/usage.txt, recorded
+from it), every option it lists is parsed, the defaults it shows are the
+ones a run uses, and an unknown option is a one-line error."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ptwalk_cli import run_ptwalk
+
+DATA = Path(__file__).resolve().parent / "data" / "cli"
+
+
+def section(text: str, title: str) -> list[str]:
+    return text.split(title + "\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+def options(text: str, title: str) -> dict[str, str]:
+    """--name -> its value's name ("" for a flag) in a usage section."""
+    return {m.group(1): m.group(2) or "" for line in section(text, title)
+            if (m := re.match(r"  (--[a-z-]+)(?: ([A-Z:.a-z]+))?(?:  |$| )", line))}
+
+
+def test_usage_is_the_recorded_text() -> None:
+    p = run_ptwalk("help", timeout=10)
+    assert p.returncode == 0 and p.stderr == ""
+    assert p.stdout == (DATA / "usage.txt").read_text()
+    bare = run_ptwalk(timeout=10)
+    assert bare.returncode == 2 and bare.stderr == p.stdout
+
+
+def test_monitor_help_is_its_part_of_the_usage() -> None:
+    full = run_ptwalk("help", timeout=10).stdout
+    p = run_ptwalk("monitor", "--help", timeout=10)
+    assert p.returncode == 0
+    assert p.stdout.startswith("usage: ptwalk monitor [options]\n\nptwalk monitor options:\n")
+    body = "\n".join(section(full, "ptwalk monitor options:"))
+    assert body in p.stdout and p.stdout.endswith(full[full.index("exit status:"):])
+
+
+SAMPLE = {"SIZE": "64M", "KIND": "anon", "L": "one", "DIR": "/tmp", "LIST": "read",
+          "PROFILE": "smaps", "T": "1s", "N": "2", "B": "syscall"}
+
+
+def test_every_listed_run_option_is_parsed(tmp_path: Path) -> None:
+    opts = options((DATA / "usage.txt").read_text(), "ptwalk run options:")
+    assert len(opts) >= 19 and "--size" in opts and opts["--force"] == ""
+    for name, value in opts.items():
+        if name in ("--perf", "--cross-check"):
+            continue  # the dry run checks what they need on this host
+        arg = [name] + ([str(tmp_path / "r.json") if value == "FILE.json" else SAMPLE[value]]
+                        if value else [])
+        p = run_ptwalk("run", "--dry-run", "--size", "16M", *arg, timeout=30)
+        assert "unknown option" not in p.stderr and "needs a value" not in p.stderr, (name, p)
+        assert p.returncode == 0, (name, p.stderr)
+
+
+def test_shown_defaults_are_the_ones_a_run_uses() -> None:
+    run = "\n".join(section((DATA / "usage.txt").read_text(), "ptwalk run options:"))
+    for shown in ("--size SIZE          mapping size, binary suffixes K M G T (default 1G)",
+                  "(default clear_refs)", "(default 1s)", "(default 10s)", "(default anon)"):
+        assert shown in run
+    p = run_ptwalk("run", "--dry-run", timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "plan: 1.0 GiB anon:" in p.stdout
+    assert "scanner clear_refs every 1.00 s for 10.00 s" in p.stdout
+
+
+@pytest.mark.parametrize("cmd", ["run", "monitor"])
+@pytest.mark.parametrize("arg", ["--bogus", "--sise=1G", "--Size"])
+def test_an_unknown_option_is_one_line(cmd: str, arg: str) -> None:
+    p = run_ptwalk(cmd, arg, "1", timeout=10)
+    assert p.returncode == 2
+    name = arg.split("=")[0]
+    assert p.stderr == f"ptwalk {cmd}: unknown option {name} (see 'ptwalk help')\n"
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("cmd,want", [
+    ("run", "ptwalk run: unknown --backend 'ebpf' (use auto, module, tracepoint or syscall)\n"),
+    ("monitor", "ptwalk monitor: unknown --backend 'ebpf' (use auto, module, bpf or "
+                "tracepoint) (see 'ptwalk help')\n")])
+def test_an_unknown_backend_names_the_choices(cmd: str, want: str) -> None:
+    p = run_ptwalk(cmd, "--backend", "ebpf", timeout=10)
+    assert p.returncode == 2 and p.stderr == want

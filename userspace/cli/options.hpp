@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+// The command line of ptwalk's own commands: "--key value" / "--key=value"
+// arguments, and options declared once in a table (name, value, help with
+// its default, parser) from which the parser and the usage text are made.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ptwalk::cli {
+
+[[noreturn]] inline void usage_error(const std::string &cmd, const std::string &msg)
+{
+	fprintf(stderr, "ptwalk %s: %s (see 'ptwalk help')\n", cmd.c_str(), msg.c_str());
+	exit(2);
+}
+
+// Splits "--key=value" / "--key value"; flags take no value.
+struct Args {
+	std::string cmd;
+	std::vector<std::string> argv;
+	size_t i = 0;
+
+	bool next(std::string *key, std::string *value,
+		  const std::vector<std::string> &flags)
+	{
+		if (i >= argv.size())
+			return false;
+		std::string a = argv[i++];
+		if (a.rfind("--", 0) != 0)
+			usage_error(cmd, "unexpected argument '" + a + "'");
+		size_t eq = a.find('=');
+		if (eq != std::string::npos) {
+			*key = a.substr(0, eq);
+			*value = a.substr(eq + 1);
+			return true;
+		}
+		*key = a;
+		for (auto &f : flags)
+			if (f == a) {
+				value->clear();
+				return true;
+			}
+		if (i >= argv.size() || argv[i].rfind("--", 0) == 0)
+			usage_error(cmd, a + " needs a value");
+		*value = argv[i++];
+		return true;
+	}
+};
+
+// One option of a command, declared once: its name, its value's name ("" for
+// a flag), its help (lines split by '\n'; {default} is the default, taken
+// from the options' own defaults, {choices} the values it takes, wrapped
+// after '|' to fit), and how its value goes into the options.
+template <typename O>
+struct Option {
+	const char *name;
+	const char *value;
+	const char *help;
+	std::function<std::string()> shown_default;
+	std::function<std::string()> choices;
+	std::function<void(O &o, const Args &a, const std::string &k, const std::string &v)> set;
+};
+
+constexpr size_t kHelpColumn = 23; // "  " and the option, padded
+constexpr size_t kUsageWidth = 80;
+
+inline std::string replace_all(std::string s, const std::string &from, const std::string &to)
+{
+	for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+		s.replace(p, from.size(), to);
+	return s;
+}
+
+// The help lines of one option; the line holding {choices} is wrapped after
+// its '|'s to fit the width.
+template <typename O>
+std::vector<std::string> help_lines(const Option<O> &opt)
+{
+	std::string help = opt.help;
+	if (opt.shown_default)
+		help = replace_all(help, "{default}", opt.shown_default());
+	std::vector<std::string> out;
+	size_t pos = 0;
+	while (pos <= help.size()) {
+		size_t nl = help.find('\n', pos);
+		std::string line = help.substr(pos, nl == std::string::npos ? nl : nl - pos);
+		if (size_t c = line.find("{choices}"); c != std::string::npos && opt.choices) {
+			const std::string ch = opt.choices();
+			std::vector<std::string> pieces;
+			size_t from = 0;
+			for (size_t bar = ch.find('|'); bar != std::string::npos;
+			     bar = ch.find('|', from)) {
+				pieces.push_back(ch.substr(from, bar + 1 - from));
+				from = bar + 1;
+			}
+			pieces.push_back(ch.substr(from));
+			pieces.front() = line.substr(0, c) + pieces.front();
+			pieces.back() += line.substr(c + 9);
+			std::string cur;
+			for (const auto &p : pieces) {
+				if (!cur.empty() && kHelpColumn + cur.size() + p.size() > kUsageWidth) {
+					out.push_back(cur);
+					cur.clear();
+				}
+				cur += p;
+			}
+			out.push_back(cur);
+		} else {
+			out.push_back(line);
+		}
+		if (nl == std::string::npos)
+			break;
+		pos = nl + 1;
+	}
+	return out;
+}
+
+template <typename O>
+std::string option_usage(const std::vector<Option<O>> &table)
+{
+	std::string out;
+	for (const auto &opt : table) {
+		std::string left = "  " + std::string(opt.name);
+		if (*opt.value)
+			left += std::string(" ") + opt.value;
+		left += left.size() < kHelpColumn ? std::string(kHelpColumn - left.size(), ' ')
+						  : std::string("  ");
+		bool first = true;
+		for (const auto &l : help_lines(opt)) {
+			out += (first ? left : std::string(kHelpColumn, ' ')) + l + "\n";
+			first = false;
+		}
+	}
+	return out;
+}
+
+// Reads the command's options into o: each by its table entry, an unknown
+// one a usage error.
+template <typename O>
+void parse_options(Args &a, const std::vector<Option<O>> &table, O &o)
+{
+	std::vector<std::string> flags;
+	for (const auto &opt : table)
+		if (!*opt.value)
+			flags.push_back(opt.name);
+	std::string k, v;
+	while (a.next(&k, &v, flags)) {
+		const Option<O> *found = nullptr;
+		for (const auto &opt : table)
+			if (k == opt.name)
+				found = &opt;
+		if (!found)
+			usage_error(a.cmd, "unknown option " + k);
+		found->set(o, a, k, v);
+	}
+}
+
+// "a|b|c" as "a, b or c"
+inline std::string or_list(const std::string &bars)
+{
+	std::string s = replace_all(bars, "|", ", ");
+	if (size_t last = s.rfind(", "); last != std::string::npos)
+		s.replace(last, 2, " or ");
+	return s;
+}
+
+} // namespace ptwalk::cli

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+// Walk kinds and their facts, from their one definition (walk_kinds.def):
+// the enum, the names, how each takes mmap_lock, which ptwalk.ko kind sees
+// it and which /proc file it uses.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "ptwalk/walk_kinds.def"
+
+namespace ptwalk {
+
+enum class WalkKind {
+#define PTW_X(name, module, mode, unit, file, source) name,
+	PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+};
+
+// How a walk of one kind holds the target's mmap_lock.
+enum class LockUnit {
+	whole_walk,         // one hold for the whole walk, any layout
+	vma_when_contended, // gives the lock up between VMAs when a writer waits
+	read_chunk,         // one hold per read(): the VMAs one seq_file buffer takes
+	pmd_chunk,          // one hold per PMD-sized (2 MiB) range, any layout
+	vma_per_call,       // one hold per call; ptwalk calls once per VMA
+};
+
+struct WalkKindInfo {
+	const char *kind;      // its name
+	LockUnit unit;
+	const char *lock_mode; // "write" or "read"
+	const char *source;    // where in the kernel, per version
+	WalkKind id;
+	const char *module;    // ptwalk.ko's kind (PTW_KINDS); "" when none sees it
+	const char *file;      // the /proc/PID file it reads or writes
+};
+
+namespace walk_kinds_detail {
+constexpr const char *none_is_empty(const char *s)
+{
+	return std::string_view(s) == "none" ? "" : s;
+}
+} // namespace walk_kinds_detail
+
+// In the order tables and verdicts list them.
+inline constexpr WalkKindInfo kWalkKindInfo[] = {
+#define PTW_X(name, module, mode, unit, file, source)				\
+	{#name, LockUnit::unit, #mode, source, WalkKind::name,			\
+	 walk_kinds_detail::none_is_empty(#module), #file},
+	PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+};
+
+// Every kind's name, in the same order.
+inline constexpr const char *kWalkKinds[] = {
+#define PTW_X(name, module, mode, unit, file, source) #name,
+	PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+};
+
+const WalkKindInfo &info(WalkKind k);
+const char *name(WalkKind k);
+std::optional<WalkKind> parse_walk_kind(std::string_view s);
+// nullptr for an unknown kind.
+const WalkKindInfo *walk_kind_info(std::string_view kind);
+
+} // namespace ptwalk
