@@ -187,6 +187,8 @@ public:
 		s.ring_bytes_per_cpu = uint64_t(trace_.ring_bytes_per_cpu());
 		s.memcg_field = trace_.memcg_field();
 		s.sched = sched_;
+		if (s.sched->available)
+			s.sched->spans_dropped = acc_->sched_gaps();
 		return views;
 	}
 

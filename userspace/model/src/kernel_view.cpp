@@ -107,6 +107,7 @@ void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t
 			put_optional(o, "filter", x->filter);
 			put_optional(o, "waiters", x->waiters);
 			put_optional(o, "waiters_why", x->waiters_why);
+			put_optional(o, "spans_dropped", x->spans_dropped);
 			j["sched_events"] = std::move(o);
 		}
 	}

@@ -25,6 +25,8 @@ bool StallAccumulator::is_walker(pid_t tid, pid_t tgid) const
 void StallAccumulator::feed(const LockEvent &e)
 {
 	events_++;
+	if (sched_)
+		running(e.tid);
 	if (e.tgid == cfg_.target && !is_walker(e.tid, e.tgid))
 		target_mm_events_[e.mm]++;
 	const bool watched = watched_.count(e.tid) > 0;

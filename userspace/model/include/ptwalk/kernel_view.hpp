@@ -76,6 +76,9 @@ struct TraceSession {
 		// available), else why not
 		std::optional<bool> waiters;
 		std::optional<std::string> waiters_why;
+		// off-CPU or runnable spans dropped: the task ran with no
+		// switch in seen (perf drops some events of a CPU leaving idle)
+		std::optional<uint64_t> spans_dropped;
 	};
 	std::optional<Sched> sched;
 };

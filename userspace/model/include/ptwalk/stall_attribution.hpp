@@ -81,6 +81,9 @@ public:
 	void sched_wakeup(const SchedWakeup &w);
 	void set_waiters(bool available) { waiters_ = available; }
 	bool waiters() const { return waiters_; }
+	// off-CPU or runnable spans dropped because the task was seen running
+	// (its own lock event, or a switch out of it) with no switch in seen
+	uint64_t sched_gaps() const { return sched_gaps_; }
 
 	const StallConfig &config() const { return cfg_; }
 	uint64_t events() const { return events_; }
@@ -138,6 +141,7 @@ private:
 
 	void keep_other(const LockSpan &h);
 	void prune_others();
+	void running(pid_t tid);
 	void runnable_from(pid_t tid, uint64_t t);
 	void runnable_until(pid_t tid, uint64_t t);
 
@@ -147,6 +151,7 @@ private:
 	uint64_t failed_acquires_ = 0;
 	bool sched_ = false;
 	bool waiters_ = false;
+	uint64_t sched_gaps_ = 0;
 	// watched threads runnable off CPU: tid -> since; the closed spans of
 	// a thread with an open wait (the only ones a wait can overlap: a
 	// span that ends while none is open ends before any later wait)
