@@ -218,6 +218,9 @@ void to_json(Json::Value &j, const ViewsAgreement &v)
 	j["module_in_tracepoint"] = v.module_in_tracepoint;
 	j["tracepoint_in_module"] = v.tracepoint_in_module;
 	j["tracepoint_stalls"] = v.tracepoint_stalls;
+	j["split_compared"] = v.split_compared;
+	j["split_agree"] = v.split_agree;
+	j["split_max_diff_ns"] = v.split_max_diff_ns;
 }
 
 void to_json(Json::Value &j, const WalkValidation &v)

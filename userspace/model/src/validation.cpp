@@ -2,6 +2,7 @@
 #include "ptwalk/validation.hpp"
 
 #include "ptwalk/result.hpp"
+#include "ptwalk/units.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -240,6 +241,16 @@ std::string validation_line(const Validation &val)
 			 (unsigned long long)v->tracepoint_in_module,
 			 (unsigned long long)v->tracepoint_stalls);
 		out += std::string("\n") + buf;
+		if (v->split_compared) {
+			snprintf(buf, sizeof(buf),
+				 "validation: module vs tracepoint split: %llu/%llu stalls' "
+				 "walk-held parts agree (largest difference %s)%s",
+				 (unsigned long long)v->split_agree,
+				 (unsigned long long)v->split_compared,
+				 format_ns(v->split_max_diff_ns).c_str(),
+				 v->split_agree == v->split_compared ? "" : ": DISAGREE");
+			out += std::string("\n") + buf;
+		}
 	}
 	return out;
 }
@@ -400,9 +411,37 @@ uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &
 	return n;
 }
 
+// --cross-check: the same stall split by both views (see ViewsAgreement).
+void compare_splits(const StallsView &first, const StallsView &second, ViewsAgreement &v)
+{
+	constexpr uint64_t slack = ViewsAgreement::kSplitSlackNs;
+	auto near = [](uint64_t a, uint64_t b) { return (a > b ? a - b : b - a) <= slack; };
+	for (const auto &m : first.list) {
+		if (!m.walker_held_ns)
+			continue;
+		const KernelStall *twin = nullptr;
+		int n = 0;
+		for (const auto &t : second.list)
+			if (t.walker_held_ns && t.tid == m.tid && near(t.start_ns, m.start_ns) &&
+			    near(t.wait_ns, m.wait_ns)) {
+				twin = &t;
+				n++;
+			}
+		if (n != 1)
+			continue;
+		v.split_compared++;
+		const uint64_t a = *m.walker_held_ns, b = *twin->walker_held_ns;
+		const uint64_t d = a > b ? a - b : b - a;
+		v.split_max_diff_ns = std::max(v.split_max_diff_ns, d);
+		if (double(d) <= double(slack) + 0.02 * double(m.wait_ns))
+			v.split_agree++;
+	}
+}
+
 // --cross-check: the tracepoint view judged on its own against the
 // victims, and how many stalls of each view the other saw.
-void add_second_view(Validation &val, const ValidationInput &in, const StallsView &second)
+void add_second_view(Validation &val, const ValidationInput &in, const StallsView &first,
+		     const StallsView &second)
 {
 	ValidationInput in2 = in;
 	in2.view = "tracepoint";
@@ -414,6 +453,7 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 		seen_in(in.stalls, in2.stalls, in.threshold_ns, &views.module_stalls);
 	views.tracepoint_in_module =
 		seen_in(in2.stalls, in.stalls, in.threshold_ns, &views.tracepoint_stalls);
+	compare_splits(first, second, views);
 	val.views = views;
 }
 
@@ -491,7 +531,7 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		}
 		val.stalls = validate_stalls(in);
 		if (second)
-			add_second_view(val, in, second_sv ? *second_sv : StallsView{});
+			add_second_view(val, in, *kv.stalls, second_sv ? *second_sv : StallsView{});
 	} else {
 		val.stalls.view = view;
 		val.stalls.skipped = "no kernel view of stalls with the " + view + " backend";

@@ -164,6 +164,12 @@ struct StallValidation {
 struct ViewsAgreement {
 	uint64_t module_stalls = 0, module_in_tracepoint = 0;
 	uint64_t tracepoint_in_module = 0, tracepoint_stalls = 0;
+	// the same stall in both lists (same thread, start and wait within
+	// kSplitSlackNs), split by both: how many, and how many whose
+	// walker_held_ns agree within kSplitSlackNs + 2% of the wait; the
+	// largest difference
+	uint64_t split_compared = 0, split_agree = 0, split_max_diff_ns = 0;
+	static constexpr uint64_t kSplitSlackNs = 50000;
 };
 
 // "validation.walks": the module's walk records against the scanner's walks.
