@@ -53,6 +53,8 @@ const char kUsage[] =
 	"                       (default $TMPDIR or /tmp)\n"
 	"  --victims LIST       comma list of read,write,fault,mmap (default read,mmap)\n"
 	"                       'none' for no victim\n"
+	"  --fault-region WHERE the fault victim's region: any (where mmap puts\n"
+	"                       it; default), below or above the walked mapping\n"
 	"  --scanner PROFILE    clear_refs|clear_refs_anon|clear_refs_file|softdirty|\n"
 	"                       smaps|smaps_rollup|maps|numa_maps|pagemap|pagemap_scan|\n"
 	"                       cadvisor|wss (default clear_refs)\n"
@@ -205,6 +207,12 @@ int cmd_run(Args &a)
 					break;
 				pos = c + 1;
 			}
+		} else if (k == "--fault-region") {
+			auto f = parse_fault_region(v);
+			if (!f)
+				usage_error(a.cmd, "unknown --fault-region '" + v + "' (use " +
+							   all_fault_regions() + ")");
+			o.sc.fault_region = *f;
 		} else if (k == "--scanner") {
 			auto p = parse_profile(v);
 			if (!p)
