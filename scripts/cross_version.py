@@ -207,18 +207,23 @@ def run_counts(out: Path, side: str) -> dict[str, Any]:
     e.g. PAGEMAP_SCAN before 6.7, leaves its reason in "error")."""
     d = side_dir(out, side)
     done, other = 0, {}
-    for j in sorted(d.glob("*.json")):
+    for j in sorted([*d.glob("*.json"), *d.glob("*.json.gz")]):
+        name = j.name.removesuffix(".gz").removesuffix(".json")
         try:
-            r = res.Result(j, json.loads(j.read_text()))
-        except (OSError, ValueError) as e:
-            other[j.stem] = f"unreadable: {e}"
+            r = res.load([j])[0]
+        except res.InputError as e:
+            other[name] = f"unreadable: {e}"
             continue
         if r.usable:
             done += 1
         else:
-            other[j.stem] = str(r.doc.get("error") or r.doc.get("skipped") or "incomplete")
-    planned = len({p.stem for p in d.glob("*.txt")})
-    return {"complete": done, "planned_runs_seen": planned, "not_complete": other}
+            other[name] = str(r.doc.get("error") or r.doc.get("skipped") or "incomplete")
+    # a run that wrote no result (exit 4, unsupported here) left its log
+    for t in sorted(d.glob("*.txt")):
+        if t.stem not in other and not any(d.glob(t.stem + ".json*")):
+            lines = t.read_text(errors="replace").strip().splitlines()
+            other[t.stem] = "no result: " + (lines[-1] if lines else "empty log")
+    return {"complete": done, "not_complete": other}
 
 
 def compares(a: argparse.Namespace) -> list[tuple[str, list[str], bool]]:
@@ -227,7 +232,9 @@ def compares(a: argparse.Namespace) -> list[tuple[str, list[str], bool]]:
     cmp_ = [sys.executable, str(PROJECT / "scripts" / "ptwalk-compare")]
 
     def files(side: str, placement: str) -> list[str]:
-        return sorted(str(p) for p in side_dir(a.out, side).glob(f"*-{placement}-*.json"))
+        d = side_dir(a.out, side)
+        return sorted(str(p) for p in [*d.glob(f"*-{placement}-*.json"),
+                                       *d.glob(f"*-{placement}-*.json.gz")])
     for clock in a.clocks:
         for pl in PLACEMENTS:
             stem = f"compare/{clock}-{pl}"
