@@ -21,7 +21,8 @@ Written under DIR: plan.txt (the guest's plan), vm/SIDE/results/*.json (SIDE
 6.1-icount, 6.12-icount, 6.1-realtime, 6.12-realtime), host/results/*.json,
 compare/CLOCK-PLACEMENT.{txt,json} (the verdict pairs: 6.1 vs 6.12),
 compare/context-host-vs-6.12-realtime-PLACEMENT.{txt,json} (--mixed-clocks:
-context only), flagged.json and flagged.md (every flagged row), runs.json
+context only), flagged.json and flagged.md (every flagged row), victims.md
+(the fault and mmap victims' worst waits, side by side), runs.json
 (per side: runs done, skipped, failed), commands.sh (every command, as run).
 
 Exit status: 0 every boot and compare ran; 1 a boot or run failed; 2 bad input.
@@ -263,10 +264,26 @@ def flagged(doc: dict[str, Any], pair: str) -> list[dict[str, Any]]:
     return rows
 
 
+def victim_tails(doc: dict[str, Any], pair: str) -> list[str]:
+    """One markdown row per scenario: the fault and mmap victims' max
+    during walks, mean of the runs' values, on each side."""
+    out = []
+    for sc in doc["scenarios"]:
+        m = {r["metric"]: r for r in sc["rows"]}
+        cols = []
+        for v in ("fault", "mmap"):
+            r = m.get(f"{v} max during walks")
+            cols += [_fmt(r and r["mean_a"], "ns"), _fmt(r and r["mean_b"], "ns")]
+        out.append(f"| {pair} | {sc['scenario']} | {' | '.join(cols)} |\n")
+    return out
+
+
 def _fmt(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
-    return f"{v:.2f} ns/PTE" if unit == "ns/PTE" else f"{v / 1e3:.1f} us"
+    if unit == "ns/PTE":
+        return f"{v:.2f} ns/PTE"
+    return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v / 1e3:.1f} us"
 
 
 def evaluate(a: argparse.Namespace) -> tuple[int, list[str]]:
@@ -276,6 +293,7 @@ def evaluate(a: argparse.Namespace) -> tuple[int, list[str]]:
     counts = {s: run_counts(a.out, s) for s in all_sides}
     _write(a.out / "runs.json", json.dumps(counts, indent=1, sort_keys=True) + "\n")
     rows: list[dict[str, Any]] = []
+    tails: list[str] = []
     (a.out / "compare").mkdir(parents=True, exist_ok=True)
     for stem, cmd, verdict_pair in compares(a):
         vs = cmd.index("--vs")
@@ -291,8 +309,9 @@ def evaluate(a: argparse.Namespace) -> tuple[int, list[str]]:
             rc = 1
             continue
         if verdict_pair:
-            rows += flagged(json.loads((a.out / f"{stem}.json").read_text()),
-                            stem.split("/", 1)[1])
+            doc = json.loads((a.out / f"{stem}.json").read_text())
+            rows += flagged(doc, stem.split("/", 1)[1])
+            tails += victim_tails(doc, stem.split("/", 1)[1])
     _write(a.out / "flagged.json", json.dumps(rows, indent=1) + "\n")
     md = ["| pair (clock-placement) | scenario | metric | 6.1 | 6.12 | change | q | verdict |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -301,6 +320,11 @@ def evaluate(a: argparse.Namespace) -> tuple[int, list[str]]:
                   f"{_fmt(f['mean_6.1'], f['unit'])} | {_fmt(f['mean_6.12'], f['unit'])} | "
                   f"{f['change_pct']:+.1f}% | {f['q']:.3g} | {f['verdict']} |")
     _write(a.out / "flagged.md", "\n".join(md) + "\n")
+    _write(a.out / "victims.md",
+           "Worst victim waits during walks, mean over runs of each run's max (reported,\n"
+           "not tested: a max is a tail; compare/*.txt has every quantile)\n\n"
+           "| pair | scenario | fault 6.1 | fault 6.12 | mmap 6.1 | mmap 6.12 |\n"
+           "| --- | --- | --- | --- | --- | --- |\n" + "".join(tails))
     return rc, ran
 
 

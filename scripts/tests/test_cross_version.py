@@ -128,6 +128,10 @@ def test_reuse_compares_each_clock_and_flags_the_change(tmp_path: Path) -> None:
     row = next(f for f in flagged if f["metric"] == "walk clear_refs ns/PTE")
     assert 90 < row["change_pct"] < 110 and row["q"] < 0.05, row
     assert "icount-below" in (out / "flagged.md").read_text()
+    # the victims' worst waits, side by side (synthetic: 5 ms during walks)
+    vt = (out / "victims.md").read_text()
+    assert "| icount-below | clear_refs/anon/16M/mmap |" in vt, vt
+    assert "ms |" in vt
     assert "REGRESSION" in (out / "compare" / "icount-below.txt").read_text()
     cmds = (out / "commands.sh").read_text()
     assert "scripts/ptwalk-compare" in cmds and "--vs" in cmds
