@@ -234,8 +234,10 @@ def compares(a: argparse.Namespace) -> list[tuple[str, list[str], bool]]:
 
     def files(side: str, placement: str) -> list[str]:
         d = side_dir(a.out, side)
-        return sorted(str(p) for p in [*d.glob(f"*-{placement}-*.json"),
-                                       *d.glob(f"*-{placement}-*.json.gz")])
+        # relative to the project (compare runs there): shorter labels
+        return sorted(str(p.relative_to(PROJECT)) if p.is_relative_to(PROJECT) else str(p)
+                      for p in [*d.glob(f"*-{placement}-*.json"),
+                                *d.glob(f"*-{placement}-*.json.gz")])
     for clock in a.clocks:
         for pl in PLACEMENTS:
             stem = f"compare/{clock}-{pl}"
