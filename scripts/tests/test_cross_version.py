@@ -139,3 +139,27 @@ def test_reuse_compares_each_clock_and_flags_the_change(tmp_path: Path) -> None:
     assert "nothing compared" in (out / "compare" / "icount-above.txt").read_text()
     counts = json.loads((out / "runs.json").read_text())
     assert counts["6.1-icount"]["complete"] == 6 and not counts["6.1-icount"]["not_complete"]
+
+
+def test_reference_set_compares_to_its_own_flags(tmp_path: Path) -> None:
+    """results/reference/cross-version: the kept result sets, compared
+    again with --reuse, flag exactly the rows its report explains."""
+    import shutil
+    ref = ROOT / "results" / "reference" / "cross-version"
+    out = tmp_path / "cv"
+    shutil.copytree(ref, out, ignore=shutil.ignore_patterns("compare", "commands.sh"))
+    r = _run("--reuse", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads((out / "flagged.json").read_text())
+    want = json.loads((ref / "flagged.json").read_text())
+    assert [(f["pair"], f["scenario"], f["metric"], f["verdict"]) for f in got] == \
+        [(f["pair"], f["scenario"], f["metric"], f["verdict"]) for f in want]
+    assert want, "the reference set flags the clear_refs rows its README explains"
+    readme = (ref / "README.md").read_text()
+    for f in want:
+        assert f"{f['change_pct']:+.1f}%" in readme, f
+    # PAGEMAP_SCAN is absent on 6.1: its runs are the only ones missing
+    runs = json.loads((out / "runs.json").read_text())
+    for side in ("6.1-icount", "6.1-realtime"):
+        assert runs[side]["not_complete"] and all(
+            k.startswith("pagemap_scan-") for k in runs[side]["not_complete"]), runs[side]
