@@ -15,6 +15,10 @@
 #                   without and with it (scripts/kernel/ptwalk.config, -j2:
 #                   long), boots both, compares (scripts/kernel-ab.sh);
 #                   not part of make test
+#   make cross-version [CROSS_OUT=dir]
+#                   the standard scenarios on Debian 6.1 and 6.12 cloud
+#                   (TCG, icount and real time) and on the host, compared
+#                   6.1 vs 6.12 (scripts/cross_version.py; about an hour)
 
 PYTHON  ?= /usr/bin/python3
 BUILD   := build
@@ -24,7 +28,8 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py qualify bench clean vm-matrix fuzz install kernel-ab
+	test-selftests test-py qualify bench clean vm-matrix fuzz install kernel-ab \
+	cross-version
 
 all: build
 
@@ -85,6 +90,11 @@ kernel-ab:
 	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
 	scripts/kernel-ab.sh --jobs 2 $(PATCH)
+
+CROSS_OUT ?= build/cross-version
+cross-version: build
+	scripts/build-modules.sh /usr/src/linux-headers-*-cloud-amd64
+	$(PYTHON) scripts/cross_version.py --out $(CROSS_OUT) --jobs 2
 
 qualify:
 	scripts/deps.sh build python

@@ -107,17 +107,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return a
 
 
-def boot(a: argparse.Namespace, side: str) -> int:
-    """One boot of one kernel: the scenarios, results under out/vm/SIDE."""
-    ko = getattr(a, f"{side}_ko")
+def vm_command(image: Path, ko: Path | None, *, name: str, results: Path, accel: str,
+               clock: str, timeout: float, add: Sequence[str], guest: Sequence[str]
+               ) -> list[str]:
+    """The ptwalk-vm command line of one boot: IMAGE (with KO as ptwalk.ko)
+    runs GUEST; its files land in RESULTS/NAME/results."""
     cmd = [sys.executable, str(PROJECT / "scripts" / "ptwalk-vm"), "run",
-           "--kernel", str(getattr(a, side)), "--name", side,
-           "--results", str(a.out / "vm"), "-q", "--accel", a.accel, "--clock", a.clock,
-           "--timeout", f"{a.timeout:g}", "--add", "scripts/vm/kernel-ab.sh"]
+           "--kernel", str(image), "--name", name,
+           "--results", str(results), "-q", "--accel", accel, "--clock", clock,
+           "--timeout", f"{timeout:g}"]
+    for f in add:
+        cmd += ["--add", f]
     if ko is not None:
         cmd += ["--ko", str(ko)]
-    cmd += ["--", "sh", "scripts/vm/kernel-ab.sh", "/ptwalk/module/ptwalk.ko",
-            "/ptwalk/build/ptwalk", str(a.runs), *a.scenarios]
+    return cmd + ["--", *guest]
+
+
+def boot(a: argparse.Namespace, side: str) -> int:
+    """One boot of one kernel: the scenarios, results under out/vm/SIDE."""
+    cmd = vm_command(getattr(a, side), getattr(a, f"{side}_ko"), name=side,
+                     results=a.out / "vm", accel=a.accel, clock=a.clock, timeout=a.timeout,
+                     add=["scripts/vm/kernel-ab.sh"],
+                     guest=["sh", "scripts/vm/kernel-ab.sh", "/ptwalk/module/ptwalk.ko",
+                            "/ptwalk/build/ptwalk", str(a.runs), *a.scenarios])
     print(f"kernel-ab: booting {side}: {getattr(a, side)}", file=sys.stderr, flush=True)
     return subprocess.run(cmd, cwd=PROJECT, check=False).returncode
 

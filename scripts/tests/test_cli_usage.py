@@ -43,7 +43,7 @@ def test_monitor_help_is_its_part_of_the_usage() -> None:
 
 
 SAMPLE = {"SIZE": "64M", "KIND": "anon", "L": "one", "DIR": "/tmp", "LIST": "read",
-          "PROFILE": "smaps", "T": "1s", "N": "2", "B": "syscall"}
+          "PROFILE": "smaps", "T": "1s", "N": "2", "B": "syscall", "WHERE": "above"}
 
 
 def test_every_listed_run_option_is_parsed(tmp_path: Path) -> None:

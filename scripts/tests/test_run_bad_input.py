@@ -20,6 +20,7 @@ CASES = {
     "size too big": (["--size", "64T"], "MemAvailable"),
     "unknown scanner": (["--scanner", "clearrefs"], "unknown --scanner"),
     "unknown backing": (["--backing", "nvme"], "unknown --backing"),
+    "unknown fault region": (["--fault-region", "middle"], "unknown --fault-region"),
     "unknown victim": (["--victims", "read,sleep"], "unknown victim"),
     "duplicate victim": (["--victims", "read,read"], "twice"),
     "zero interval": (["--interval", "0"], "--interval"),

@@ -154,6 +154,17 @@ const std::vector<Option<RunOptions>> kRunOptions = {
 			 pos = c + 1;
 		 }
 	 }},
+	{"--fault-region", "WHERE",
+	 "the fault victim's region: {choices} (default {default});\n"
+	 "any is where mmap puts it, below/above the walked mapping",
+	 [] { return std::string(name(O{}.sc.fault_region)); }, all_fault_regions,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
+		 auto f = parse_fault_region(v);
+		 if (!f)
+			 usage_error(a.cmd, "unknown --fault-region '" + v + "' (use " +
+						    all_fault_regions() + ")");
+		 o.sc.fault_region = *f;
+	 }},
 	{"--scanner", "PROFILE", "{choices} (default {default})",
 	 [] { return std::string(name(O{}.sc.profile)); }, all_profiles,
 	 [](O &o, const Args &a, const std::string &, const std::string &v) {

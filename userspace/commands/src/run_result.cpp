@@ -52,6 +52,8 @@ ScenarioInfo scenario(const Scenario &sc)
 	scen.profile = name(sc.profile);
 	for (auto v : sc.victims)
 		scen.victims.push_back(name(v));
+	if (sc.fault_region != FaultRegion::any)
+		scen.fault_region = name(sc.fault_region);
 	scen.interval_ns = sc.interval_ns;
 	scen.duration_ns = sc.duration_ns;
 	scen.op_interval_ns = sc.op_interval_ns;

@@ -36,6 +36,7 @@ void to_json(Json::Value &j, const ScenarioInfo &s)
 	put_optional(j, "lower_bound", s.lower_bound);
 	j["profile"] = s.profile;
 	j["victims"] = s.victims;
+	put_optional(j, "fault_region", s.fault_region);
 	j["interval_ns"] = s.interval_ns;
 	j["duration_ns"] = s.duration_ns;
 	j["op_interval_ns"] = s.op_interval_ns;

@@ -19,6 +19,9 @@ constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
 	{Victim::read, "read"}, {Victim::write, "write"},
 	{Victim::fault, "fault"}, {Victim::mmap, "mmap"},
 }};
+constexpr std::array<std::pair<FaultRegion, const char *>, 3> kFaultRegions{{
+	{FaultRegion::any, "any"}, {FaultRegion::below, "below"}, {FaultRegion::above, "above"},
+}};
 constexpr std::pair<Profile, const char *> kProfileList[] = {
 #define PTW_X(name, module, mode, unit, file, source) {Profile::name, #name},
 	PTW_WALK_KINDS(PTW_X)
@@ -63,12 +66,39 @@ std::string join(const std::array<std::pair<T, const char *>, N> &a)
 std::optional<Backing> parse_backing(std::string_view s) { return lookup(kBackings, s); }
 std::optional<Victim> parse_victim(std::string_view s) { return lookup(kVictims, s); }
 std::optional<Profile> parse_profile(std::string_view s) { return lookup(kProfiles, s); }
+std::optional<FaultRegion> parse_fault_region(std::string_view s)
+{
+	return lookup(kFaultRegions, s);
+}
 const char *name(Backing b) { return rlookup(kBackings, b); }
 const char *name(Victim v) { return rlookup(kVictims, v); }
 const char *name(Profile p) { return rlookup(kProfiles, p); }
+const char *name(FaultRegion f) { return rlookup(kFaultRegions, f); }
 std::string all_backings() { return join(kBackings); }
 std::string all_victims() { return join(kVictims); }
 std::string all_profiles() { return join(kProfiles); }
+std::string all_fault_regions() { return join(kFaultRegions); }
+
+uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len,
+			      uint64_t bytes)
+{
+	constexpr uint64_t kAlign = 2ull << 20;
+	const uint64_t span = (bytes + kAlign - 1) & ~(kAlign - 1);
+	switch (where) {
+	case FaultRegion::above:
+		// the first 2 MiB boundary past the mapping, then a 2 MiB gap
+		return ((base + len + kAlign - 1) & ~(kAlign - 1)) + kAlign;
+	case FaultRegion::below: {
+		const uint64_t top = base & ~(kAlign - 1); // at or below base
+		if (top < span + 2 * kAlign)
+			return 0;
+		return top - kAlign - span;
+	}
+	case FaultRegion::any:
+		break;
+	}
+	return 0;
+}
 
 Scenario default_scenario()
 {

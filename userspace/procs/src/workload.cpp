@@ -234,24 +234,53 @@ class VictimOp {
 public:
 	static constexpr size_t kFaultPages = 256; // fault victim: 4 KiB pages
 	static constexpr size_t kMmapBytes = 64 << 10;
+	static constexpr uint64_t kPlacementTries = 4096; // 2 MiB apart: 8 GiB
 
 	[[gnu::always_inline]] VictimOp(Victim kind, const Region *r, unsigned seed)
 		: kind_(kind),
 		  rng_{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^ uint64_t(gettid())},
-		  words_(r->len / 8), words_base_(reinterpret_cast<volatile uint64_t *>(r->base))
+		  words_(r->len / 8), words_base_(reinterpret_cast<volatile uint64_t *>(r->base)),
+		  region_(r)
 	{
 	}
 
-	// The fault victim's own small region, 4 KiB pages; false when it
-	// cannot be mapped. Nothing to do for the others.
-	[[gnu::always_inline]] bool prepare()
+	// The fault victim's own small region, 4 KiB pages, placed as
+	// --fault-region asks; false (why in *err) when it cannot be mapped.
+	// Nothing to do for the others.
+	[[gnu::always_inline]] bool prepare(FaultRegion where, std::string *err)
 	{
 		if (kind_ != Victim::fault)
 			return true;
-		void *p = mmap(nullptr, kFaultPages * 4096, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
+		uint64_t at = fault_region_address(
+			where, uint64_t(uintptr_t(region_->base)), region_->len, kFaultPages * 4096);
+		if (where != FaultRegion::any && !at) {
+			*err = std::string("no room ") + name(where) + " the walked mapping";
 			return false;
+		}
+		// MAP_FIXED_NOREPLACE (4.17) fails rather than replace a mapping:
+		// the first free 2 MiB slot from `at` on, away from the mapping
+		// (the libraries and stacks mapped next to it take the nearest)
+		void *p = MAP_FAILED;
+		for (uint64_t i = 0, try_at = at; i < kPlacementTries; i++) {
+			p = mmap(reinterpret_cast<void *>(uintptr_t(try_at)), kFaultPages * 4096,
+				 PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+			if (p != MAP_FAILED || errno != EEXIST || try_at < (4ull << 20))
+				break;
+			try_at = where == FaultRegion::above ? try_at + (2ull << 20)
+							     : try_at - (2ull << 20);
+			at = try_at;
+		}
+		if (p == MAP_FAILED) {
+			*err = std::string("mmap ") + name(where) + " the walked mapping: " +
+			       strerror(errno);
+			return false;
+		}
+		if (at && p != reinterpret_cast<void *>(uintptr_t(at))) { // a kernel before 4.17
+			munmap(p, kFaultPages * 4096);
+			*err = "mmap did not honour MAP_FIXED_NOREPLACE";
+			return false;
+		}
 		fault_map_ = Mapping(p, kFaultPages * 4096);
 		madvise(p, kFaultPages * 4096, MADV_NOHUGEPAGE);
 		return true;
@@ -315,6 +344,7 @@ private:
 	Rng rng_;
 	const size_t words_;
 	volatile uint64_t *const words_base_;
+	const Region *const region_;
 	Mapping fault_map_;
 	size_t fault_next_ = 0;
 	bool mapped_phase_ = true;
@@ -380,12 +410,16 @@ uint64_t pace(uint64_t next, uint64_t op_interval_ns)
 // A victim thread: its operation over and over until the stop, each timed
 // alone (walk_seq read around the timing says whether a walk overlapped it).
 void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
-		 uint64_t op_interval_ns, unsigned seed)
+		 const Scenario *sc, unsigned seed)
 {
 	name_victim_thread(kind, slot);
 	VictimOp v(kind, r, seed);
-	if (!v.prepare())
+	std::string err;
+	if (!v.prepare(sc->fault_region, &err)) {
+		set_message(sh, std::string(name(kind)) + " victim: " + err);
 		return;
+	}
+	const uint64_t op_interval_ns = sc->op_interval_ns;
 	wait_for_victims_go(sh);
 	const std::optional<uint64_t> delay0 = thread_run_delay_ns();
 	// Victims that take mmap_lock also note whether an operation slept
@@ -501,7 +535,7 @@ int workload_main(const Scenario &sc, Shared *sh)
 	std::vector<std::thread> victims;
 	for (unsigned i = 0; i < sh->nvictims; i++)
 		victims.emplace_back(victim_loop, sc.victims[i], &sh->victims[i], sh,
-				     &r, sc.op_interval_ns, i + 1);
+				     &r, &sc, i + 1);
 	// ready once every victim has published its tid
 	for (;;) {
 		bool all = true;

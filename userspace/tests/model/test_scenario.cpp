@@ -167,3 +167,25 @@ TEST(Result, AtomicWriteLeavesNoTemporary)
 	EXPECT_NE(write_atomically(bad, "{}"), "");
 	EXPECT_EQ(system((std::string("rm -r ") + dir).c_str()), 0);
 }
+
+TEST(Scenario, FaultRegionPlacement)
+{
+	for (auto f : {FaultRegion::any, FaultRegion::below, FaultRegion::above})
+		EXPECT_EQ(parse_fault_region(name(f)), f);
+	EXPECT_FALSE(parse_fault_region("under"));
+	const uint64_t M = 1ull << 20, base = 0x7f0000100000ull, len = 64 * M + 4096;
+	const uint64_t bytes = 1 * M;
+	EXPECT_EQ(fault_region_address(FaultRegion::any, base, len, bytes), 0u);
+	// above: past the mapping's end, 2 MiB aligned, a gap of 2 MiB or more
+	const uint64_t up = fault_region_address(FaultRegion::above, base, len, bytes);
+	EXPECT_EQ(up % (2 * M), 0u);
+	EXPECT_GE(up, base + len + 2 * M);
+	EXPECT_LT(up, base + len + 4 * M);
+	// below: ends at least 2 MiB under the mapping's start, 2 MiB aligned
+	const uint64_t down = fault_region_address(FaultRegion::below, base, len, bytes);
+	EXPECT_EQ(down % (2 * M), 0u);
+	EXPECT_LE(down + 2 * M + 2 * M, base); // span rounded to 2 MiB, plus the gap
+	EXPECT_GE(down + 2 * M + 4 * M, base);
+	// no room under a mapping near address 0
+	EXPECT_EQ(fault_region_address(FaultRegion::below, 4 * M, len, bytes), 0u);
+}

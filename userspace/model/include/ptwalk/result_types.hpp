@@ -37,6 +37,7 @@ struct ScenarioInfo {
 	std::optional<std::string> lower_bound; // zeropage backing: why
 	std::string profile;
 	std::vector<std::string> victims;
+	std::optional<std::string> fault_region; // fault victim placed below/above
 	uint64_t interval_ns = 0, duration_ns = 0, op_interval_ns = 0;
 	unsigned populate_threads = 0;
 };

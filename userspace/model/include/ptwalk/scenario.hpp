@@ -18,6 +18,11 @@ namespace ptwalk {
 // non-normal pages).
 enum class Backing { anon, thp, shmem, file, hugetlb, alias, zeropage };
 enum class Victim { read, write, fault, mmap };
+// Where the fault victim maps its region: any (where mmap puts it), or
+// below / above the walked mapping. A walk visits VMAs in address order,
+// so the placement decides when the walk reaches the victim's VMA (on
+// 6.12, clear_refs write-locks each VMA it reaches until the walk ends).
+enum class FaultRegion { any, below, above };
 // Every walk kind (walk_kinds.def), then the profiles of several kinds.
 enum class Profile {
 #define PTW_X(name, module, mode, unit, file, source) name,
@@ -31,12 +36,15 @@ enum class Profile {
 std::optional<Backing> parse_backing(std::string_view s);
 std::optional<Victim> parse_victim(std::string_view s);
 std::optional<Profile> parse_profile(std::string_view s);
+std::optional<FaultRegion> parse_fault_region(std::string_view s);
 const char *name(Backing b);
 const char *name(Victim v);
 const char *name(Profile p);
+const char *name(FaultRegion f);
 std::string all_backings();  // "anon|thp|..." for messages
 std::string all_victims();
 std::string all_profiles();
+std::string all_fault_regions();
 
 // The kinds of walk a profile performs, in order, per interval.
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
@@ -54,11 +62,19 @@ struct Scenario {
 	unsigned populate_threads = 0;   // 0: one per CPU
 	uint64_t physical = 1ull << 30;  // Backing::alias: bytes of real memory
 	uint64_t max_iterations = 0;     // scanner intervals; 0: until duration
+	FaultRegion fault_region = FaultRegion::any;
 };
 
 // `ptwalk run`'s scenario before any option changes it (its usage text
 // shows these defaults).
 Scenario default_scenario();
+
+// The address at which the fault victim maps `bytes` for `where`, given the
+// walked mapping [base, base + len): 2 MiB aligned, with at least 2 MiB of
+// gap so the two VMAs never merge or share a PTE table; 0 for `any` (the
+// kernel chooses), or when `below` has no room under base.
+uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len,
+			      uint64_t bytes);
 
 // Bytes of physical memory a scenario's mapping uses (page cache included).
 uint64_t physical_bytes(const Scenario &sc);
