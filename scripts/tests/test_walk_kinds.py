@@ -82,8 +82,10 @@ def code_files() -> list[Path]:
         for pat in pats:
             out += (REPO / top).rglob(pat)
     skip = ("scripts/tests/", "userspace/tests/", "userspace/fuzz/", "scripts/qualify/test_")
+    # build/ trees hold copies (module/build/<release>/ptwalk_abi.h)
     return sorted(f for f in out
                   if not str(f.relative_to(REPO)).startswith(skip)
+                  and "build" not in f.relative_to(REPO).parts
                   and f != gen_walk_kinds.OUT)
 
 

@@ -930,6 +930,28 @@ TEST(TracepointLive, CountsLostEvents)
 	EXPECT_EQ(seen.load(), t.events());
 }
 
+// Keeps every CPU busy while it lives: switches in and wakeups from an
+// idle CPU reach perf's ring only now and then (see
+// SchedWakeupBesideSwitches), and the live sched tests count them.
+struct BusyCpus {
+	std::atomic<bool> spin{true};
+	std::vector<std::thread> threads;
+	BusyCpus()
+	{
+		for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); i++)
+			threads.emplace_back([this] {
+				while (spin)
+					std::atomic_signal_fence(std::memory_order_seq_cst);
+			});
+	}
+	~BusyCpus()
+	{
+		spin = false;
+		for (auto &t : threads)
+			t.join();
+	}
+};
+
 // Live: sched:sched_switch in the lock events' session, with its own
 // kernel filter; a filter the kernel refuses leaves only the sched events
 // unfiltered, the lock events keep theirs.
@@ -942,25 +964,7 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
 		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
 	}
-	// every CPU busy: switches in from an idle CPU reach the ring only now
-	// and then (see SchedWakeupBesideSwitches; 7 of 272 once here)
-	std::atomic<bool> spin{true};
-	std::vector<std::thread> busy;
-	for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); i++)
-		busy.emplace_back([&] {
-			while (spin)
-				std::atomic_signal_fence(std::memory_order_seq_cst);
-		});
-	struct Join {
-		std::atomic<bool> &spin;
-		std::vector<std::thread> &busy;
-		~Join()
-		{
-			spin = false;
-			for (auto &b : busy)
-				b.join();
-		}
-	} join{spin, busy};
+	BusyCpus busy; // 7 of 272 switches in came once from an idle host
 	for (bool good_filter : {true, false}) {
 		std::atomic<pid_t> sleeper{0};
 		std::atomic<bool> done{false};
@@ -1060,12 +1064,7 @@ TEST(TracepointLive, SchedWakeupBesideSwitches)
 		while (!done)
 			usleep(1000);
 	});
-	std::vector<std::thread> busy;
-	for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); i++)
-		busy.emplace_back([&] {
-			while (!done)
-				std::atomic_signal_fence(std::memory_order_seq_cst);
-		});
+	BusyCpus busy;
 	while (!sleeper)
 		usleep(100);
 	const pid_t me = sleeper.load();
@@ -1102,8 +1101,6 @@ TEST(TracepointLive, SchedWakeupBesideSwitches)
 	if (!ok) {
 		done = true;
 		th.join();
-		for (auto &b : busy)
-			b.join();
 		if (require)
 			FAIL() << err;
 		GTEST_SKIP() << err;
@@ -1112,8 +1109,6 @@ TEST(TracepointLive, SchedWakeupBesideSwitches)
 	t.stop();
 	done = true;
 	th.join();
-	for (auto &b : busy)
-		b.join();
 	ASSERT_TRUE(t.wakeup_available()) << t.wakeup_why();
 	EXPECT_TRUE(t.wakeup_filter_applied()) << t.wakeup_filter_error();
 	EXPECT_TRUE(ordered) << "wakeups and switches out of time order";
