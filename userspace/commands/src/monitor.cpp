@@ -32,6 +32,7 @@
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/signals.hpp"
+#include "ptwalk/task_names.hpp"
 #include "ptwalk/tracefs.hpp"
 #include "ptwalk/monitor_json.hpp"
 #include "monitor_tasks.hpp"
@@ -289,14 +290,14 @@ private:
 				prober_.rescan();
 			}
 		};
-		k.comm = [this](pid_t tid, std::string_view c) { names_.set(tid, c); };
+		k.comm = [this](pid_t tid, std::string_view c, uint64_t at) { names_.set(tid, c, at); };
 		k.span = [&t](const LockSpan &s, bool hold) { t.span(s, hold); };
 		k.probe = [&t](const LockEvent &e) { t.probe_acquire(e); };
 		k.owner = [&t](uint64_t mm, pid_t tgid, uint64_t at, bool building) {
 			t.owner_fact(mm, tgid, at, building);
 		};
-		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid) {
-			names_.fork(ptid, tid);
+		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid, uint64_t at) {
+			names_.fork(ptid, tid, at);
 			if (pid == tid)
 				prober_.queue(pid);
 		};
@@ -339,7 +340,7 @@ private:
 	const std::string textfile_;
 	HttpServer server_;
 	bool https_ = false;
-	TaskNames names_;
+	TaskNames names_{[](pid_t p) { return proc_comm(p); }, [] { return now_ns(); }};
 	Prober prober_;
 	std::optional<WalkTracker> tracker_;
 	MonitorTrace trace_;
