@@ -285,6 +285,9 @@ private:
 		};
 		k.round = [this, &t](uint64_t at, bool final) {
 			t.advance(at, final);
+			// for health() on other threads: the scrape sees them live
+			unpaired_.store(t.unpaired(), std::memory_order_relaxed);
+			probe_facts_.store(t.probe_facts(), std::memory_order_relaxed);
 			if (t.wants_probe()) {
 				t.clear_wants_probe();
 				prober_.rescan();
@@ -315,7 +318,9 @@ private:
 		h.backend = backend();
 		if (c.bpf && c.bpf->run_time_counted)
 			h.kernel_run_ns = int64_t(c.bpf->run_ns);
-		// unpaired/probe_facts live on the reader thread: read after stop
+		// the model's, as of the reader thread's last round
+		h.unpaired = unpaired_.load(std::memory_order_relaxed) + c.unpaired_in_kernel;
+		h.probe_facts = probe_facts_.load(std::memory_order_relaxed);
 		return h;
 	}
 	void announce() const
@@ -348,6 +353,8 @@ private:
 	uint64_t t0_ = 0, t1_ = 0;
 	bool interrupted_ = false;
 	MonitorHealth h_;
+	// the model's counters, published by the reader thread each round
+	std::atomic<uint64_t> unpaired_{0}, probe_facts_{0};
 	std::string bpf_unavailable_; // auto fell back to perf: why
 };
 
