@@ -246,8 +246,13 @@ private:
 		}
 		return true;
 	}
+	// A process's name from its COMM and FORK records when any came
+	// since we started (they follow a rename after its probe), else what
+	// its probe read.
 	std::string target_comm(pid_t p)
 	{
+		if (names_.since(p))
+			return names_.comm(p);
 		std::string c = prober_.comm(p);
 		return c.empty() ? names_.comm(p) : c;
 	}
