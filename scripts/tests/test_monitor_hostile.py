@@ -76,6 +76,11 @@ def witness(served: Env) -> Iterator[WalkWitness]:
     """Walks of our own during the load, started before it, longer than it."""
     with WalkWitness(served.port, served.target, WALK_INTERVAL_S, 8) as w:
         yield w
+        # a window that failed before counting its walks: counted now,
+        # so that none of them is taken for the next window's
+        w.__exit__()
+        if w.error is None and w.walks:
+            w.seen()
 
 
 def check_window(e: Env, t0: float, pw: http_load.ProcWatch, ww: WalkWitness,
