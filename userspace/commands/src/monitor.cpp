@@ -32,6 +32,7 @@
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/signals.hpp"
+#include "ptwalk/task_names.hpp"
 #include "ptwalk/tracefs.hpp"
 #include "ptwalk/monitor_json.hpp"
 #include "monitor_tasks.hpp"
@@ -245,8 +246,13 @@ private:
 		}
 		return true;
 	}
+	// A process's name from its COMM and FORK records when any came
+	// since we started (they follow a rename after its probe), else what
+	// its probe read.
 	std::string target_comm(pid_t p)
 	{
+		if (names_.since(p))
+			return names_.comm(p);
 		std::string c = prober_.comm(p);
 		return c.empty() ? names_.comm(p) : c;
 	}
@@ -284,19 +290,22 @@ private:
 		};
 		k.round = [this, &t](uint64_t at, bool final) {
 			t.advance(at, final);
+			// for health() on other threads: the scrape sees them live
+			unpaired_.store(t.unpaired(), std::memory_order_relaxed);
+			probe_facts_.store(t.probe_facts(), std::memory_order_relaxed);
 			if (t.wants_probe()) {
 				t.clear_wants_probe();
 				prober_.rescan();
 			}
 		};
-		k.comm = [this](pid_t tid, std::string_view c) { names_.set(tid, c); };
+		k.comm = [this](pid_t tid, std::string_view c, uint64_t at) { names_.set(tid, c, at); };
 		k.span = [&t](const LockSpan &s, bool hold) { t.span(s, hold); };
 		k.probe = [&t](const LockEvent &e) { t.probe_acquire(e); };
 		k.owner = [&t](uint64_t mm, pid_t tgid, uint64_t at, bool building) {
 			t.owner_fact(mm, tgid, at, building);
 		};
-		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid) {
-			names_.fork(ptid, tid);
+		k.fork = [this](pid_t pid, pid_t tid, pid_t ptid, uint64_t at) {
+			names_.fork(ptid, tid, at);
 			if (pid == tid)
 				prober_.queue(pid);
 		};
@@ -314,7 +323,9 @@ private:
 		h.backend = backend();
 		if (c.bpf && c.bpf->run_time_counted)
 			h.kernel_run_ns = int64_t(c.bpf->run_ns);
-		// unpaired/probe_facts live on the reader thread: read after stop
+		// the model's, as of the reader thread's last round
+		h.unpaired = unpaired_.load(std::memory_order_relaxed) + c.unpaired_in_kernel;
+		h.probe_facts = probe_facts_.load(std::memory_order_relaxed);
 		return h;
 	}
 	void announce() const
@@ -339,7 +350,7 @@ private:
 	const std::string textfile_;
 	HttpServer server_;
 	bool https_ = false;
-	TaskNames names_;
+	TaskNames names_{[](pid_t p) { return proc_comm(p); }, [] { return now_ns(); }};
 	Prober prober_;
 	std::optional<WalkTracker> tracker_;
 	MonitorTrace trace_;
@@ -347,6 +358,8 @@ private:
 	uint64_t t0_ = 0, t1_ = 0;
 	bool interrupted_ = false;
 	MonitorHealth h_;
+	// the model's counters, published by the reader thread each round
+	std::atomic<uint64_t> unpaired_{0}, probe_facts_{0};
 	std::string bpf_unavailable_; // auto fell back to perf: why
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-// ptwalk monitor's view of tasks, for monitor.cpp only: their names as
-// first seen (TaskNames), and the prober that makes the kernel take each
-// process's mmap_lock so the trace learns which mm is whose (Prober).
+// ptwalk monitor's view of tasks, for monitor.cpp only: a task's comm in
+// /proc (the names kept are model's TaskNames), and the prober that makes
+// the kernel take each process's mmap_lock so the trace learns which mm is
+// whose (Prober).
 #pragma once
 
 #include <condition_variable>
@@ -34,52 +35,6 @@ inline std::string proc_comm(pid_t pid)
 	auto t = read_file("/proc/" + std::to_string(pid) + "/comm", nullptr);
 	return t ? trim_nl(*t) : "";
 }
-
-// comm of tasks, read from /proc as soon as a task is first seen (it may
-// be gone by the end). Only touched on the trace reader thread until stop.
-class TaskNames {
-public:
-	void note(pid_t tid, pid_t tgid)
-	{
-		lookup(tid);
-		lookup(tgid);
-	}
-	void set(pid_t tid, std::string_view comm)
-	{
-		bound();
-		names_[tid] = std::string(comm);
-	}
-	void fork(pid_t ptid, pid_t tid)
-	{
-		bound();
-		lookup(ptid);
-		if (!names_.count(tid))
-			names_[tid] = names_[ptid];
-	}
-	std::string comm(pid_t pid) const
-	{
-		auto it = names_.find(pid);
-		return it == names_.end() || it->second.empty() ? "?" : it->second;
-	}
-	void forget(pid_t pid) { names_.erase(pid); }
-
-private:
-	// a run of weeks sees millions of tasks: names are re-read when needed
-	void bound()
-	{
-		if (names_.size() > 262144)
-			names_.clear();
-	}
-	void lookup(pid_t pid)
-	{
-		if (pid <= 0)
-			return;
-		auto [it, fresh] = names_.try_emplace(pid);
-		if (fresh)
-			it->second = proc_comm(pid);
-	}
-	std::unordered_map<pid_t, std::string> names_;
-};
 
 inline pid_t my_tid() { return pid_t(syscall(SYS_gettid)); }
 

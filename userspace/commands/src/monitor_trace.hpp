@@ -52,8 +52,8 @@ public:
 		std::function<void(pid_t child, uint64_t t)> born;
 		std::function<void(pid_t tid, uint64_t start, WalkFile f)> fd_evidence;
 		std::function<void(uint64_t drained_at, bool final)> round;
-		std::function<void(pid_t tid, std::string_view comm)> comm;
-		std::function<void(pid_t pid, pid_t tid, pid_t ptid)> fork;
+		std::function<void(pid_t tid, std::string_view comm, uint64_t t)> comm;
+		std::function<void(pid_t pid, pid_t tid, pid_t ptid, uint64_t t)> fork;
 		// bpf backend: a span paired in the kernel (in end order), a
 		// prober's acquisition, the kernel's mm->owner of an mm
 		std::function<void(const LockSpan &s, bool hold)> span;
@@ -386,15 +386,15 @@ public:
 	}
 
 private:
-	void task_comm(pid_t, pid_t tid, std::string_view comm) override
+	void task_comm(pid_t, pid_t tid, std::string_view comm, uint64_t t) override
 	{
 		if (hooks_.comm)
-			hooks_.comm(tid, comm);
+			hooks_.comm(tid, comm, t);
 	}
-	void task_fork(pid_t pid, pid_t, pid_t tid, pid_t ptid) override
+	void task_fork(pid_t pid, pid_t, pid_t tid, pid_t ptid, uint64_t t) override
 	{
 		if (hooks_.fork)
-			hooks_.fork(pid, tid, ptid);
+			hooks_.fork(pid, tid, ptid, t);
 	}
 	static constexpr uint64_t kMargin = 10'000'000;
 	static constexpr uint64_t kInflightScanNs = 1'000'000; // a walk's age at its fd scan

@@ -330,13 +330,13 @@ void MmapLockTrace::round_end(uint64_t drained_at_ns, bool final)
 	});
 }
 
-void MmapLockTrace::task_comm(pid_t pid, pid_t tid, std::string_view comm)
+void MmapLockTrace::task_comm(pid_t pid, pid_t tid, std::string_view comm, uint64_t)
 {
 	if (opt_.on_comm)
 		opt_.on_comm(pid, tid, comm);
 }
 
-void MmapLockTrace::task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)
+void MmapLockTrace::task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid, uint64_t)
 {
 	if (opt_.on_fork)
 		opt_.on_fork(pid, ppid, tid, ptid);

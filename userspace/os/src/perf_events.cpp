@@ -22,6 +22,17 @@ namespace ptwalk {
 
 namespace {
 
+// sample_id_all's trailer of a non-sample record, as sample_type TID |
+// TIME | CPU lays it out: u32 pid, tid; u64 time; u32 cpu, res
+constexpr size_t kSampleIdBytes = 24;
+
+uint64_t sample_id_time(const uint8_t *rec, size_t size)
+{
+	uint64_t t;
+	std::memcpy(&t, rec + size - 16, 8);
+	return t;
+}
+
 long sys_perf_event_open(perf_event_attr *attr, pid_t pid, int cpu, int group,
 			 unsigned long flags)
 {
@@ -150,6 +161,10 @@ bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *er
 				attr.comm = 1;
 				attr.comm_exec = 1;
 				attr.task = 1;
+				// their records end with the sample's TID, TIME
+				// and CPU: the time orders a task's records read
+				// from different CPUs' rings
+				attr.sample_id_all = 1;
 			}
 			long fd = sys_perf_event_open(&attr, -1, cpu, -1,
 						      PERF_FLAG_FD_CLOEXEC);
@@ -373,23 +388,26 @@ void PerfTracepoints::Impl::drain(Ring &r)
 				}
 			}
 		} else if (hdr.type == PERF_RECORD_COMM) {
-			// u32 pid, tid; char comm[] (NUL-terminated, padded)
+			// u32 pid, tid; char comm[] (NUL-terminated, padded);
+			// sample_id: u32 pid, tid; u64 time; u32 cpu, res
 			const uint8_t *p = rec + sizeof(hdr);
 			const size_t n = hdr.size - sizeof(hdr);
-			if (n > 8) {
+			if (n > 8 + kSampleIdBytes) {
 				uint32_t pid, tid;
 				std::memcpy(&pid, p, 4);
 				std::memcpy(&tid, p + 4, 4);
 				const char *c = reinterpret_cast<const char *>(p + 8);
 				sink->task_comm(pid_t(pid), pid_t(tid),
-						std::string_view(c, strnlen(c, n - 8)));
+						std::string_view(c, strnlen(c, n - 8 - kSampleIdBytes)),
+						sample_id_time(rec, hdr.size));
 			}
 		} else if (hdr.type == PERF_RECORD_FORK) {
-			// u32 pid, ppid, tid, ptid; u64 time
-			if (hdr.size >= sizeof(hdr) + 16) {
+			// u32 pid, ppid, tid, ptid; u64 time; sample_id
+			if (hdr.size >= sizeof(hdr) + 16 + kSampleIdBytes) {
 				uint32_t v[4];
 				std::memcpy(v, rec + sizeof(hdr), 16);
-				sink->task_fork(pid_t(v[0]), pid_t(v[1]), pid_t(v[2]), pid_t(v[3]));
+				sink->task_fork(pid_t(v[0]), pid_t(v[1]), pid_t(v[2]), pid_t(v[3]),
+						sample_id_time(rec, hdr.size));
 			}
 		} else if (hdr.type == PERF_RECORD_LOST) {
 			// u64 id; u64 lost

@@ -269,8 +269,8 @@ public:
 private:
 	void sample(const PerfSample &s) override;
 	void round_end(uint64_t drained_at_ns, bool final) override;
-	void task_comm(pid_t pid, pid_t tid, std::string_view comm) override;
-	void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid) override;
+	void task_comm(pid_t pid, pid_t tid, std::string_view comm, uint64_t time_ns) override;
+	void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid, uint64_t time_ns) override;
 
 	// lock events and context switches, one time order
 	struct TraceEvent {

@@ -36,14 +36,16 @@ public:
 	// CPU in ring order); final is true for the last call, after stop.
 	virtual void round_end(uint64_t drained_at_ns, bool final) = 0;
 	// With PerfTracepointConfig::track_tasks: a task changed its comm
-	// (exec, prctl) / a task was created (PERF_RECORD_COMM / _FORK).
-	virtual void task_comm(pid_t pid, pid_t tid, std::string_view comm)
+	// (exec, prctl) / a task was created (PERF_RECORD_COMM / _FORK), at
+	// time_ns (the samples' clock). Per CPU in ring order like the
+	// samples: a task's records from two CPUs may come out of order.
+	virtual void task_comm(pid_t pid, pid_t tid, std::string_view comm, uint64_t time_ns)
 	{
-		(void)pid, (void)tid, (void)comm;
+		(void)pid, (void)tid, (void)comm, (void)time_ns;
 	}
-	virtual void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)
+	virtual void task_fork(pid_t pid, pid_t ppid, pid_t tid, pid_t ptid, uint64_t time_ns)
 	{
-		(void)pid, (void)ppid, (void)tid, (void)ptid;
+		(void)pid, (void)ppid, (void)tid, (void)ptid, (void)time_ns;
 	}
 	// How long the reader may sleep before the next round (ms), asked
 	// after each round; poll_ms unless the sink needs to look sooner.
