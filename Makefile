@@ -6,6 +6,9 @@
 #   make qualify    the main job: the standard scenario on this host
 #   make bench      benchmarks (figures, not assertions)
 #   make fuzz       the parsers' libFuzzer targets, ~1 min (also in make test)
+#   make lint       checkpatch --strict (module/, lib/, selftests/), clang-format
+#                   (userspace/), mypy and flake8 (scripts/) (also in make test)
+#   make format     rewrite userspace/ as .clang-format says
 #   make module     ptwalk.ko against KDIR (default: running kernel, else the
 #                   newest installed linux-headers)
 #   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
@@ -29,7 +32,7 @@ DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
 	test-selftests test-py qualify bench clean vm-matrix fuzz install kernel-ab \
-	cross-version
+	cross-version lint format
 
 all: build
 
@@ -37,7 +40,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus fuzz
+	scripts/deps.sh build python vm module perf prometheus fuzz lint
 
 build: userspace selftests
 
@@ -64,6 +67,7 @@ test: deps-test
 	$(MAKE) test-selftests || rc=1; \
 	$(MAKE) test-py || rc=1; \
 	$(MAKE) fuzz || rc=1; \
+	$(MAKE) lint || rc=1; \
 	if [ $$rc = 0 ]; then echo "make test: every suite passed"; \
 	else echo "make test: a suite FAILED (see above)"; fi; \
 	exit $$rc
@@ -83,6 +87,15 @@ fuzz:
 	scripts/deps.sh build fuzz
 	scripts/fuzz.sh build
 	scripts/fuzz.sh run brief
+
+# the static checks, each run even when one before failed (scripts/lint.sh)
+lint:
+	scripts/deps.sh lint
+	scripts/lint.sh
+
+format:
+	scripts/deps.sh lint
+	scripts/lint.sh --format
 
 kernel-ab:
 	@test -n "$(PATCH)" || { echo "make kernel-ab: PATCH=FILE is needed" >&2; exit 2; }

@@ -31,7 +31,8 @@ long long ptw_trigger_read_all(int fd, char *buf, size_t len, int keep, size_t *
 	for (;;) {
 		/* reads as large as the buffer allows (a seq_file drops
 		 * mmap_lock between reads, so their size shapes the walk);
-		 * what fits below the tail stays, the tail takes the rest */
+		 * what fits below the tail stays, the tail takes the rest
+		 */
 		char *dst = buf + off;
 		size_t room = len - off;
 		ssize_t n;

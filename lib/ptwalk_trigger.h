@@ -37,6 +37,7 @@ struct page_region {
 	__u64 end;
 	__u64 categories;
 };
+
 struct pm_scan_arg {
 	__u64 size;
 	__u64 flags;
@@ -54,7 +55,8 @@ struct pm_scan_arg {
 #endif
 
 /* Called after every read of a walk (NULL: none); the test walker kills
- * its target there to race a walk with an exit. */
+ * its target there to race a walk with an exit.
+ */
 typedef void (*ptw_trigger_each_fn)(void *arg);
 
 /*

@@ -229,6 +229,7 @@ static long long ptw_counter_all_##c(u64 kp_missed, u64 krp_missed)	\
 {									\
 	return atomic64_read(&ptw_stats.c);				\
 }
+
 PTW_STAT_ALL(walks_dropped)
 PTW_STAT_ALL(waits_dropped)
 PTW_STAT_ALL(walks_open_unread)
@@ -241,10 +242,12 @@ static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
 {
 	return kp_missed;
 }
+
 static long long ptw_counter_all_krp_nmissed(u64 kp_missed, u64 krp_missed)
 {
 	return krp_missed;
 }
+
 static long long ptw_counter_all_inject_delay_ns(u64 kp_missed, u64 krp_missed)
 {
 	return READ_ONCE(ptw_inject_delay_ns);

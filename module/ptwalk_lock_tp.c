@@ -94,8 +94,7 @@ static int ptw_mmap_lock_register(void)
 {
 	int err;
 
-	err = register_trace_mmap_lock_start_locking(ptw_tp_start_locking,
-						      NULL);
+	err = register_trace_mmap_lock_start_locking(ptw_tp_start_locking, NULL);
 	if (err)
 		return err;
 	err = register_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,

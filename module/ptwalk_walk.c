@@ -482,12 +482,12 @@ size_t fn(type *buf, size_t max)					\
 	while (n < max) {						\
 		raw_spin_lock_irqsave(&ptw_ring_lock, flags);		\
 		end = head;						\
-		first = end > size ? end - size : 0;			\
+		first = end > (size) ? end - (size) : 0;		\
 		if (i < first)						\
 			i = first;					\
 		stop = min_t(u64, end, i + PTW_SNAP_CHUNK);		\
 		for (; i < stop && n < max; i++)			\
-			buf[n++] = ring[i % size];			\
+			buf[n++] = ring[i % (size)];			\
 		raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);	\
 		if (i >= end)						\
 			break;						\

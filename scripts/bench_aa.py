@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.evaluate:
             record(out, 2 * args.pairs)
         sets = pairs_of(out, args.pairs)
-    judged = [({}, "runs only (--noise none)")]
+    judged: list[tuple[dict[str, float], str]] = [({}, "runs only (--noise none)")]
     if compare.DEFAULT_NOISE.exists():
         judged.append((compare.load_noise(compare.DEFAULT_NOISE),
                        f"runs and {compare.DEFAULT_NOISE.relative_to(REPO)} (ptwalk compare's "

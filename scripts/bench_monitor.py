@@ -81,8 +81,8 @@ def lockers_pay(reps: int, secs: int, tmp: Path) -> None:
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(2)
             r = subprocess.run(
-                [str(PTWALK), "run", "--size", "1G", "--scanner", "clear_refs", "--interval", "600s",
-                 "--duration",
+                [str(PTWALK), "run", "--size", "1G", "--scanner", "clear_refs",
+                 "--interval", "600s", "--duration",
                  f"{secs}s", "--victims", "fault,mmap", "--op-interval", "0", "--backend",
                  "syscall", "--quiet", "--out", str(tmp / "pay.json")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
@@ -90,7 +90,8 @@ def lockers_pay(reps: int, secs: int, tmp: Path) -> None:
                 mon.send_signal(signal.SIGINT)
                 mon.wait(timeout=60)
             if r.returncode != 0:
-                print(f"  lockers: not measured: ptwalk run exited {r.returncode}: {r.stderr.strip()}")
+                print(f"  lockers: not measured: ptwalk run exited {r.returncode}: "
+                      f"{r.stderr.strip()}")
                 return
             v = json.loads((tmp / "pay.json").read_text())["victims"]
             rates[cond].append(sum(x["ops"] for x in v.values()) / secs)

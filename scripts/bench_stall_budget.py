@@ -36,7 +36,7 @@ def main() -> int:
             print(f"  {name}: not measured: {why}")
             continue
         with tempfile.TemporaryDirectory(prefix="ptwalk-bench-stall-") as d:
-            def run_in_vm(kernel, command, files=(), **kw):  # type: ignore[no-untyped-def]
+            def run_in_vm(kernel, command, files=(), **kw):
                 add = [(vmconfig.PROJECT / f, f"/ptwalk/{f}") for f in files]
                 return pipeline.run_in_vm(cfg, kernel, command,
                                           pipeline.RunOptions(add=add, **kw), Path(d) / "vm")

@@ -140,7 +140,10 @@ def power(cfg: vmconfig.Config, k: vmconfig.Kernel, pairs: int = POWER_PAIRS,
     """Pairs A (no delay) / B (+pct% injected) compared as ptwalk compare
     would: with the A/A calibration measured under the results' clock."""
     pw = Power(k.id, "?", clock, pct, pairs, runs)
-    say = (lambda *_: None) if quiet else print
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(line)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         r, pw.sizing = run_power(cfg, k, out, clock=clock, pairs=pairs, runs=runs, pct=pct,
@@ -212,7 +215,7 @@ def calibrate(cfg: vmconfig.Config, k: vmconfig.Kernel, clock: str, pairs: int, 
         return 1
     walk = [v for key, v in noise.items() if key.split("|", 1)[1].startswith("walk ")]
     floor = max(walk or noise.values())
-    path = dest or compare.noise_file_for(ons[0])
+    path = dest or Path(compare.noise_file_for(ons[0]))
     doc = {"schema": compare.NOISE_SCHEMA,
            "comment": "A/A calibration of ptwalk compare for results of ptwalk-vm guests "
                       f"under {ons[0]}: per scenario and metric, the largest |%change of run "
@@ -228,9 +231,9 @@ def calibrate(cfg: vmconfig.Config, k: vmconfig.Kernel, clock: str, pairs: int, 
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
            "min_change_pct": floor,
            "noise_pct": dict(sorted(noise.items()))}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    part = path.with_suffix(".tmp")
+    part.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(part, path)
     print(f"  A/A calibration ({k.id}, {ons[0]}): {len(noise)} scenario metrics from {pairs} "
           f"pairs, min change {floor:g}%: {path}")
     return 0
@@ -346,10 +349,11 @@ def main(argv: list[str] | None = None) -> int:
                    order="sequential" if a.sequential else "interleaved", noise_arg=a.noise)
         return 1 if pw.error else 0
     ks, missing = cfg.matrix()
-    k = next((k for k in ks if k.name == "cloud-amd64" and k.ko), None)
-    if k is None:
+    found = next((x for x in ks if x.name == "cloud-amd64" and x.ko), None)
+    if found is None:
         print(f"  VM benchmarks: skipped: no cloud-amd64 kernel with ptwalk.ko ({missing})")
         return 0
+    k = found
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         r = pipeline.run_in_vm(cfg, k, "sh scripts/vm/bench.sh /ptwalk/module/ptwalk.ko "

@@ -39,11 +39,14 @@ pkgs_perf="linux-perf"
 pkgs_prometheus="prometheus python3-yaml openssl"
 # libFuzzer, ASan and UBSan for the parsers' fuzz targets (scripts/fuzz.sh)
 pkgs_fuzz="clang libclang-rt-14-dev"
+# make lint: checkpatch.pl (perl) from linux-source-6.1's tarball (xz),
+# clang-format for userspace/, mypy and flake8 for scripts/
+pkgs_lint="perl xz-utils git linux-source-6.1 clang-format-14 python3-mypy python3-flake8"
 # building a kernel from linux-source-6.1 (scripts/kernel-ab.sh, make kernel-ab)
 pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio kmod linux-source-6.1"
 
 # kernel is not in the default set: only make kernel-ab builds kernels
-groups="${*:-build python vm module perf prometheus fuzz}"
+groups="${*:-build python vm module perf prometheus fuzz lint}"
 want=""
 want_bpo=""
 for g in $groups; do
@@ -55,8 +58,9 @@ for g in $groups; do
 	perf) want="$want $pkgs_perf" ;;
 	prometheus) want="$want $pkgs_prometheus" ;;
 	fuzz) want="$want $pkgs_fuzz" ;;
+	lint) want="$want $pkgs_lint" ;;
 	kernel) want="$want $pkgs_kernel" ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz kernel)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel)" >&2; exit 2 ;;
 	esac
 done
 

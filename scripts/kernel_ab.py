@@ -58,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _Parser(prog="kernel_ab.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", type=Path, help="kernel image without the change")
     p.add_argument("--after", type=Path, help="kernel image with the change")
     p.add_argument("--before-ko", type=Path, help="ptwalk.ko for --before (default: by vermagic)")
@@ -167,7 +167,8 @@ def budget_diff(before: list[budgets.Verdict], after: list[budgets.Verdict]
     def table(vs: list[budgets.Verdict]) -> dict[tuple[str, str], str]:
         return {(v.budget, v.scenario): v.verdict for v in vs if v.verdict != budgets.INFO}
     b, a = table(before), table(after)
-    changed, one_side = [], []
+    changed: list[dict[str, str]] = []
+    one_side: list[dict[str, str]] = []
     for k in sorted(set(b) | set(a)):
         vb, va = b.get(k, "-"), a.get(k, "-")
         if vb == va:

@@ -59,7 +59,7 @@ static int budget_parse(struct ptw_budget *b, const char *path)
 				break;
 		if (i == PB_NR_KEYS) {
 			ksft_print_msg("budget %s:%d: unknown key %.*s (ignored)\n",
-				 path, lineno, (int)kl, k);
+				       path, lineno, (int)kl, k);
 			continue;
 		}
 		b->v[i] = d;
@@ -98,27 +98,26 @@ int ptw_budget_load(struct ptw_budget *b, const char *path)
 		ksft_print_msg("budget: %s%s\n", path, r ? " (ERROR)" : "");
 		return r;
 	}
-	if (bdir && *bdir) {
+	if (bdir && *bdir)
 		snprintf(dir, sizeof(dir), "%s", bdir);
-	} else if (exe_dir(dir, sizeof(dir) - 16)) {
+	else if (exe_dir(dir, sizeof(dir) - 16))
 		strcat(dir, "/budgets");
-	} else {
+	else
 		dir[0] = 0;
-	}
 	ptw_host_class(cls, sizeof(cls));
 	if (dir[0]) {
 		snprintf(p, sizeof(p), "%s/%s.budget", dir, cls);
 		if (access(p, R_OK) == 0) {
 			r = budget_parse(b, p);
 			ksft_print_msg("budget: %s (host class %s)%s\n", p, cls,
-				 r ? " (ERROR)" : "");
+				       r ? " (ERROR)" : "");
 			return r;
 		}
 		snprintf(p, sizeof(p), "%s/default.budget", dir);
 		if (access(p, R_OK) == 0) {
 			r = budget_parse(b, p);
 			ksft_print_msg("budget: %s (no %s.budget for this host class)%s\n",
-				 p, cls, r ? " (ERROR)" : "");
+				       p, cls, r ? " (ERROR)" : "");
 			return r;
 		}
 	}

@@ -155,7 +155,8 @@ static bool linear_once(struct __test_metadata *_metadata,
 	const double *bv = budget->v;
 
 	/* cost of walking N PTEs = walk time minus the fixed per-walk cost
-	 * (same walk of a process with a 1-page region) */
+	 * (same walk of a process with a 1-page region)
+	 */
 	for (k = 0; k < n; k++) {
 		x[k] = p[k].ptes;
 		y[k] = p[k].ns[w] > p[k].base[w] ? p[k].ns[w] - p[k].base[w] : 1;

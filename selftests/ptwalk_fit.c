@@ -17,7 +17,8 @@ int ptw_fit_linear(const double *x, const double *y, unsigned int n,
 	if (n < 2)
 		return -1;
 	f->n = n;
-	f->x_min = f->x_max = x[0];
+	f->x_min = x[0];
+	f->x_max = x[0];
 	for (i = 0; i < n; i++) {
 		sx += x[i];
 		sy += y[i];

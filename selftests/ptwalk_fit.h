@@ -17,7 +17,8 @@ struct ptw_fit {
 	double b;		/* slope */
 	double r2;		/* coefficient of determination (0 if y is constant) */
 	double s;		/* residual standard error, n - 2 degrees of freedom
-				 * (0 for n = 2) */
+				 * (0 for n = 2)
+				 */
 	double x_mean;
 	double sxx;		/* sum of (x - x_mean)^2 */
 	double x_min, x_max;

@@ -63,18 +63,23 @@ static uint64_t field_kb(const char *line, const char *key)
 	return strtoull(line + kl + 1, NULL, 10);
 }
 
+/* adds the line's value to *sum when the line is key's; whether it was */
+static bool add_kb(uint64_t *sum, const char *line, const char *key)
+{
+	uint64_t v = field_kb(line, key);
+
+	if (v == UINT64_MAX)
+		return false;
+	*sum += v;
+	return true;
+}
+
 static void account(struct ptw_smaps *s, const char *line)
 {
-	uint64_t v;
-
-	if ((v = field_kb(line, "Rss")) != UINT64_MAX)
-		s->rss_kb += v;
-	else if ((v = field_kb(line, "Referenced")) != UINT64_MAX)
-		s->referenced_kb += v;
-	else if ((v = field_kb(line, "Anonymous")) != UINT64_MAX)
-		s->anonymous_kb += v;
-	else if ((v = field_kb(line, "AnonHugePages")) != UINT64_MAX)
-		s->anon_huge_kb += v;
+	if (!add_kb(&s->rss_kb, line, "Rss") &&
+	    !add_kb(&s->referenced_kb, line, "Referenced") &&
+	    !add_kb(&s->anonymous_kb, line, "Anonymous"))
+		add_kb(&s->anon_huge_kb, line, "AnonHugePages");
 }
 
 /*

@@ -103,7 +103,8 @@ static bool walk_under_mapper(struct span *walks, unsigned int nwalks,
 	ptw_clear_refs("1");		/* warm-up walk */
 	atomic_store(&nevents, 0);
 	atomic_store(&stop, false);
-	nops = op_errors = 0;
+	nops = 0;
+	op_errors = 0;
 	if (pthread_create(&th, NULL, mapper, NULL)) {
 		snprintf(why, len, "pthread_create failed");
 		ptw_region_unmap(&r);
@@ -224,7 +225,7 @@ static bool one_attempt(struct __test_metadata *_metadata,
 		 (unsigned long long)op_errors, v.n, v.n_in, v.max_in / 1e6,
 		 v.max_out / 1e6);
 	TH_LOG("bound: walk x %.2f + %.2f ms slack (%s)", factor,
-		 slack / 1e6, budget->source);
+	       slack / 1e6, budget->source);
 	if (!nops) {
 		snprintf(why, len, "mapper thread made no progress");
 		res = false;

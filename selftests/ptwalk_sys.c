@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ptwalk selftests helpers: the system: page sizes, clocks, kernel config, what this kernel can do, the host class; and the options.
+ * ptwalk selftests helpers: the system: page sizes, clocks, kernel config,
+ * what this kernel can do, the host class; and the options.
  * Declared in ptwalk_util.h.
  */
 #include "ptwalk_util_int.h"
@@ -30,9 +31,8 @@ void ptw_init(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (ps > 0)
 		ptw_page_size = ps;
-	ptw_pmd_size = read_ulong_file(
-		"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
-		ptw_page_size * (ptw_page_size / 8));
+	ptw_pmd_size = read_ulong_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
+				       ptw_page_size * (ptw_page_size / 8));
 }
 
 uint64_t ptw_now_ns(void)
@@ -203,11 +203,10 @@ void ptw_host_class(char *buf, size_t len)
 	for (i = 0; model[i] && o + 2 < len; i++) {
 		unsigned char ch = model[i];
 
-		if (isalnum(ch)) {
+		if (isalnum(ch))
 			buf[o++] = tolower(ch);
-		} else if (o && buf[o - 1] != '-') {
+		else if (o && buf[o - 1] != '-')
 			buf[o++] = '-';
-		}
 	}
 	while (o && buf[o - 1] == '-')
 		o--;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ptwalk selftests helpers: walk targets in child processes, the walk clock, cache flushing, cost measurement.
+ * ptwalk selftests helpers: walk targets in child processes, the walk clock,
+ * cache flushing, cost measurement.
  * Declared in ptwalk_util.h.
  */
 #include "ptwalk_util_int.h"
@@ -52,7 +53,8 @@ int ptw_target_spawn(struct ptw_target *t, int backing, size_t size,
 	ssize_t n;
 
 	memset(t, 0, sizeof(*t));
-	t->clear_fd = t->pagemap_fd = -1;
+	t->clear_fd = -1;
+	t->pagemap_fd = -1;
 	if (pipe2(rep, O_CLOEXEC)) {
 		snprintf(why, len, "pipe: %s", strerror(errno));
 		return -1;
@@ -66,6 +68,7 @@ int ptw_target_spawn(struct ptw_target *t, int backing, size_t size,
 	if (t->pid == 0) {
 		struct ptw_region r;
 		struct ptw_smaps s;
+
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(rep[0]);
 		memset(&cr, 0, sizeof(cr));
@@ -124,7 +127,8 @@ void ptw_target_kill(struct ptw_target *t)
 		kill(t->pid, SIGKILL);
 		waitpid(t->pid, NULL, 0);
 	}
-	t->clear_fd = t->pagemap_fd = -1;
+	t->clear_fd = -1;
+	t->pagemap_fd = -1;
 	t->pid = 0;
 }
 
@@ -143,7 +147,8 @@ static int cpu_clock_ok = -1;
 static double cpu_clock_step_ns;
 
 /* x86: the task clock is only trustworthy on a stable TSC; a guest that
- * fell back to hpet/acpi_pm (qemu TCG) gave erratic thread CPU times */
+ * fell back to hpet/acpi_pm (qemu TCG) gave erratic thread CPU times
+ */
 static bool clocksource_ok(char *cs, size_t len)
 {
 	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
@@ -330,7 +335,8 @@ size_t ptw_cache_flush_init(void)
 		return 0;
 	}
 	/* not inherited by the walk targets forked later (MADV_DONTFORK):
-	 * it would add its PTEs to every walk */
+	 * it would add its PTEs to every walk
+	 */
 	flush_buf = mmap(NULL, flush_size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (flush_buf == MAP_FAILED || madvise(flush_buf, flush_size,
@@ -466,8 +472,10 @@ static void summarize_cost_samples(const struct ptw_opts *o, unsigned int ns,
 			unsigned int cnt = k < o->points ? ns : o->reps;
 
 			if (w == PW_PAGEMAP_SCAN && !with_scan) {
-				if (k < o->points)
-					pts[k].ns[w] = pts[k].med[w] = 0;
+				if (k < o->points) {
+					pts[k].ns[w] = 0;
+					pts[k].med[w] = 0;
+				}
 				continue;
 			}
 			qsort(s0, cnt, sizeof(*s0), cmp_u64);

@@ -35,13 +35,17 @@ FIXTURE_VARIANT_ADD(thp, smaps_rollup) { .walker = PW_SMAPS_ROLLUP };
 
 FIXTURE_SETUP(thp)
 {
+	struct ptw_target *all[] = { &self->t4k, &self->thp, &self->base };
 	size_t size = ptw_opts.thp_mb << 20;
 	char why[512];
+	size_t i;
 
 	/* nothing spawned yet: teardown must not kill pid 0 or close fd 0 */
-	self->t4k.pid = self->thp.pid = self->base.pid = 0;
-	self->t4k.clear_fd = self->thp.clear_fd = self->base.clear_fd = -1;
-	self->t4k.pagemap_fd = self->thp.pagemap_fd = self->base.pagemap_fd = -1;
+	for (i = 0; i < ARRAY_SIZE(all); i++) {
+		all[i]->pid = 0;
+		all[i]->clear_fd = -1;
+		all[i]->pagemap_fd = -1;
+	}
 	/* a broken file fails budget_file; here what could be read is used */
 	if (ptw_budget_load(&self->budget, ptw_opts.budget))
 		TH_LOG("budget file broken (see budget_file): defaults for "

@@ -120,7 +120,8 @@ int ptw_pagemap_fd(void);	/* cached fd of /proc/self/pagemap */
 int ptw_pagemap_read(const void *addr, size_t npages, uint64_t *ents);
 
 /* The walk triggers and the PAGEMAP_SCAN uapi, shared with the module's
- * test walker and ptwalk's scanner (lib/ptwalk_trigger.h). */
+ * test walker and ptwalk's scanner (lib/ptwalk_trigger.h).
+ */
 #include "ptwalk_trigger.h"
 
 /* regions of [start,end) matching PAGE_IS_PRESENT; count or -errno */
@@ -196,7 +197,8 @@ void ptw_target_kill(struct ptw_target *t);
 uint64_t ptw_walk_target(int w, const struct ptw_target *t);
 extern uint64_t ptw_last_wall_ns;
 /* which clock ptw_walk_target() reports (falls back to wall time when
- * the thread CPU clock is tick-grained); a description for diagnostics */
+ * the thread CPU clock is tick-grained); a description for diagnostics
+ */
 const char *ptw_cost_clock(void);
 
 struct ptw_cost_point {
@@ -204,7 +206,8 @@ struct ptw_cost_point {
 	uint64_t ns[PW_NR];	/* min over reps */
 	uint64_t med[PW_NR];	/* median over reps */
 	uint64_t base[PW_NR];	/* min over reps, same walk of a process
-				 * with a 1-page region: the fixed cost */
+				 * with a 1-page region: the fixed cost
+				 */
 };
 
 /*
@@ -219,7 +222,8 @@ int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
 
 /* opt-in cold-cache walks (PTWALK_FLUSH_MB=N|llc): a buffer read through
  * before each timed walk; init returns its size (0: off), flush whether
- * it flushed */
+ * it flushed
+ */
 size_t ptw_cache_flush_init(void);
 bool ptw_cache_flush(void);
 

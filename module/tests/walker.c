@@ -157,7 +157,8 @@ static void walk(const char *kind, pid_t tgt)
 		if (!strcmp(kind, "pagemap")) {
 			/* the pagemap entries of every mapping listed in
 			 * /proc/PID/maps, 64 KiB (8192 entries) per read; a
-			 * target that exits ends them early */
+			 * target that exits ends them early
+			 */
 			char mpath[64], line[512];
 			FILE *maps;
 

@@ -52,8 +52,11 @@ def parse(text: str) -> Contract:
         return got
 
     records = {r: pairs(f"PTW_{r.upper()}_KEYS") for r in RECORDS}
+    debugfs_dir = re.fullmatch(r'"([^"]+)"', need("PTW_DEBUGFS_DIR").strip())
+    if not debugfs_dir:
+        raise ValueError(f"{HEADER.name}: PTW_DEBUGFS_DIR is not one string")
     return Contract(
-        debugfs_dir=re.fullmatch(r'"([^"]+)"', need("PTW_DEBUGFS_DIR").strip()).group(1),
+        debugfs_dir=debugfs_dir.group(1),
         kinds=tuple(re.findall(r'X\(\w+,\s*"([^"]+)"\)', need("PTW_KINDS"))),
         lock_modes=tuple(re.findall(r'X\(\d+,\s*"([^"]+)"\)', need("PTW_LOCK_MODES"))),
         hist_slots=int(need("PTW_HIST_SLOTS").split()[0]),

@@ -43,7 +43,8 @@ def load_budgets(path: Path) -> list[dict[str, Any]]:
         raise res.InputError(f"{path}: not a ptwalk.budgets/1 document")
     for b in doc["budgets"]:
         if b.get("check") not in CHECKS:
-            raise res.InputError(f"{path}: budget {b.get('id')!r}: unknown check {b.get('check')!r}")
+            raise res.InputError(f"{path}: budget {b.get('id')!r}: "
+                                 f"unknown check {b.get('check')!r}")
     return doc["budgets"]
 
 
@@ -188,7 +189,8 @@ def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
             f"{split.UNAVAILABLE} for {unsplit} of {n} walks: whole wait judged"
             if unsplit else "")
     out = [Verdict(b["id"], key, PASS if excess <= 0 else FAIL,
-                   f"{what} behind {fmt_ns(period)} of back-to-back walks or walks its wait spanned "
+                   f"{what} behind {fmt_ns(period)} of back-to-back walks "
+                   "or walks its wait spanned "
                    f"({w['kind']} {fmt_ns(w['duration_ns'])}; {n} walks)",
                    f"<= {b['factor']}x walks + {fmt_ns(b['slack_ns'])}",
                    "; ".join(x for x in (note, f"{r.path.name} iteration {w.get('iteration')}")
@@ -231,7 +233,7 @@ def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     of the victim's stalls) may be factor x the longest walk + slack.
     Without the split, the raw quantile may be that or as slow as the same
     quantile outside walks (host noise is not the walk's doing)."""
-    out = []
+    out: list[Verdict] = []
     qname = b.get("quantile", "max")
     q = QUANTILES[qname]
     walks = [w for r in runs for w in res.good_walks(r)]
@@ -375,6 +377,7 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
 
 
 ACROSS_SIZES = {"cost_fit"}   # checked once over every scenario's results
+
 
 def _stall_vs_hold(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     from . import holds

@@ -202,6 +202,7 @@ def noise_file_for(on: res.MeasuredOn, budgets: Path | None = None) -> Path:
     d = layout.budgets_dir() if budgets is None else budgets
     if not on.vm:
         return d / "aa-noise.json"
+
     def safe(w: str) -> str:
         return "".join(ch if ch.isalnum() else "_" for ch in w)
     return d / f"aa-noise-vm-{safe(on.accel)}-{safe(on.clock)}.json"

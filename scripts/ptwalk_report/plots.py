@@ -41,6 +41,7 @@ def _fit_curve(ax, f: Fit, color: str, targets: Sequence[float], label: str) -> 
     the points speak for themselves)."""
     def pts(lo: float, hi: float) -> list[float]:
         return [lo * (hi / lo) ** (k / 60) for k in range(61)]
+
     def ms(y: float) -> float:   # a negative prediction has no place on log axes
         return y / 1e6 if y > 0 else math.nan
     gx = pts(f.x_min, f.x_max)
@@ -156,7 +157,8 @@ def timeline(path: Path, title: str, t0: int, walks: Sequence[dict],
                                    gridspec_kw={"height_ratios": [1, 2]})
     kinds = sorted({w["kind"] for w in walks})
     for i, k in enumerate(kinds):
-        bars = [((w["start_ns"] - t0) / 1e9, w["duration_ns"] / 1e9) for w in walks if w["kind"] == k]
+        bars = [((w["start_ns"] - t0) / 1e9, w["duration_ns"] / 1e9)
+                for w in walks if w["kind"] == k]
         ax1.broken_barh(bars, (i - 0.4, 0.8), color=f"C{i}")
     ax1.set_yticks(range(len(kinds)), kinds)
     ax1.set_title("walks (bar = walk duration)")

@@ -142,10 +142,12 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         g.fit = fitmod.fit([p.entries for p in g.runs], [p.duration for p in g.runs])
         g.fastest_fit = fitmod.fit([p.entries for p in g.runs], [p.fastest for p in g.runs])
         st = [p for p in g.runs if p.worst_stall is not None]
-        g.stall_fit = fitmod.fit([p.entries for p in st], [p.worst_stall for p in st]) \
+        g.stall_fit = fitmod.fit([p.entries for p in st],
+                                 [p.worst_stall for p in st if p.worst_stall is not None]) \
             if st else None
-        if g.split:
-            g.held_fit = fitmod.fit([p.entries for p in st], [p.worst_held for p in st])
+        if g.split:  # every run of st has its worst_held then
+            g.held_fit = fitmod.fit([p.entries for p in st],
+                                    [p.worst_held for p in st if p.worst_held is not None])
     return [acc[k] for k in sorted(acc)]
 
 

@@ -151,6 +151,7 @@ class Metric:
     samples: list[float] = field(default_factory=list)
     pooled: float | None = None   # quantile of the merged histogram, if any
 
+
 VICTIM_QUANTILES = (("p99", "p99_ns", 0.99), ("p99.9", "p999_ns", 0.999), ("max", "max_ns", 1.0))
 
 

@@ -49,8 +49,8 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
     one VMA per mapping), estimate_max_ns = the longest walk x hold_bytes /
     size_bytes, as userspace/model/src/vma_layout.cpp computes it."""
     t0 = 1_000_000_000
-    ws = []
-    stalls = []
+    ws: list[dict[str, Any]] = []
+    stalls: list[dict[str, Any]] = []
     kind = profile if profile != "cadvisor" else "clear_refs"
     for i in range(walks):
         npp = rng.gauss(ns_per_pte, ns_per_pte * spread)

@@ -171,7 +171,8 @@ def render_upstream(r: res.Result) -> str:
     for kind, s in sorted(d.get("walk_summary", {}).items()):
         hold = s.get("lock_hold_p50_ns")
         out.append(f"  {kind[:12]:<13}{s.get('count', 0):>6}{s.get('ptes', 0):>11,}"
-                   f"{fmt_ns(s.get('duration_p50_ns', 0)):>9}{fmt_ns(s.get('duration_max_ns', 0)):>9}"
+                   f"{fmt_ns(s.get('duration_p50_ns', 0)):>9}"
+                   f"{fmt_ns(s.get('duration_max_ns', 0)):>9}"
                    f"{s.get('ns_per_pte_p50', 0):>8.1f}{fmt_ns(hold) if hold else '-':>10}")
     locks = [f"{kind}: {s['lock_mode']} lock, longest attributed wait "
              f"{fmt_ns(s.get('max_stall_ns', 0))}"

@@ -27,11 +27,13 @@ SUBCOMMANDS = ("run", "initramfs", "boot", "parse", "matrix")
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=config.DEFAULT_TOML, help="kernel matrix TOML")
-    p.add_argument("--kernel", type=Path, help="kernel image (bzImage); default: every matrix kernel")
+    p.add_argument("--kernel", type=Path,
+                   help="kernel image (bzImage); default: every matrix kernel")
     p.add_argument("--matrix", help="matrix name in the TOML (default: its default_matrix)")
     p.add_argument("--name", default=None, help="name for --kernel (default: its release)")
     p.add_argument("--modules", type=Path, help="module tree of --kernel (/lib/modules/REL)")
-    p.add_argument("--kdir", type=Path, help="headers/build dir of --kernel (recorded, for module builds)")
+    p.add_argument("--kdir", type=Path,
+                   help="headers/build dir of --kernel (recorded, for module builds)")
     p.add_argument("--ko", type=Path, help="ptwalk.ko for --kernel (default: found by vermagic)")
     p.add_argument("--arch", default="x86_64")
 
@@ -80,7 +82,8 @@ def make_parser(sub: str) -> argparse.ArgumentParser:
         p.add_argument("--results", type=Path, default=vm.BUILD / "last",
                        help="results root; one subdir per kernel (default build/vm/last)")
         p.add_argument("-q", "--quiet", action="store_true", help="do not stream guest output")
-        p.add_argument("-v", "--verbose", action="store_true", help="also stream the kernel console")
+        p.add_argument("-v", "--verbose", action="store_true",
+                       help="also stream the kernel console")
     if sub in ("run", "initramfs"):
         p.add_argument("command", nargs="*", help="shell command run in the guest (after --)")
     return p
@@ -109,7 +112,8 @@ def options(a: argparse.Namespace) -> vm.RunOptions:
         raise ConfigError(f"--env wants K=V, got {bad[0]!r}")
     env = dict(kv.split("=", 1) for kv in a.env)
     if a.clock == "icount" and a.accel == "kvm":
-        raise ConfigError("--clock icount needs --accel tcg: KVM runs the guest on the host's clock")
+        raise ConfigError("--clock icount needs --accel tcg: "
+                          "KVM runs the guest on the host's clock")
     # icount is TCG's: never let auto pick KVM under it
     accel = "tcg" if a.clock == "icount" else a.accel
     return vm.RunOptions(timeout=a.timeout, mem=a.mem, smp=a.smp, accel=accel, clock=a.clock,
@@ -128,7 +132,8 @@ def report(r: parse.VmResult, name: str) -> int:
           + (f"; results in {r.run_dir}" if r.run_dir else ""), file=sys.stderr)
     problem = r.problem()
     if problem:
-        print("ptwalk-vm: FAILED " + name + ":\n  " + problem.replace("\n", "\n  "), file=sys.stderr)
+        print("ptwalk-vm: FAILED " + name + ":\n  " + problem.replace("\n", "\n  "),
+              file=sys.stderr)
     return code
 
 

@@ -127,7 +127,8 @@ class Config:
         name = name or self.default_matrix
         table = self.raw.get("matrix", {}).get(name)
         if table is None:
-            raise ConfigError(f"{self.path}: no matrix {name!r} (have: {', '.join(self.matrix_names())})")
+            have = ", ".join(self.matrix_names())
+            raise ConfigError(f"{self.path}: no matrix {name!r} (have: {have})")
         kernels: list[Kernel] = []
         missing: list[str] = []
         series = str(table.get("series", ""))
@@ -156,9 +157,9 @@ class Config:
                 found.append((_version_key(rel), Path(img), rel))
         if not found:
             return f"{name}: no image matches {e['image']} with release {pat.pattern}"
-        _, img, rel = max(found)
+        _, image, rel = max(found)
         ko = Path(_fmt(e["ko"], rel)) if "ko" in e else None
-        return self.kernel(name, img, rel, e.get("arch", "x86_64"), headers=e.get("headers"),
+        return self.kernel(name, image, rel, e.get("arch", "x86_64"), headers=e.get("headers"),
                            module_dir=e.get("modules"), ko=ko if ko and ko.is_file() else None,
                            series=series)
 

@@ -177,7 +177,7 @@ def parse_channel(text: str) -> Channel:
 
 
 def _clean_dmesg(raw: str) -> str:
-    return "\n".join(re.sub(r"^<\d+>", "", l) for l in raw.splitlines()) + ("\n" if raw else "")
+    return "\n".join(re.sub(r"^<\d+>", "", ln) for ln in raw.splitlines()) + ("\n" if raw else "")
 
 
 @dataclass
@@ -238,15 +238,17 @@ class VmResult:
             msgs.append(f"TIMEOUT: guest did not finish within {self.timeout:g} s; qemu killed"
                         + after + _last_line(self.console))
         for f in self.findings[:MAX_SHOWN]:
-            msgs.append(f"KERNEL PROBLEM ({f.kind}) at {f.source} line {f.lineno}: {f.line.strip()}")
+            msgs.append(f"KERNEL PROBLEM ({f.kind}) at {f.source} line {f.lineno}: "
+                        f"{f.line.strip()}")
         if len(self.findings) > MAX_SHOWN:
             msgs.append(f"... and {len(self.findings) - MAX_SHOWN} more kernel-log findings"
                         + (f" (see {self.run_dir}/result.json)" if self.run_dir else ""))
         if not self.timed_out and (self.returncode is None or not self.complete):
-            msgs.append("GUEST DIED: result channel incomplete"
-                        + ("" if self.returncode is None else f" (command exited {self.returncode})")
+            exited = "" if self.returncode is None else f" (command exited {self.returncode})"
+            qemu_err = self.qemu_stderr.strip()
+            msgs.append("GUEST DIED: result channel incomplete" + exited
                         + f"; qemu exit {self.qemu_returncode}" + _last_line(self.console)
-                        + (f"; qemu: {self.qemu_stderr.strip()[-300:]}" if self.qemu_stderr.strip() else ""))
+                        + (f"; qemu: {qemu_err[-300:]}" if qemu_err else ""))
         return "\n".join(msgs) or None
 
     def to_json(self) -> dict:
@@ -260,7 +262,7 @@ class VmResult:
 
 
 def _last_line(console: str) -> str:
-    lines = [l for l in console.splitlines() if l.strip()]
+    lines = [ln for ln in console.splitlines() if ln.strip()]
     return f"; last console line: {lines[-1].strip()!r}" if lines else "; console empty"
 
 

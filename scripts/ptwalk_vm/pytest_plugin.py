@@ -103,7 +103,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         why = "; ".join(missing) or "empty matrix"
         metafunc.parametrize("vm_kernel", [pytest.param(None, id="no-kernel")], scope="session")
-        metafunc.function.__ptwalk_no_kernel__ = why  # type: ignore[attr-defined]
+        metafunc.function.__ptwalk_no_kernel__ = why
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

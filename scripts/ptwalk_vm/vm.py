@@ -100,7 +100,8 @@ def run_in_vm(cfg: Config, kernel: Kernel, command: str | Sequence[str],
     initrd = run_dir / "initramfs.cpio.gz"
     manifest = build_initramfs(cfg, kernel, command, opts, initrd)
     (run_dir / "manifest.txt").write_text("\n".join(manifest) + "\n")
-    print(f"ptwalk-vm: {kernel.name} ({kernel.release}): ko {kernel.ko or 'none built for this release'}; "
+    print(f"ptwalk-vm: {kernel.name} ({kernel.release}): "
+          f"ko {kernel.ko or 'none built for this release'}; "
           f"{len(manifest)} added files, listed in {run_dir / 'manifest.txt'}", file=log)
     return boot_step(cfg, kernel, initrd, opts, run_dir, accel, why)
 

@@ -26,7 +26,8 @@ def test_scenario(scenario: matrix.Scenario, qualify, record_property) -> None:
     assert doc.get("complete"), f"incomplete result: {doc.get('error') or doc.get('interrupted')}"
 
 
-@pytest.mark.parametrize("budget", bud.load_budgets(matrix.qualify_config().budgets), ids=lambda b: b["id"])
+@pytest.mark.parametrize("budget", bud.load_budgets(matrix.qualify_config().budgets),
+                         ids=lambda b: b["id"])
 def test_budget(budget: dict, qualify) -> None:
     runs = qualify.out / "runs"
     results = res.load([runs], strict=False) if runs.is_dir() else []

@@ -49,8 +49,9 @@ class LoadStats:
                   f"max {lat[-1] * 1e3:.1f} ms")
         if self.closed_after:
             early = sum(1 for t in self.closed_after if t < 1)
+            late = [t for t in self.closed_after if t >= 1]
             x += (f", closed by the server: {early} within 1 s, "
-                  f"{len(self.closed_after) - early} after {min(t for t in self.closed_after if t >= 1) if early < len(self.closed_after) else 0:.1f}"
+                  f"{len(late)} after {min(late) if late else 0:.1f}"
                   f"-{max(self.closed_after):.1f} s")
         if self.still_open:
             x += f", {self.still_open} still open at the end"

@@ -54,7 +54,9 @@ def wait_http(url: str, proc: subprocess.Popen[Any], timeout: float) -> str:
     last = ""
     while time.monotonic() < end:
         if proc.poll() is not None:
-            raise AssertionError(f"{proc.args[0]} exited with {proc.returncode} before serving {url}")
+            what = proc.args[0] if isinstance(proc.args, (list, tuple)) else proc.args
+            raise AssertionError(f"{what!s} exited with {proc.returncode} "
+                                 f"before serving {url}")
         try:
             code, body = http_get(url, timeout=2)
             if code == 200:

@@ -63,7 +63,7 @@ def test_the_built_in_defaults_are_the_source_values(tmp_path: Path) -> None:
     subprocess.run(["cc", "-I", str(REPO / "selftests"), "-o", str(exe), str(prog)],
                    check=True, timeout=60)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    got = {k: float(v) for k, v in (l.split("=") for l in out.split())}
+    got = {k: float(v) for k, v in (kv.split("=") for kv in out.split())}
     assert got == source_keys()
     # and the selftests' enum is built from the same list, in that order
     h = (REPO / "selftests" / "ptwalk_util.h").read_text()

@@ -24,9 +24,9 @@ def test_history_since_the_rule() -> None:
     if r.returncode != 0:
         pytest.skip(f"commit {RULE_BEGAN} is not in this clone (shallow history)")
     n = int(git(REPO, "rev-list", "--count", f"{RULE_BEGAN}..HEAD"))
-    r = subprocess.run([str(CHECK), f"{RULE_BEGAN}..HEAD"], cwd=REPO, capture_output=True,
+    c = subprocess.run([str(CHECK), f"{RULE_BEGAN}..HEAD"], cwd=REPO, capture_output=True,
                        text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert c.returncode == 0, c.stdout + c.stderr
     assert n > 0
 
 

@@ -46,15 +46,15 @@ def test_calibration_round_trip_and_effect(tmp_path: Path) -> None:
     for a, b in _pairs():
         c = compare.compare_sets(a, b)
         changes += [abs(r.change_pct) for s in c.scenarios for r in s.rows
-                    if f"{s.scenario}|{r.metric}" == key]
+                    if f"{s.scenario}|{r.metric}" == key and r.change_pct is not None]
     assert noise[key] == pytest.approx(max(changes), abs=0.05)
     # a row that beats the runs' own noise but not the calibration is not flagged
-    a = compare.Series("walk clear_refs ns/PTE", "ns/PTE", "run", [100.0, 101.0, 99.0, 100.5],
-                       walks=[8] * 4)
-    b = compare.Series("walk clear_refs ns/PTE", "ns/PTE", "run", [120.0, 121.0, 119.0, 120.5],
-                       walks=[8] * 4)
+    sa = compare.Series("walk clear_refs ns/PTE", "ns/PTE", "run", [100.0, 101.0, 99.0, 100.5],
+                        walks=[8] * 4)
+    sb = compare.Series("walk clear_refs ns/PTE", "ns/PTE", "run", [120.0, 121.0, 119.0, 120.5],
+                        walks=[8] * 4)
     scen = key.split("|")[0]
-    row = compare.make_row(scen, a, b, alpha=0.05, min_change_pct=5.0,
+    row = compare.make_row(scen, sa, sb, alpha=0.05, min_change_pct=5.0,
                            noise={key: 25.0}, seed=1, iterations=200)
     compare.decide([row], 0.05)
     assert row.q is not None and row.q < 0.05 and row.noise_from == "A/A"

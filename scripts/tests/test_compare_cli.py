@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,7 +90,7 @@ def test_recorded_improvement_exits_zero(tmp_path: Path) -> None:
     assert p.returncode == 0 and "overall: IMPROVEMENT" in p.stdout, p.stdout
 
 
-def _set(tmp: Path, name: str, seed: int, runs: int, **kw: float) -> Path:
+def _set(tmp: Path, name: str, seed: int, runs: int, **kw: Any) -> Path:
     rng = random.Random(seed)
     for i in range(runs):
         synthetic.write(synthetic.make_result(rng=rng, **kw), tmp / name / f"r{i}.json")

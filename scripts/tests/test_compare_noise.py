@@ -29,7 +29,7 @@ def put(d: Path, vm: dict[str, str] | None) -> Path:
 
 
 def cal(path: Path, min_change: float | None, noise: dict[str, float]) -> Path:
-    doc = {"schema": compare.NOISE_SCHEMA, "noise_pct": noise}
+    doc: dict[str, object] = {"schema": compare.NOISE_SCHEMA, "noise_pct": noise}
     if min_change is not None:
         doc["min_change_pct"] = min_change
     path.write_text(json.dumps(doc))

@@ -152,6 +152,7 @@ def test_noise_rule_and_calibration() -> None:
     wide_a = [50.0, 99.0, 99.5, 100.0, 100.5]
     wide_b = [101.0, 101.5, 102.0, 102.5, 103.0]
     r, = _rows([(wide_a, wide_b)], noise=2.0)
+    assert r.q is not None and r.noise_pct is not None and r.change_pct is not None
     assert r.q < 0.05 and r.noise_from == "runs" and r.noise_pct > r.change_pct
     assert not r.significant
 
@@ -163,6 +164,7 @@ def test_fdr_across_rows() -> None:
     nulls = [([rng.gauss(100, 5) for _ in range(5)], [rng.gauss(100, 5) for _ in range(5)])
              for _ in range(9)]
     rows = _rows([sep] + nulls)
+    assert rows[0].q is not None
     assert rows[0].p == pytest.approx(2 / 252) and rows[0].q > 0.05 and not rows[0].significant
     # alone it is a finding
     assert _rows([sep])[0].significant

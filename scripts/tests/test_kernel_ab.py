@@ -113,7 +113,9 @@ def test_fragment_holds_the_module_requirements() -> None:
     """Every option dkms needs for ptwalk.ko is set in the shipped fragment."""
     frag = FRAG.read_text()
     dkms = (ROOT / "module" / "dkms.conf").read_text()
-    need = re.search(r'BUILD_EXCLUSIVE_CONFIG="([^"]+)"', dkms).group(1).split()
+    m = re.search(r'BUILD_EXCLUSIVE_CONFIG="([^"]+)"', dkms)
+    assert m, dkms
+    need = m.group(1).split()
     assert need, dkms
     for opt in need + ["CONFIG_MODULE_UNLOAD", "CONFIG_SERIAL_8250_CONSOLE",
                        "CONFIG_BLK_DEV_INITRD", "CONFIG_PROC_PAGE_MONITOR"]:

@@ -16,7 +16,8 @@ from monitor_util import free_port, http_get, require_root, stop, wait_http
 from ptwalk_cli import PTWALK, tagged_env
 
 
-def _run(*args: str, timeout: float = 60, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, timeout: float = 60,
+         prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*prefix, str(PTWALK), "monitor", *args], capture_output=True,
                           text=True, timeout=timeout, env=tagged_env())
 
@@ -135,8 +136,9 @@ def test_sigterm_while_serving_clean_shutdown(tmp_path: Path) -> None:
 def test_sigterm_in_duration_mode_writes_the_json(tmp_path: Path) -> None:
     require_root()
     out = tmp_path / "m.json"
-    p = subprocess.Popen([str(PTWALK), "monitor", "--duration", "60s", "--quiet", "--out", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=tagged_env())
+    p = subprocess.Popen([str(PTWALK), "monitor", "--duration", "60s", "--quiet", "--out",
+                          str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=tagged_env())
     time.sleep(3)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=30)

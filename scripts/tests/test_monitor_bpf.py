@@ -148,7 +148,8 @@ def _without_bpf(*args: str) -> subprocess.CompletedProcess[str]:
     in a private mount namespace."""
     return subprocess.run(
         ["unshare", "-m", "sh", "-c",
-         '{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } && exec setpriv '
+         '{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } '
+         '&& exec setpriv '
          '--inh-caps=-sys_admin,-bpf --bounding-set=-sys_admin,-bpf "$@"', "sh",
          str(PTWALK), "monitor", *args],
         capture_output=True, text=True, timeout=120, env=tagged_env())

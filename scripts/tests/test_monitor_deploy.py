@@ -47,7 +47,7 @@ def _check_argv(argv: list[str], where: str) -> list[str]:
     return argv[2:]
 
 
-def _systemd_argv() -> list[str]:
+def _systemd_argv() -> tuple[list[str], list[str]]:
     unit = (DEPLOY / "systemd" / "ptwalk-monitor.service").read_text()
     sections: dict[str, dict[str, str]] = {}
     cur = ""
@@ -71,7 +71,7 @@ def _systemd_argv() -> list[str]:
     return shlex.split(svc["ExecStart"]), [c.removeprefix("CAP_").lower() for c in caps]
 
 
-def _daemonset_argv() -> list[str]:
+def _daemonset_argv() -> tuple[list[str], list[str]]:
     yaml = pytest.importorskip("yaml")
     doc = yaml.safe_load((DEPLOY / "kubernetes" / "ptwalk-monitor-daemonset.yaml").read_text())
     assert doc["kind"] == "DaemonSet"
@@ -116,7 +116,8 @@ def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) 
     log = open(tmp_path / "monitor.log", "w")
     mon = subprocess.Popen(
         ["unshare", "-m", "sh", "-c",
-         '{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } && exec setpriv '
+         '{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } '
+         '&& exec setpriv '
          f'--inh-caps={only} --ambient-caps={only} --bounding-set={only} "$@"', "sh",
          str(PTWALK), "monitor", *args], stdout=log, stderr=subprocess.STDOUT, text=True,
         env=tagged_env())
@@ -132,7 +133,8 @@ def test_deploy_command_line_is_documented_and_runs(which: str, tmp_path: Path) 
 
 def test_rule_file_passes_promtool() -> None:
     require(shutil.which("promtool") is not None, "promtool (scripts/deps.sh prometheus) missing")
-    r = subprocess.run(["promtool", "check", "rules", str(DEPLOY / "prometheus" / "ptwalk-rules.yml")],
+    rules = DEPLOY / "prometheus" / "ptwalk-rules.yml"
+    r = subprocess.run(["promtool", "check", "rules", str(rules)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "SUCCESS: 4 rules found" in r.stdout, r.stdout

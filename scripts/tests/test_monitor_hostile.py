@@ -51,6 +51,11 @@ class Env:
     def port(self) -> int:
         return self.srv.port
 
+    @property
+    def pid(self) -> int:
+        assert self.srv.mon is not None
+        return self.srv.mon.pid
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
@@ -125,7 +130,7 @@ def test_idle_half_requests(served: Env, witness: WalkWitness) -> None:
     for one more round), the rest closed at once; the scrapes go on."""
     n, addrs = 300, len(http_load.ATTACKERS)
     t0 = time.time()
-    with http_load.ProcWatch(served.srv.mon.pid) as pw, \
+    with http_load.ProcWatch(served.pid) as pw, \
             http_load.IdleHalfRequests(served.port, n, reopen_s=IDLE_TIMEOUT_S + 1) as idle:
         idle.watch(2 * IDLE_TIMEOUT_S + 4)
     st = idle.stats
@@ -144,7 +149,7 @@ def test_idle_half_requests(served: Env, witness: WalkWitness) -> None:
 
 def test_flood_from_8_threads(served: Env, witness: WalkWitness) -> None:
     t0 = time.time()
-    with http_load.ProcWatch(served.srv.mon.pid) as pw, \
+    with http_load.ProcWatch(served.pid) as pw, \
             http_load.flood(served.port, 8, 6) as load:
         time.sleep(6)
     st = load.stop()
@@ -159,7 +164,7 @@ def test_flood_from_8_threads(served: Env, witness: WalkWitness) -> None:
 
 def test_2mib_headers(served: Env, witness: WalkWitness) -> None:
     t0 = time.time()
-    with http_load.ProcWatch(served.srv.mon.pid) as pw, \
+    with http_load.ProcWatch(served.pid) as pw, \
             http_load.big_headers(served.port, 4, 6) as load:
         time.sleep(6)
     st = load.stop()
@@ -173,7 +178,7 @@ def test_2mib_headers(served: Env, witness: WalkWitness) -> None:
 
 def test_clients_leaving_mid_response(served: Env, witness: WalkWitness) -> None:
     t0 = time.time()
-    with http_load.ProcWatch(served.srv.mon.pid) as pw, \
+    with http_load.ProcWatch(served.pid) as pw, \
             http_load.leave_mid_response(served.port, 4, 6) as load:
         time.sleep(6)
     st = load.stop()

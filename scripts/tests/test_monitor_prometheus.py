@@ -61,8 +61,10 @@ def test_prometheus_scrapes_walker_target_hold_and_fires_alert(tmp_path: Path) -
         sel = f'walker="{wcomm}",target="{tcomm}"'
         seen = _poll("walks of the target by the walker", 60,
                      lambda: prom.query(f'sum(ptwalk_monitor_walks_total{{{sel}}})'))
+
         # clear_refs takes the lock for write; each walk is one hold
         def count() -> float:
+            assert prom is not None
             r = prom.query(f'sum(ptwalk_monitor_walks_total{{{sel},mode="write"}})')
             return float(r[0]["value"][1]) if r else 0.0
         end = time.monotonic() + 30

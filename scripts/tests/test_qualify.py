@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,7 @@ def test_default_budgets_load_and_apply() -> None:
 
 
 def test_budget_pass_with_figures() -> None:
+    bs: list[dict[str, Any]]
     bs = [{"id": "ns", "check": "walk_ns_per_entry", "stat": "p50", "max": {"*": 1000}},
           {"id": "ok", "check": "complete"},
           {"id": "stall", "check": "stall_vs_walk", "factor": 3.0, "slack_ns": 50_000_000},
@@ -53,6 +55,7 @@ def test_budget_pass_with_figures() -> None:
 
 
 def test_budget_fail_with_figures() -> None:
+    bs: list[dict[str, Any]]
     bs = [{"id": "ns", "check": "walk_ns_per_entry", "stat": "p50",
            "max": {"*": 1000, "smaps_rollup/anon": 10}},
           {"id": "mmap", "check": "victim_during_quantile", "victim": "mmap",
@@ -276,8 +279,8 @@ def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
         files.append(synthetic.write(doc, tmp_path / f"q-{mib}.json"))
     v = bud.evaluate(b, res.load(files))[0]
     assert v.verdict == bud.FAIL and "log-log slope 2.0" in v.figure, v.figure
-    v = bud.evaluate(b, res.load([DATA / "a"]))
-    assert {x.verdict for x in v} == {bud.SKIP} and "needs sizes spanning >= 10x" in v[0].detail
+    vs = bud.evaluate(b, res.load([DATA / "a"]))
+    assert {x.verdict for x in vs} == {bud.SKIP} and "needs sizes spanning >= 10x" in vs[0].detail
 
 
 def _syn(tmp: Path, name: str, **kw) -> Path:
@@ -310,7 +313,7 @@ def test_ns_per_entry_not_judged_where_fixed_cost_dominates(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("kind,limit", [("clear_refs", 1000), ("pagemap_scan", 500)])
 def test_ns_per_entry_still_fails_a_kernel_at_twice_the_limit(tmp_path: Path, kind: str,
-                                                               limit: int) -> None:
+                                                              limit: int) -> None:
     """The scope leaves the limits sharp: at the main size (128 MiB, 33,600
     entries) a kernel whose walks cost 2x the limit per entry, fixed cost
     included, FAILs; one at half of it PASSes."""

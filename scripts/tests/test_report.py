@@ -61,6 +61,7 @@ def test_fit_synthetic_sweep_against_scipy() -> None:
     y, lo, hi = f.interval(x0)
     assert (lo, hi) == (pytest.approx(y - half, rel=1e-9), pytest.approx(y + half, rel=1e-9))
     assert f.exponent == pytest.approx(stats.linregress(np.log(xs), np.log(ys)).slope, rel=1e-9)
+    assert f.exponent is not None
     assert 0.7 < f.exponent < 0.9      # the fixed cost bends the small sizes
 
 
@@ -169,7 +170,7 @@ def test_extrapolation_and_interval_figures() -> None:
     assert "| clear_refs/anon/512M/fault,mmap,read | mmap |" in md
     assert "T >= W * q / 1e-5" in md
     md = "\n".join(report._interval_section(res.group(res.load(SWEEP)),
-                                             report.cost_groups(res.load(SWEEP))))
+                                            report.cost_groups(res.load(SWEEP))))
     assert "Left out (a walk kind's fit does not extrapolate" in md
 
 
@@ -264,6 +265,7 @@ def test_report_says_distinct_and_aliased_and_checks_the_fit(tmp_path: Path) -> 
     assert anon.fit is not None and anon.fit.n == 6           # the aliased run is not in it
     row = next(x for x in md.splitlines() if x.startswith("| 6.18.0 | clear_refs | 26,214,400 |"))
     cells = [c.strip() for c in row.split("|")]
+
     def ms(c: str) -> float:
         v = c.split()[0]
         return float(v[:-2]) if v.endswith("ms") else float(v[:-1]) * 1e3

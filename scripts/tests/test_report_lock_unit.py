@@ -21,7 +21,7 @@ SIZES = (1, 16, 128, 512)
 
 def CHUNK(size: int) -> int:       # noqa: N802  (pagemap: one 2 MiB range per hold)
     return min(size, 2 * MIB)
-        # 956 .. 131,772 entries: 138x
+    # 956 .. 131,772 entries: 138x
 
 
 def _sweep(tmp: Path, kind: str, **kw) -> list[res.Result]:
@@ -52,7 +52,7 @@ def test_pagemap_stall_stays_flat_at_a_chunk_hold(tmp_path: Path) -> None:
                 hold_bytes=CHUNK)
     g = _group(rs, "pagemap")
     assert g.lock_unit == "pmd_chunk" and g.split and g.extrapolates and g.span > 100
-    largest_hold = max(p.worst_held for p in g.runs)
+    largest_hold = max(p.worst_held or 0.0 for p in g.runs)
     assert largest_hold == 40 * US
     p = report.predict_stall(g, 25_000_000)
     assert p.value is not None and p.value <= 5 * largest_hold, p
@@ -76,6 +76,7 @@ def test_whole_walk_extrapolates_the_walk_held_part_linearly(tmp_path: Path) -> 
     p = report.predict_stall(g, 25_000_000)
     assert g.held_fit is not None and "walk held; linear in entries" in p.text
     assert p.value == pytest.approx(0.5 * 25 * 25e6, rel=0.1)        # 312 ms, not 500
+    assert g.stall_fit is not None
     assert g.stall_fit.predict(25e6) == pytest.approx(0.8 * 25 * 25e6, rel=0.1)
     assert "walk held" in report.measured_stall(g) and "whole wait" in report.measured_stall(g)
 
@@ -87,7 +88,8 @@ def test_per_vma_units_follow_the_layout(tmp_path: Path) -> None:
     assert p.value == pytest.approx(25 * 25e6, rel=0.1) and "one VMA" in p.text
     # VMAs of 64 MiB: the largest hold stops growing at 64 MiB
     rs = _sweep(tmp_path / "v64", "smaps_rollup", lock_unit="vma_when_contended",
-                layout=("VMAs of 64.0 MiB", 8, 64 * MIB), hold_bytes=lambda size: min(size, 64 * MIB))
+                layout=("VMAs of 64.0 MiB", 8, 64 * MIB),
+                hold_bytes=lambda size: min(size, 64 * MIB))
     g = _group(rs, "smaps_rollup")
     p = report.predict_stall(g, 25_000_000)
     assert p.value is not None and "flat" in p.text and "64 MiB" in p.text, p

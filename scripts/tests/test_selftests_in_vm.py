@@ -42,7 +42,8 @@ def test_selftests_with_module(vm_kernel: Any, run_in_vm: Any) -> None:
     assert "# SKIP ptwalk module not loaded" not in mod
     # calibrated on this kernel, its cost test passes; made slower by
     # injection, it fails that budget, with the figures
-    assert "exit 0" in r.files["calibrated_cost.rc"].decode(), r.files["calibrated_cost.tap"][-2000:]
+    assert "exit 0" in r.files["calibrated_cost.rc"].decode(), \
+        r.files["calibrated_cost.tap"][-2000:]
     assert "exit 1" in r.files["inject_cost.rc"].decode(), r.files["inject_cost.rc"]
     inj = r.files["inject_cost.tap"].decode()
     assert re.search(r"^not ok \d+ cost\.clear_refs\.", inj, re.M), inj[-2000:]

@@ -100,10 +100,12 @@ def test_victim_budgets_judge_the_walks_share(tmp_path: Path) -> None:
     sh = split.victim_share(rs, "mmap", 0.999, 1000)
     assert sh is not None and (sh.k, sh.stalls, sh.value, sh.bound) == (2, 10, 9 * MS, False)
     v = bud.evaluate([q999], rs)[0]
-    assert v.verdict == bud.FAIL and "the walk's share 9ms (the 2nd largest walk-held part of 10 stalls)" in v.figure and "raw 2" in v.figure
+    assert v.verdict == bud.FAIL and "raw 2" in v.figure
+    assert "the walk's share 9ms (the 2nd largest walk-held part of 10 stalls)" in v.figure
     assert bud.evaluate([dict(q999, max_ns=9 * MS)], rs)[0].verdict == bud.PASS
     # p99 of 1000 ops: 11 operations at or above it, only 10 stalls: share 0
-    assert split.victim_share(rs, "mmap", 0.99, 1000).value == 0.0
+    share = split.victim_share(rs, "mmap", 0.99, 1000)
+    assert share is not None and share.value == 0.0
     v = bud.evaluate([dict(q999, quantile="p99")], rs)[0]
     assert v.verdict == bud.PASS and "share 0ns" in v.figure, v.figure
 

@@ -53,14 +53,16 @@ def pick_kernel(vm_config: config.Config, name: str) -> Kernel:
 def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | None,
                             vm_config: config.Config) -> None:
     files: list[tuple[Path, str]] = []
-    cmd = "uname -r; echo hi > /results/x; mkdir -p /results/d; echo deep > /results/d/y; echo oops-not >&2"
+    cmd = ("uname -r; echo hi > /results/x; mkdir -p /results/d; echo deep > /results/d/y; "
+           "echo oops-not >&2")
     if cxx_hello is not None:
         files.append((cxx_hello, "/ptwalk/build/hello"))
         cmd += "; hello > /results/cxx.txt"
     if vm_kernel.ko is not None:  # delivered, not loaded: ptwalk.ko is tested elsewhere
         cmd += "; strings /ptwalk/module/ptwalk.ko | grep ^vermagic= > /results/vermagic"
     t0 = time.monotonic()
-    r = vm(cmd + "; exit 3", files, accel="tcg", timeout=180, default_files=vm_kernel.ko is not None)
+    r = vm(cmd + "; exit 3", files, accel="tcg", timeout=180,
+           default_files=vm_kernel.ko is not None)
     wall = time.monotonic() - t0
     print(f"\n{vm_kernel.name}: wall {wall:.1f} s, qemu {r.wall_s} s, kernel->init {r.boot_s} s")
     assert r.problem() is None, r.problem()
@@ -108,7 +110,8 @@ def test_warn_fails_a_successful_command(vm_config: config.Config, run_in_vm: Ru
     subprocess.run(["make", "-s", "-C", str(k.headers), f"M={src}", "modules"], check=True,
                    capture_output=True)
     r = run_in_vm(k, "insmod /ptwalk/ptwalk_vm_warn.ko && echo loaded",
-                  [(src / "ptwalk_vm_warn.ko", "/ptwalk/ptwalk_vm_warn.ko")], accel="tcg", timeout=120)
+                  [(src / "ptwalk_vm_warn.ko", "/ptwalk/ptwalk_vm_warn.ko")], accel="tcg",
+                  timeout=120)
     assert r.returncode == 0 and r.stdout == "loaded\n" and r.complete
     assert r.exit_code() == parse.EXIT_KERNEL_PROBLEM
     warn = [f for f in r.findings if f.kind == "warning"]
@@ -147,7 +150,8 @@ def test_cli_steps_alone(vm_config: config.Config, tmp_path: Path) -> None:
     assert b.returncode == 0 and initrd.stat().st_size > 100_000, b.stderr
     run_dir = tmp_path / "run"
     c = subprocess.run([sys.executable, str(SCRIPT), "boot", "--kernel", str(k.image), "--accel",
-                        "tcg", "--timeout", "120", "--initrd", str(initrd), "--run-dir", str(run_dir)],
+                        "tcg", "--timeout", "120", "--initrd", str(initrd),
+                        "--run-dir", str(run_dir)],
                        capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     assert (run_dir / "results" / "s").read_text() == "step\n"

@@ -105,7 +105,8 @@ def test_timeout_after_the_command_says_so(tmp_path: Path) -> None:
     run_dir.mkdir()
     for f in (DATA / "truncated").iterdir():
         (run_dir / f.name).write_bytes(f.read_bytes())
-    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").exists() else {}
+    meta_file = run_dir / "meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
     meta.update(timed_out=True, timeout=900)
     (run_dir / "meta.json").write_text(json.dumps(meta))
     r = parse.parse_run_dir(run_dir)
@@ -124,7 +125,8 @@ def test_timeout_after_the_command_says_so(tmp_path: Path) -> None:
     ("[ 1.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [ptwalk:123]", "bug"),
     ("[ 1.0] kernel BUG at mm/memory.c:123!", "bug"),
     ("[ 1.0] Oops: 0002 [#1] PREEMPT SMP NOPTI", "oops"),
-    ("[ 1.0] general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP", "oops"),
+    ("[ 1.0] general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP",
+     "oops"),
     ("[ 1.0] INFO: task ptwalk:99 blocked for more than 120 seconds.", "info"),
     ("[ 1.0] rcu: INFO: rcu_preempt self-detected stall on CPU", "info"),
     ("[ 1.0] Call Trace:", "call-trace"),
@@ -175,13 +177,16 @@ def test_channel_parser() -> None:
     cut = text[: text.index("@@ptwalk end file") - 30]
     ch = parse.parse_channel(cut)
     assert not ch.complete and ch.truncated_files == ["dir/with space.txt"]
-    assert ch.files["dir/with space.txt"] == (bytes(range(256)) * 3)[: len(ch.files["dir/with space.txt"])]
+    got = ch.files["dir/with space.txt"]
+    assert got == (bytes(range(256)) * 3)[: len(got)]
 
 
 def test_channel_gzip_records_and_their_truncation() -> None:
     data = b"".join(b"line %d of the result\n" % i for i in range(5000))
-    text = ("@@ptwalk begin 1\n@@ptwalk status 0\n" + _frame("dmesg", "-", b"<4>[ 1.0] x\n", gz=True)
-            + _frame("file", base64.b64encode(b"r.json").decode(), data, gz=True) + "@@ptwalk done\n")
+    text = ("@@ptwalk begin 1\n@@ptwalk status 0\n"
+            + _frame("dmesg", "-", b"<4>[ 1.0] x\n", gz=True)
+            + _frame("file", base64.b64encode(b"r.json").decode(), data, gz=True)
+            + "@@ptwalk done\n")
     ch = parse.parse_channel(text)
     assert ch.complete and ch.dmesg == "[ 1.0] x\n" and ch.files == {"r.json": data}
     ch = parse.parse_channel(text[: text.index("@@ptwalk end file") // 2 + len(text) // 4])
@@ -200,7 +205,8 @@ def test_cli_parse_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _cpio_names(data: bytes) -> dict[str, int]:
-    raw, names, off = gzip.decompress(data), {}, 0
+    raw, off = gzip.decompress(data), 0
+    names: dict[str, int] = {}
     while True:
         assert raw[off:off + 6] == b"070701"
         f = [int(raw[off + 6 + 8 * i: off + 14 + 8 * i], 16) for i in range(13)]
@@ -218,8 +224,9 @@ def test_initramfs_contents(tmp_path: Path) -> None:
         pytest.skip("busybox-static not installed")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.txt").write_text("a")
-    spec = initramfs.Spec(command="echo hi", files=[(tmp_path / "d", "/ptwalk/d"),
-                                                   (Path("/usr/bin/stat"), "/ptwalk/build/stat")])
+    spec = initramfs.Spec(command="echo hi",
+                          files=[(tmp_path / "d", "/ptwalk/d"),
+                                 (Path("/usr/bin/stat"), "/ptwalk/build/stat")])
     out = tmp_path / "i.cpio.gz"
     manifest = initramfs.build_initramfs(spec, out)
     names = _cpio_names(out.read_bytes())
@@ -245,10 +252,12 @@ def test_modprobe_modules_and_deps(tmp_path: Path) -> None:
         pytest.skip("busybox-static not installed")
     b = initramfs.Builder(spec)
     b.build()
-    assert {"lib/modules/6.1.0-test/kernel/drivers/zram.ko", "lib/modules/6.1.0-test/kernel/mm/zsmalloc.ko",
+    assert {"lib/modules/6.1.0-test/kernel/drivers/zram.ko",
+            "lib/modules/6.1.0-test/kernel/mm/zsmalloc.ko",
             "lib/modules/6.1.0-test/modules.dep"} <= b.cpio.names
     with pytest.raises(initramfs.InitramfsError, match="not in"):
-        initramfs.Builder(initramfs.Spec(command="true", module_dir=mods, modprobe=["nope"])).build()
+        initramfs.Builder(initramfs.Spec(command="true", module_dir=mods,
+                                         modprobe=["nope"])).build()
 
 
 def test_is_elf_program() -> None:
@@ -258,8 +267,10 @@ def test_is_elf_program() -> None:
 
 def test_parse_add() -> None:
     proj = config.PROJECT
-    assert initramfs.parse_add(f"{proj}/build/ptwalk", proj) == (proj / "build/ptwalk", "/ptwalk/build/ptwalk")
-    assert initramfs.parse_add("/usr/bin/stat:/bin/xstat", proj) == (Path("/usr/bin/stat"), "/bin/xstat")
+    assert initramfs.parse_add(f"{proj}/build/ptwalk", proj) == \
+        (proj / "build/ptwalk", "/ptwalk/build/ptwalk")
+    assert initramfs.parse_add("/usr/bin/stat:/bin/xstat", proj) == \
+        (Path("/usr/bin/stat"), "/bin/xstat")
     assert initramfs.parse_add("/usr/bin/stat", proj)[1] == "/ptwalk/stat"
 
 
@@ -301,7 +312,8 @@ def test_release_readers(tmp_path: Path) -> None:
     assert config.image_release(img) == "6.1.0-56-amd64"
 
 
-def test_accel_choice_is_probed_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_accel_choice_is_probed_once_and_cached(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PTWALK_VM_ACCEL", raising=False)
     monkeypatch.setattr(qemu, "kvm_usable", lambda: None)
     calls: list[int] = []
@@ -311,7 +323,8 @@ def test_accel_choice_is_probed_once_and_cached(tmp_path: Path, monkeypatch: pyt
         return False, "probe boot hung"
 
     cache = tmp_path / "kvm-ok"
-    assert qemu.resolve_accel("auto", cache, "qemu-system-x86_64", probe, log=lambda s: None)[0] == "tcg"
+    accel, why = qemu.resolve_accel("auto", cache, "qemu-system-x86_64", probe, log=lambda s: None)
+    assert accel == "tcg"
     accel, why = qemu.resolve_accel("auto", cache, "qemu-system-x86_64", probe, log=lambda s: None)
     assert accel == "tcg" and "cached" in why and len(calls) == 1
     assert list(json.loads(cache.read_text()).values())[0]["ok"] is False
@@ -320,7 +333,8 @@ def test_accel_choice_is_probed_once_and_cached(tmp_path: Path, monkeypatch: pyt
     assert qemu.resolve_accel("auto", cache, "q", probe) == ("kvm", "PTWALK_VM_ACCEL")
     monkeypatch.setattr(qemu, "kvm_usable", lambda: "/dev/kvm does not exist")
     monkeypatch.delenv("PTWALK_VM_ACCEL")
-    assert qemu.resolve_accel("auto", tmp_path / "other", "q", probe) == ("tcg", "/dev/kvm does not exist")
+    assert qemu.resolve_accel("auto", tmp_path / "other", "q", probe) == \
+        ("tcg", "/dev/kvm does not exist")
 
 
 def test_script_runs_without_pytest_path() -> None:

@@ -294,6 +294,8 @@ TEST(ResultJson, MembersInTheirOrder)
 	w.error = "No such process";
 	w.module->ns_per_pte = 1.5;
 	const Json::Value j = r;
+	// the long key lists packed as the schema lists them, not one a line
+	// clang-format off
 	EXPECT_EQ(keys(j), (Keys{"schema", "tool", "complete", "started_at", "argv", "kernel",
 				 "host", "alias_calibration", "interrupted", "scenario", "backend",
 				 "backend_detail", "backend_fallback", "workload", "self_memory",
@@ -321,6 +323,7 @@ TEST(ResultJson, MembersInTheirOrder)
 			"kernel_duration_ns", "kernel_call_ns", "kernel_walk_ns",
 			"kernel_ns_per_pte", "pte_tables", "pte_slots_visited", "pte_revisits",
 			"tlb_flushes", "tlb_ipis", "probe_missed"}));
+	// clang-format on
 	EXPECT_EQ(keys(j["victims"]), (Keys{"read"}));
 	EXPECT_EQ(keys(j["victims"]["read"]), (Keys{"tid", "ops", "outside", "during"}));
 	EXPECT_EQ(keys(j["validation"]),

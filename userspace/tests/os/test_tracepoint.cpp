@@ -466,11 +466,12 @@ TEST(TracepointReorder, HoldsBackAndSorts)
 	EXPECT_EQ(r.late(), 1u);
 }
 
+namespace {
+
 // Walker process 200 clear_refs the target 100 (victims 101 "mmap", 102
 // "fault") in two walks; the mmap victim waits behind the first.
-TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
+std::vector<LockEvent> walker_holds_and_victim_stalls()
 {
-	StallAccumulator acc({100, {{101, "mmap"}, {102, "fault"}}, 200});
 	std::vector<LockEvent> v;
 	// walk 0: [1000, 5000]: walker waits 100, holds write 1200..4200
 	lock(v, 200, 200, kTargetMm, true, 1100, 1200, 4200);
@@ -491,6 +492,15 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	lock(v, 100, 101, kTargetMm, true, 14000, 15100, 15200);
 	// fault victim again, 14500..15150: queued behind that blocked writer
 	lock(v, 100, 102, kTargetMm, false, 14500, 15150, 15160);
+	return v;
+}
+
+} // namespace
+
+TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
+{
+	StallAccumulator acc({100, {{101, "mmap"}, {102, "fault"}}, 200});
+	const std::vector<LockEvent> v = walker_holds_and_victim_stalls();
 	feed_sorted(acc, v);
 
 	std::vector<WalkSpan> walks = {{"clear_refs", 200, 1000, 5000},

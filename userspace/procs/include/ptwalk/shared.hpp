@@ -66,8 +66,9 @@ struct WalkRecord {
 	uint64_t referenced;    // smaps Referenced: sum in bytes (cadvisor, wss)
 	uint64_t rollup_rss;    // smaps_rollup Rss: in bytes, as the walk read it
 	uint64_t iteration;     // scanner interval number
-	uint64_t syscall_ns;    // time inside the walking syscalls (write/read/
-				// pread/ioctl), without open and close
+	// time inside the walking syscalls (write/read/pread/ioctl), without
+	// open and close
+	uint64_t syscall_ns;
 };
 
 struct Shared {
