@@ -355,11 +355,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BadInput, res.InputError) as e:
         print(f"cross-version: error: {e}", file=sys.stderr)
         return 2
-    me = [sys.executable, str(Path(__file__).resolve())] + list(sys.argv[1:] if argv is None
-                                                                 else argv)
+    args = sys.argv[1:] if argv is None else argv
+    me = [sys.executable, str(Path(__file__).resolve())] + list(args)
     # appended: a set made in steps keeps every step's commands
     cmds_file = a.out / "commands.sh"
-    head = "" if cmds_file.exists() else "#!/bin/sh\n# the commands that made this set, as run, from the project root\n"
+    head = "" if cmds_file.exists() else (
+        "#!/bin/sh\n# the commands that made this set, as run, from the project root\n")
     with open(cmds_file, "a", encoding="utf-8") as f:
         f.write(head + f"# {'compare only' if a.reuse else 'boots, runs and compares'}\n"
                 + _shell(me) + "\n" + "".join(f"#   ran: {c}\n" for c in ran))

@@ -4,6 +4,8 @@
  * cache flushing, cost measurement.
  * Declared in ptwalk_util.h.
  */
+#include <assert.h>
+
 #include "ptwalk_util_int.h"
 #include "ptwalk_abi.h"
 
@@ -12,7 +14,7 @@
 /* the module's kinds (PTW_KINDS), one walker each, in their order */
 #define PTW_WALKER_NAME(kind, name) name,
 const char *const ptw_walker_names[PW_NR] = { PTW_KINDS(PTW_WALKER_NAME) };
-_Static_assert(sizeof((const char *[]){ PTW_KINDS(PTW_WALKER_NAME) }) ==
+static_assert(sizeof((const char *[]){ PTW_KINDS(PTW_WALKER_NAME) }) ==
 	       PW_NR * sizeof(const char *), "one walker per PTW_KINDS kind");
 #undef PTW_WALKER_NAME
 

@@ -2,7 +2,8 @@
 // ptwalk monitor's model of what the trace shows, without I/O: mmap_lock
 // holds and their waiters (HoldCollector, analyze_holds), which process owns
 // which mm (MmOwners), and each walk from its lock events, the walker's open
-// /proc file and the probes (WalkTracker). The command is in monitor.cpp.
+// /proc file and the probes (WalkTracker); the fd table's walk files are in
+// monitor_walk_file.cpp. The command is in monitor.cpp.
 #include "ptwalk/monitor_model.hpp"
 
 #include <algorithm>
@@ -89,8 +90,8 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_wait
 			const auto &v = it->second;
 			auto hi = std::lower_bound(v.begin(), v.end(), h.end_ns,
 						   [](const LockSpan &a, uint64_t t) {
-							   return a.start_ns < t;
-						   });
+				return a.start_ns < t;
+			});
 			const uint64_t lw = longest[h.mm];
 			for (auto w = hi; w != v.begin();) {
 				--w;
@@ -102,9 +103,8 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_wait
 		}
 		std::sort(m.waiters.begin(), m.waiters.end(),
 			  [](const LockSpan &a, const LockSpan &b) {
-				  return a.ns() != b.ns() ? a.ns() > b.ns()
-							  : a.start_ns < b.start_ns;
-			  });
+			return a.ns() != b.ns() ? a.ns() > b.ns() : a.start_ns < b.start_ns;
+		});
 		m.waiters_total = m.waiters.size();
 		if (m.waiters.size() > max_waiters)
 			m.waiters.resize(max_waiters);
@@ -261,63 +261,6 @@ void MmOwners::prune(uint64_t t)
 			it = it->second < t ? m->erase(it) : std::next(it);
 }
 
-// --- fd table ---------------------------------------------------------
-
-std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t holder_tgid)
-{
-	std::vector<const WalkFile *> other, own;
-	for (const auto &f : files)
-		(f.pid != holder_tgid ? other : own).push_back(&f);
-	const auto &v = other.empty() ? own : other;
-	if (v.empty())
-		return std::nullopt;
-	WalkFile out = *v.back();
-	for (const WalkFile *f : v) {
-		if (f->pid != out.pid)
-			out.pid = 0; // which one it walks now, the fds do not say
-		if (f->file != out.file)
-			out.file.clear();
-	}
-	if (!out.pid && out.file.empty())
-		return std::nullopt;
-	return out;
-}
-
-std::optional<WalkFile> parse_walk_file(std::string_view link)
-{
-	// the walk kinds' files (walk_kinds.def), and others that take the
-	// target's mmap_lock
-	static const char *kOtherFiles[] = {"mem", "cmdline", "environ", "auxv", "status"};
-	if (link.substr(0, 6) != "/proc/")
-		return std::nullopt;
-	link.remove_prefix(6);
-	auto num = [](std::string_view &s) -> long {
-		long n = 0;
-		size_t i = 0;
-		for (; i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 9; i++)
-			n = n * 10 + (s[i] - '0');
-		if (i == 0 || i >= s.size() || s[i] != '/')
-			return -1;
-		s.remove_prefix(i + 1);
-		return n;
-	};
-	long pid = num(link);
-	if (pid <= 0)
-		return std::nullopt;
-	if (link.substr(0, 5) == "task/") {
-		link.remove_prefix(5);
-		if (num(link) <= 0)
-			return std::nullopt;
-	}
-	for (const auto &k : kWalkKindInfo)
-		if (link == k.file)
-			return WalkFile{pid_t(pid), std::string(k.file)};
-	for (const char *f : kOtherFiles)
-		if (link == f)
-			return WalkFile{pid_t(pid), std::string(f)};
-	return std::nullopt;
-}
-
 // --- WalkTracker ------------------------------------------------------
 
 WalkTracker::WalkTracker(Config c, Emit emit, ProbeLookup probe_at)
@@ -346,20 +289,23 @@ void WalkTracker::pair(const LockEvent &e)
 		// lock follows. Confirmed or not at resolve().
 		const bool after_read = e.write && st.phase == Phase::Idle && st.read_end &&
 					e.time_ns - st.read_end <= kTeardownGapNs;
-		const uint64_t read_start = after_read ? write_follows(e.tid, e.mm, st.read_end) : 0;
+		const uint64_t read_start = after_read ? write_follows(e.tid, e.mm, st.read_end)
+						       : 0;
 		st = State{Phase::Waiting, e.write, after_read, e.time_ns, 0, read_start};
 		break;
 	}
 	case LockEventType::AcquireReturned:
 		if (st.phase == Phase::Waiting) {
-			wait(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write, e.success});
+			wait(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, e.write,
+				      e.success});
 		} else if (st.phase == Phase::Holding && st.write && !e.write) {
 			// mmap_write_downgrade(): the write hold ends, a read hold starts
 			hold(LockSpan{st.since, e.time_ns, e.mm, e.tgid, e.tid, true, true});
 		} else {
 			unpaired_++; // lost start_locking (or released)
 		}
-		st = e.success ? State{Phase::Holding, e.write, st.after_read, e.time_ns, 0, st.read_start}
+		st = e.success ? State{Phase::Holding, e.write, st.after_read,
+				       e.time_ns,      0,       st.read_start}
 			       : State{};
 		break;
 	case LockEventType::Released:
@@ -484,7 +430,8 @@ void WalkTracker::hold(const LockSpan &h, bool teardown_shape)
 // The task's fd table named one of pid's /proc files in one of its holds.
 bool WalkTracker::reads_proc_of(pid_t tid, pid_t pid) const
 {
-	for (auto it = fd_ev_.lower_bound({tid, 0}); it != fd_ev_.end() && it->first.first == tid; ++it)
+	for (auto it = fd_ev_.lower_bound({tid, 0}); it != fd_ev_.end() && it->first.first == tid;
+	     ++it)
 		if (it->second.pid == pid)
 			return true;
 	return false;
@@ -566,20 +513,23 @@ void WalkTracker::advance(uint64_t now, bool final)
 			++it;
 			continue;
 		}
-		std::sort(w.waiters.begin(), w.waiters.end(), [](const LockSpan &a, const LockSpan &b) {
+		std::sort(w.waiters.begin(), w.waiters.end(),
+			  [](const LockSpan &a, const LockSpan &b) {
 			return a.ns() != b.ns() ? a.ns() > b.ns() : a.start_ns < b.start_ns;
 		});
-		w.waiters.erase(std::unique(w.waiters.begin(), w.waiters.end(),
-					    [](const LockSpan &a, const LockSpan &b) {
-						    return a.tid == b.tid && a.start_ns == b.start_ns;
-					    }),
+		w.waiters.erase(std::unique(
+					w.waiters.begin(), w.waiters.end(),
+					[](const LockSpan &a, const LockSpan &b) {
+			return a.tid == b.tid && a.start_ns == b.start_ns;
+					}),
 				w.waiters.end());
 		w.waiters_total = w.waiters.size();
 		if (w.waiters.size() > 32)
 			w.waiters.resize(32);
 		if (emit_)
 			emit_(w);
-		if (auto pm = pending_mms_.find(w.hold.mm); pm != pending_mms_.end() && --pm->second == 0)
+		if (auto pm = pending_mms_.find(w.hold.mm);
+		    pm != pending_mms_.end() && --pm->second == 0)
 			pending_mms_.erase(pm);
 		it = pending_.erase(it);
 	}

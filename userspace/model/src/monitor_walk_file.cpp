@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+// The monitor's fd-table evidence (monitor_model.hpp): which of a holder's
+// open /proc files names the walk and its target. Moved out of
+// monitor_model.cpp unchanged.
+#include "ptwalk/monitor_model.hpp"
+
+#include <string>
+
+#include "ptwalk/walk_kinds.hpp"
+
+namespace ptwalk {
+
+// --- fd table ---------------------------------------------------------
+
+std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t holder_tgid)
+{
+	std::vector<const WalkFile *> other, own;
+	for (const auto &f : files)
+		(f.pid != holder_tgid ? other : own).push_back(&f);
+	const auto &v = other.empty() ? own : other;
+	if (v.empty())
+		return std::nullopt;
+	WalkFile out = *v.back();
+	for (const WalkFile *f : v) {
+		if (f->pid != out.pid)
+			out.pid = 0; // which one it walks now, the fds do not say
+		if (f->file != out.file)
+			out.file.clear();
+	}
+	if (!out.pid && out.file.empty())
+		return std::nullopt;
+	return out;
+}
+
+std::optional<WalkFile> parse_walk_file(std::string_view link)
+{
+	// the walk kinds' files (walk_kinds.def), and others that take the
+	// target's mmap_lock
+	static const char *kOtherFiles[] = {"mem", "cmdline", "environ", "auxv", "status"};
+	if (link.substr(0, 6) != "/proc/")
+		return std::nullopt;
+	link.remove_prefix(6);
+	auto num = [](std::string_view &s) -> long {
+		long n = 0;
+		size_t i = 0;
+		for (; i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 9; i++)
+			n = n * 10 + (s[i] - '0');
+		if (i == 0 || i >= s.size() || s[i] != '/')
+			return -1;
+		s.remove_prefix(i + 1);
+		return n;
+	};
+	long pid = num(link);
+	if (pid <= 0)
+		return std::nullopt;
+	if (link.substr(0, 5) == "task/") {
+		link.remove_prefix(5);
+		if (num(link) <= 0)
+			return std::nullopt;
+	}
+	for (const auto &k : kWalkKindInfo)
+		if (link == k.file)
+			return WalkFile{pid_t(pid), std::string(k.file)};
+	for (const char *f : kOtherFiles)
+		if (link == f)
+			return WalkFile{pid_t(pid), std::string(f)};
+	return std::nullopt;
+}
+
+} // namespace ptwalk
