@@ -24,8 +24,7 @@ struct Args {
 	std::vector<std::string> argv;
 	size_t i = 0;
 
-	bool next(std::string *key, std::string *value,
-		  const std::vector<std::string> &flags)
+	bool next(std::string *key, std::string *value, const std::vector<std::string> &flags)
 	{
 		if (i >= argv.size())
 			return false;
@@ -102,7 +101,8 @@ std::vector<std::string> help_lines(const Option<O> &opt)
 			pieces.back() += line.substr(c + 9);
 			std::string cur;
 			for (const auto &p : pieces) {
-				if (!cur.empty() && kHelpColumn + cur.size() + p.size() > kUsageWidth) {
+				if (!cur.empty() &&
+				    kHelpColumn + cur.size() + p.size() > kUsageWidth) {
 					out.push_back(cur);
 					cur.clear();
 				}

@@ -73,152 +73,161 @@ std::string join_victims(const std::vector<Victim> &vs)
 }
 
 using O = RunOptions;
-const std::vector<Option<RunOptions>> kRunOptions = {
-	{"--size", "SIZE", "mapping size, binary suffixes K M G T (default {default})",
-	 [] { return format_size_arg(O{}.sc.size); }, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.sc.size = size_arg(a.cmd, k, v);
-	 }},
-	{"--backing", "KIND",
-	 "{choices} (default {default})\n"
-	 "alias: one memfd of --physical bytes mapped again and\n"
-	 "again (incident-scale page tables on a small host);\n"
-	 "zeropage: every PTE maps the zero page (lower bound)",
-	 [] { return std::string(name(O{}.sc.backing)); }, all_backings,
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 auto b = parse_backing(v);
-		 if (!b)
-			 usage_error(a.cmd, "unknown --backing '" + v + "' (use " +
-						    all_backings() + ")");
-		 o.sc.backing = *b;
-	 }},
-	{"--physical", "SIZE", "real memory behind --backing alias (default {default})",
-	 [] { return format_size_arg(O{}.sc.physical); }, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.sc.physical = size_arg(a.cmd, k, v);
-	 }},
-	{"--calibrate-size", "SIZE",
-	 "alias: measure the aliasing bias at this size with\n"
-	 "distinct and aliased pages first (default 8G or what\n"
-	 "fits; 0 = don't, figures stay uncorrected)",
-	 nullptr, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.calibrate_size = size_arg(a.cmd, k, v);
-	 }},
-	{"--vma-layout", "L",
-	 "the VMA layout production has, for the worst-stall\n"
-	 "estimate: one (one VMA per mapping, as a memory-\n"
-	 "mapped index; default), aliased (as measured), or\n"
-	 "SIZE (the mapping split into VMAs of SIZE)",
-	 nullptr, nullptr,
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 std::string err;
-		 auto l = parse_layout_spec(v, &err);
-		 if (!l)
-			 usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
-		 o.layout = *l;
-	 }},
-	{"--dir", "DIR",
-	 "directory of the sparse file for --backing file\n"
-	 "(default $TMPDIR or /tmp)",
-	 nullptr, nullptr,
-	 [](O &o, const Args &, const std::string &, const std::string &v) { o.sc.dir = v; }},
-	{"--victims", "LIST",
-	 "comma list of {choices} (default {default})\n"
-	 "'none' for no victim",
-	 [] { return join_victims(O{}.sc.victims); },
-	 [] {
-		 std::string s = all_victims();
-		 std::replace(s.begin(), s.end(), '|', ',');
-		 return s;
-	 },
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 o.sc.victims.clear();
-		 if (v == "none")
-			 return;
-		 size_t pos = 0;
-		 while (pos <= v.size()) {
-			 size_t c = v.find(',', pos);
-			 std::string one = v.substr(pos, c == std::string::npos ? std::string::npos
-										 : c - pos);
-			 auto vk = parse_victim(one);
-			 if (!vk)
-				 usage_error(a.cmd, "unknown victim '" + one + "' (use " +
-							    all_victims() + ")");
-			 for (auto x : o.sc.victims)
-				 if (x == *vk)
-					 usage_error(a.cmd, "victim '" + one + "' given twice");
-			 o.sc.victims.push_back(*vk);
-			 if (c == std::string::npos)
-				 break;
-			 pos = c + 1;
-		 }
-	 }},
-	{"--fault-region", "WHERE",
-	 "the fault victim's region: {choices} (default {default});\n"
-	 "any is where mmap puts it, below/above the walked mapping",
-	 [] { return std::string(name(O{}.sc.fault_region)); }, all_fault_regions,
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 auto f = parse_fault_region(v);
-		 if (!f)
-			 usage_error(a.cmd, "unknown --fault-region '" + v + "' (use " +
-						    all_fault_regions() + ")");
-		 o.sc.fault_region = *f;
-	 }},
-	{"--scanner", "PROFILE", "{choices} (default {default})",
-	 [] { return std::string(name(O{}.sc.profile)); }, all_profiles,
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 auto p = parse_profile(v);
-		 if (!p)
-			 usage_error(a.cmd, "unknown --scanner '" + v + "' (use " +
-						    all_profiles() + ")");
-		 o.sc.profile = *p;
-	 }},
-	{"--interval", "T", "time between scans: 250ms, 1s, ... (default {default})",
-	 [] { return format_duration_arg(O{}.sc.interval_ns); }, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.sc.interval_ns = duration_arg(a.cmd, k, v);
-	 }},
-	{"--duration", "T", "how long the scanner runs (default {default})",
-	 [] { return format_duration_arg(O{}.sc.duration_ns); }, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.sc.duration_ns = duration_arg(a.cmd, k, v);
-	 }},
-	{"--op-interval", "T",
-	 "victims' pace, one operation per T; 0 = flat out\n"
-	 "(default {default})",
-	 [] { return format_duration_arg(O{}.sc.op_interval_ns); }, nullptr,
-	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
-		 o.sc.op_interval_ns = duration_arg(a.cmd, k, v);
-	 }},
-	{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)",
-	 nullptr, nullptr,
-	 [](O &o, const Args &a, const std::string &, const std::string &v) {
-		 char *end = nullptr;
-		 long n = strtol(v.c_str(), &end, 10);
-		 if (v.empty() || *end || n < 1 || n > 1024)
-			 usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
-		 o.sc.populate_threads = unsigned(n);
-	 }},
+const std::
+	vector<Option<RunOptions>>
+		kRunOptions =
+			{
+				{"--size", "SIZE",
+				 "mapping size, binary suffixes K M G T (default {default})",
+				 [] { return format_size_arg(O{}.sc.size); }, nullptr,
+				 [](O &o, const Args &a, const std::string &k,
+				    const std::string &v) { o.sc.size = size_arg(a.cmd, k, v); }},
+				{"--backing", "KIND",
+				 "{choices} (default {default})\n"
+				 "alias: one memfd of --physical bytes mapped again and\n"
+				 "again (incident-scale page tables on a small host);\n"
+				 "zeropage: every PTE maps the zero page (lower bound)",
+				 [] { return std::string(name(O{}.sc.backing)); }, all_backings,
+				 [](O &o, const Args &a, const std::string &,
+				    const std::string &v) {
+	auto b = parse_backing(v);
+	if (!b)
+		usage_error(a.cmd, "unknown --backing '" + v + "' (use " + all_backings() + ")");
+	o.sc.backing = *b;
+				 }},
+				{"--physical", "SIZE",
+				 "real memory behind --backing alias (default {default})",
+				 [] { return format_size_arg(O{}.sc.physical); }, nullptr,
+				 [](O &o, const Args &a, const std::string &k,
+				    const std::string
+					    &v) { o.sc.physical = size_arg(a.cmd, k, v); }},
+				{"--calibrate-size", "SIZE",
+				 "alias: measure the aliasing bias at this size with\n"
+				 "distinct and aliased pages first (default 8G or what\n"
+				 "fits; 0 = don't, figures stay uncorrected)",
+				 nullptr, nullptr,
+				 [](O &o, const Args &a, const std::string &k,
+				    const std::string
+					    &v) { o.calibrate_size = size_arg(a.cmd, k, v); }},
+				{"--vma-layout", "L",
+				 "the VMA layout production has, for the worst-stall\n"
+				 "estimate: one (one VMA per mapping, as a memory-\n"
+				 "mapped index; default), aliased (as measured), or\n"
+				 "SIZE (the mapping split into VMAs of SIZE)",
+				 nullptr, nullptr,
+				 [](O &o, const Args &a, const std::string &,
+				    const std::string &v) {
+	std::string err;
+	auto l = parse_layout_spec(v, &err);
+	if (!l)
+		usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
+	o.layout = *l;
+				 }},
+		{"--dir", "DIR",
+		 "directory of the sparse file for --backing file\n"
+		 "(default $TMPDIR or /tmp)",
+		 nullptr, nullptr,
+		 [](O &o, const Args &, const std::string &,
+		    const std::string &v) { o.sc.dir = v; }},
+		{"--victims", "LIST",
+		 "comma list of {choices} (default {default})\n"
+		 "'none' for no victim",
+		 [] { return join_victims(O{}.sc.victims); },
+		 [] {
+	std::string s = all_victims();
+	std::replace(s.begin(), s.end(), '|', ',');
+	return s;
+		 },
+		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	o.sc.victims.clear();
+	if (v == "none")
+		return;
+	size_t pos = 0;
+	while (pos <= v.size()) {
+		size_t c = v.find(',', pos);
+		std::string one =
+			v.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+		auto vk = parse_victim(one);
+		if (!vk)
+			usage_error(a.cmd,
+				    "unknown victim '" + one + "' (use " + all_victims() + ")");
+		for (auto x : o.sc.victims)
+			if (x == *vk)
+				usage_error(a.cmd, "victim '" + one + "' given twice");
+		o.sc.victims.push_back(*vk);
+		if (c == std::string::npos)
+			break;
+		pos = c + 1;
+	}
+		}},
+		{"--fault-region", "WHERE",
+		 "the fault victim's region: {choices} (default {default});\n"
+		 "any is where mmap puts it, below/above the walked mapping",
+		 [] {
+	return std::string(name(O{}.sc.fault_region));
+		 },
+		 all_fault_regions,
+		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	auto f = parse_fault_region(v);
+	if (!f)
+		usage_error(a.cmd,
+			    "unknown --fault-region '" + v + "' (use " + all_fault_regions() + ")");
+	o.sc.fault_region = *f;
+		}},
+		{"--scanner", "PROFILE", "{choices} (default {default})",
+		 [] {
+	return std::string(name(O{}.sc.profile));
+		 },
+		 all_profiles,
+		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	auto p = parse_profile(v);
+	if (!p)
+		usage_error(a.cmd, "unknown --scanner '" + v + "' (use " + all_profiles() + ")");
+	o.sc.profile = *p;
+		}},
+		{"--interval", "T", "time between scans: 250ms, 1s, ... (default {default})",
+		 [] { return format_duration_arg(O{}.sc.interval_ns); }, nullptr,
+		 [](O &o, const Args &a, const std::string &k,
+		    const std::string &v) { o.sc.interval_ns = duration_arg(a.cmd, k, v); }},
+		{"--duration", "T", "how long the scanner runs (default {default})",
+		 [] { return format_duration_arg(O{}.sc.duration_ns); }, nullptr,
+		 [](O &o, const Args &a, const std::string &k,
+		    const std::string &v) { o.sc.duration_ns = duration_arg(a.cmd, k, v); }},
+		{"--op-interval", "T",
+		 "victims' pace, one operation per T; 0 = flat out\n"
+		 "(default {default})",
+		 [] { return format_duration_arg(O{}.sc.op_interval_ns); }, nullptr,
+		 [](O &o, const Args &a, const std::string &k,
+		    const std::string &v) { o.sc.op_interval_ns = duration_arg(a.cmd, k, v); }},
+		{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)",
+		 nullptr, nullptr,
+		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	char *end = nullptr;
+	long n = strtol(v.c_str(), &end, 10);
+	if (v.empty() || *end || n < 1 || n > 1024)
+		usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
+	o.sc.populate_threads = unsigned(n);
+		 }},
 	{"--backend", "B", "{choices} (default {default})",
 	 [] { return std::string(name(O{}.backend)); }, all_run_backends,
 	 [](O &o, const Args &, const std::string &, const std::string &v) {
-		 auto b = parse_run_backend(v);
-		 if (!b) { // as ptwalk run has always said it
-			 fprintf(stderr, "ptwalk run: unknown --backend '%s' (use %s)\n", v.c_str(),
-				 or_list(all_run_backends()).c_str());
-			 exit(2);
-		 }
-		 o.backend = *b;
+	auto b = parse_run_backend(v);
+	if (!b) { // as ptwalk run has always said it
+		fprintf(stderr, "ptwalk run: unknown --backend '%s' (use %s)\n", v.c_str(),
+			or_list(all_run_backends()).c_str());
+		exit(2);
+	}
+	o.backend = *b;
 	 }},
 	{"--cross-check", "",
 	 "with the module backend, also open the mmap_lock\n"
 	 "tracepoints: a second kernel view, compared with\n"
 	 "the module and the victims in \"validation\"",
 	 nullptr, nullptr,
-	 [](O &o, const Args &, const std::string &, const std::string &) { o.cross_check = true; }},
-	{"--out", "FILE.json", "write the result (schema ptwalk.result/1) atomically",
-	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &,
+	    const std::string &) { o.cross_check = true; }},
+	{"--out", "FILE.json", "write the result (schema ptwalk.result/1) atomically", nullptr,
+	 nullptr,
 	 [](O &o, const Args &, const std::string &, const std::string &v) { o.out_path = v; }},
 	{"--force", "", "skip the memory and disk space guards", nullptr, nullptr,
 	 [](O &o, const Args &, const std::string &, const std::string &) { o.force = true; }},
@@ -235,7 +244,7 @@ const std::vector<Option<RunOptions>> kRunOptions = {
 	 "the result, the data in OUT.perf/",
 	 nullptr, nullptr,
 	 [](O &o, const Args &, const std::string &, const std::string &) { o.perf = true; }},
-};
+	};
 
 // `ptwalk monitor`'s options, and whether --duration was given.
 struct MonitorArgs {
@@ -244,8 +253,7 @@ struct MonitorArgs {
 };
 
 using M = MonitorArgs;
-using MonitorSet = std::function<void(M &, const Args &, const std::string &,
-				      const std::string &)>;
+using MonitorSet = std::function<void(M &, const Args &, const std::string &, const std::string &)>;
 const std::vector<Option<MonitorArgs>> kMonitorOptions = {
 	{"--duration", "T",
 	 "how long to watch (default {default}; with --serve or\n"
@@ -276,9 +284,8 @@ const std::vector<Option<MonitorArgs>> kMonitorOptions = {
 						    or_list(all_monitor_backends()) + ")");
 		 m.o.backend = *b;
 	 })},
-	{"--serve", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics",
-	 nullptr, nullptr,
-	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
+	{"--serve", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics", nullptr,
+	 nullptr, MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
 		 std::string err;
 		 if (!parse_listen_address(v, &m.o.serve_host, &m.o.serve_port, &err))
 			 usage_error(a.cmd, "--serve '" + v + "': " + err);
@@ -329,8 +336,8 @@ const std::vector<Option<MonitorArgs>> kMonitorOptions = {
 std::string usage()
 {
 	return std::string(kCommands) + "\nptwalk run options:\n" + option_usage(kRunOptions) +
-	       "\nptwalk monitor options:\n" + option_usage(kMonitorOptions) + kMonitorStop +
-	       "\n" + kExitStatus;
+	       "\nptwalk monitor options:\n" + option_usage(kMonitorOptions) + kMonitorStop + "\n" +
+	       kExitStatus;
 }
 
 int cmd_run(Args &a)

@@ -20,8 +20,8 @@ ptwalk::MmapLockDecoder decoders[2];
 
 ptwalk::TraceEventFormat load(const std::string &kernel, const char *event)
 {
-	const std::string path = std::string(PTWALK_TESTDATA) + "/tracefs/" + kernel +
-				 "/" + event + "/format";
+	const std::string path =
+		std::string(PTWALK_TESTDATA) + "/tracefs/" + kernel + "/" + event + "/format";
 	std::string err;
 	std::optional<ptwalk::TraceEventFormat> f;
 	if (auto text = ptwalk::read_file(path, &err))

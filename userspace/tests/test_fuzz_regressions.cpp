@@ -21,10 +21,12 @@ using namespace ptwalk;
 TEST(FuzzRegressions, JsonEscapeKeepsOutputUtf8)
 {
 	const std::string fffd = "\xef\xbf\xbd";
-	EXPECT_EQ(json_escape("a\xff" "b"), "a" + fffd + "b");
-	EXPECT_EQ(json_escape("\xc3"), fffd);                  // cut short
-	EXPECT_EQ(json_escape("\xc0\xaf"), fffd + fffd);       // overlong '/'
-	EXPECT_EQ(json_escape("\xed\xa0\x80"), fffd + fffd + fffd); // a surrogate
+	EXPECT_EQ(json_escape("a\xff"
+			      "b"),
+		  "a" + fffd + "b");
+	EXPECT_EQ(json_escape("\xc3"), fffd);                                  // cut short
+	EXPECT_EQ(json_escape("\xc0\xaf"), fffd + fffd);                       // overlong '/'
+	EXPECT_EQ(json_escape("\xed\xa0\x80"), fffd + fffd + fffd);            // a surrogate
 	EXPECT_EQ(json_escape("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd); // > U+10FFFF
 	const std::string valid = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \x7f";
 	EXPECT_EQ(json_escape(valid), valid);
@@ -52,7 +54,8 @@ TEST(FuzzRegressions, PerfStatNegativeOrHugeMsecIsMalformed)
 // rounded through int64_t, UB past 9.2e16 %.
 TEST(FuzzRegressions, PerfReportHugePercent)
 {
-	PerfReportSummary r = parse_perf_report_symbols("# Overhead\tSymbol\n 1e300%\t[k] foo\n", 15);
+	PerfReportSummary r =
+		parse_perf_report_symbols("# Overhead\tSymbol\n 1e300%\t[k] foo\n", 15);
 	EXPECT_DOUBLE_EQ(r.kernel_percent, 1e300);
 	r = parse_perf_report_symbols("# Overhead\tSymbol\n 32.05%\t[k] foo\n", 15);
 	EXPECT_DOUBLE_EQ(r.kernel_percent, 32.05);
@@ -88,9 +91,9 @@ TEST(FuzzRegressions, FormatThatLeakedInLibtraceevent)
 	text.assign(std::istreambuf_iterator<char>(in2), std::istreambuf_iterator<char>());
 	EXPECT_FALSE(parse_event_format(text, &err));
 	EXPECT_NE(err.find("format line 5: not a field line"), std::string::npos) << err;
-	for (const char *decl : {"char buf[]", "char comm[16]", "__data_loc char[] x",
-				 "__rel_loc char[] b", "__data_loc cpumask_t cpumask",
-				 "const char *const * argv", "char *name"}) {
+	for (const char *decl :
+	     {"char buf[]", "char comm[16]", "__data_loc char[] x", "__rel_loc char[] b",
+	      "__data_loc cpumask_t cpumask", "const char *const * argv", "char *name"}) {
 		std::string f = "name: e\nID: 5\nformat:\n\tfield:" + std::string(decl) +
 				";\toffset:8;\tsize:4;\tsigned:0;\n";
 		EXPECT_TRUE(parse_event_format(f, &err)) << decl << ": " << err;

@@ -181,8 +181,8 @@ std::string module_kind(std::string_view k)
 	return w ? w->module : "";
 }
 
-std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
-			     const std::vector<ModuleWalk> &mw, uint64_t slack_ns)
+std::vector<int> match_walks(const std::vector<WalkSpan> &spans, const std::vector<ModuleWalk> &mw,
+			     uint64_t slack_ns)
 {
 	std::vector<int> out(spans.size(), -1);
 	std::vector<bool> used(mw.size(), false);
@@ -239,16 +239,14 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 	for (auto &[key, x] : rec.stalls)
 		if (seq_to_span.count(x.walk_seq))
 			st.push_back(x);
-	std::sort(st.begin(), st.end(),
-		  [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
+	std::sort(st.begin(), st.end(), [](auto &a, auto &b) { return a.wait_ns > b.wait_ns; });
 	StallsView sv;
 	const AttributionStats keep;
 	for (auto &x : st) {
 		const size_t i = seq_to_span[x.walk_seq];
 		views[i].stalls++;
 		views[i].max_stall_ns = std::max(views[i].max_stall_ns, x.wait_ns);
-		std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid]
-							    : x.waiter_comm;
+		std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid] : x.waiter_comm;
 		ThreadWaits &w = waits[who];
 		w.waits.record(x.wait_ns);
 		w.attributed++;
@@ -261,8 +259,8 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				std::max(w.max_attributed_walker_held_ns.value_or(0), wh);
 		}
 		if (keep_stall(sv.list.size(), x.wait_ns, keep)) {
-			KernelStall k{x.waiter_pid, who, x.mode, x.start_ns, x.wait_ns,
-				      uint64_t(i), x.acquired};
+			KernelStall k{x.waiter_pid, who,         x.mode,    x.start_ns,
+				      x.wait_ns,    uint64_t(i), x.acquired};
 			if (x.walker_held_ns && x.others_held_ns) {
 				k.walker_held_ns = x.walker_held_ns;
 				k.others_held_ns = x.others_held_ns;
@@ -293,8 +291,8 @@ void module_facts(const ModuleRecords &rec, ModuleKernelView &mv)
 	for (auto &c : parse_records(rec.counters_text)) {
 		if (!c.count(PTW_COUNTER_KEY(counter)))
 			continue;
-		const std::string k = s(c, PTW_COUNTER_KEY(counter)) + "." +
-				      s(c, PTW_COUNTER_KEY(kind));
+		const std::string k =
+			s(c, PTW_COUNTER_KEY(counter)) + "." + s(c, PTW_COUNTER_KEY(kind));
 		const uint64_t n = u64(c, PTW_COUNTER_KEY(value));
 		auto it = std::find_if(mv.counters.begin(), mv.counters.end(),
 				       [&](const auto &e) { return e.first == k; });
@@ -384,7 +382,8 @@ public:
 			}
 			mounted_ = true;
 			if (access(kDir, F_OK) != 0) {
-				detail_ = std::string(kDir) + " missing although ptwalk.ko is loaded";
+				detail_ =
+					std::string(kDir) + " missing although ptwalk.ko is loaded";
 				unmount();
 				return false;
 			}
@@ -455,7 +454,8 @@ private:
 		if (auto s2 = read_file(d + "/stalls", nullptr))
 			for (auto &x : parse_module_stalls(*s2))
 				if (x.walk_seq > seq0_)
-					rec_.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid,
+					rec_.stalls.emplace(std::make_tuple(x.walk_seq,
+									    x.waiter_pid,
 									    x.start_ns),
 							    x);
 	}

@@ -27,8 +27,8 @@ std::vector<std::string_view> split_fields(std::string_view line)
 	std::vector<std::string_view> out;
 	for (size_t pos = 0;;) {
 		size_t tab = line.find('\t', pos);
-		out.push_back(trim(line.substr(pos, tab == std::string_view::npos
-							    ? std::string_view::npos : tab - pos)));
+		out.push_back(trim(line.substr(
+			pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos)));
 		if (tab == std::string_view::npos)
 			return out;
 		pos = tab + 1;
@@ -106,7 +106,8 @@ PerfReportSummary parse_perf_report_symbols(std::string_view text, size_t top)
 			kernel.push_back({std::string(trim(sym.substr(3))), *pct, nsamples});
 		}
 	}
-	std::stable_sort(kernel.begin(), kernel.end(), [](const PerfSymbol &a, const PerfSymbol &b) {
+	std::stable_sort(kernel.begin(), kernel.end(),
+			 [](const PerfSymbol &a, const PerfSymbol &b) {
 		return a.percent > b.percent;
 	});
 	if (samples_col != SIZE_MAX)

@@ -45,7 +45,7 @@ using namespace perf_detail;
 struct PerfSession::Impl {
 	bool started = false, stopped = false;
 	std::string why;
-	std::string perf;    // resolved path
+	std::string perf; // resolved path
 	std::string workdir;
 	PerfOptions opt;
 	pid_t scanner = 0, target = 0;
@@ -106,7 +106,10 @@ PerfSession::~PerfSession()
 		impl_->stop_children();
 }
 
-std::string PerfSession::why() const { return impl_->why; }
+std::string PerfSession::why() const
+{
+	return impl_->why;
+}
 
 bool PerfSession::Impl::start_record()
 {
@@ -117,9 +120,9 @@ bool PerfSession::Impl::start_record()
 		return false;
 	// cpu-clock: a software timer, sampled in the scanner's context kernel
 	// and user side alike; no PMU needed.
-	std::vector<std::string> argv = {perf, "record", "-e", "cpu-clock", "-g",
-					 "-p", std::to_string(scanner), "-o", data_path,
-					 "-D", "-1", "--control", ctl.arg()};
+	std::vector<std::string> argv = {
+		perf, "record",  "-e", "cpu-clock", "-g",        "-p",     std::to_string(scanner),
+		"-o", data_path, "-D", "-1",        "--control", ctl.arg()};
 	record_cmd = command_line(argv);
 	auto c = Child::exec(argv, record_log, record_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
 			     &record_error);
@@ -181,8 +184,10 @@ bool PerfSession::Impl::start_stat()
 			      : std::string()) +
 		     ", all their threads and children; events of other processes on "
 		     "this (shared) host are not counted";
-	std::vector<std::string> argv = {perf, "stat", "-x,", "-o", stat_path, "-p", pids,
-					 "-e", join(stat_events, ","), "-D", "-1", "--control",
+	std::vector<std::string> argv = {perf,     "stat",    "-x,",
+					 "-o",     stat_path, "-p",
+					 pids,     "-e",      join(stat_events, ","),
+					 "-D",     "-1",      "--control",
 					 ctl.arg()};
 	stat_cmd = command_line(argv);
 	auto c = Child::exec(argv, stat_log, stat_log, {ctl.ctl_r.get(), ctl.ack_w.get()},
@@ -260,8 +265,9 @@ bool PerfSession::start(pid_t scanner, pid_t target, const PerfOptions &o)
 		}
 		if (auto p = read_long_file("/proc/sys/kernel/perf_event_paranoid"))
 			if (*p > 1 && geteuid() != 0)
-				m.notes.push_back("kernel.perf_event_paranoid=" + std::to_string(*p) +
-						  ": kernel samples need root or CAP_PERFMON");
+				m.notes.push_back(
+					"kernel.perf_event_paranoid=" + std::to_string(*p) +
+					": kernel samples need root or CAP_PERFMON");
 
 		bool rec = m.start_record();
 		bool st_ok = m.start_stat();
@@ -308,9 +314,19 @@ PerfRecordPart PerfSession::Impl::summarize_record()
 		return r;
 	}
 	std::string rep = path("perf-report.txt"), replog = path("perf-report.log"), err;
-	std::vector<std::string> argv = {perf, "report", "-i", data_path, "--stdio",
-					 "--sort", "symbol", "--no-children", "-g", "none",
-					 "--show-nr-samples", "--field-separator", "\t"};
+	std::vector<std::string> argv = {perf,
+					 "report",
+					 "-i",
+					 data_path,
+					 "--stdio",
+					 "--sort",
+					 "symbol",
+					 "--no-children",
+					 "-g",
+					 "none",
+					 "--show-nr-samples",
+					 "--field-separator",
+					 "\t"};
 	if (!run_to_completion(argv, rep, replog, opt.report_timeout_ms, &err)) {
 		r.fail(err, At::data);
 		return r;
@@ -391,8 +407,9 @@ PerfSummary PerfSession::stop()
 		m.stop_children();
 		if (!m.version.empty())
 			perf.version = m.version;
-		if (!m.started || m.perf.empty() || (m.record.pid() <= 0 && m.stat.pid() <= 0 &&
-						     m.record_error.empty() && m.stat_error.empty())) {
+		if (!m.started || m.perf.empty() ||
+		    (m.record.pid() <= 0 && m.stat.pid() <= 0 && m.record_error.empty() &&
+		     m.stat_error.empty())) {
 			perf.error = m.started ? m.why : std::string("perf session not started");
 		} else {
 			perf.record = m.summarize_record();

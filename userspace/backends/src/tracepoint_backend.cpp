@@ -36,8 +36,7 @@ public:
 	std::string name() const override { return "tracepoint"; }
 	std::string detail() const override { return detail_; }
 
-	bool start(pid_t target, const std::vector<WatchedThread> &threads,
-		   pid_t walker) override
+	bool start(pid_t target, const std::vector<WatchedThread> &threads, pid_t walker) override
 	{
 		if (started_) {
 			detail_ = "tracepoint backend: already started";
@@ -68,8 +67,7 @@ public:
 			filter_note = "none: " + std::to_string(tids.size()) +
 				      " tids make the filter too long";
 		}
-		acc_ = std::make_unique<StallAccumulator>(
-			StallConfig{target, threads, walker});
+		acc_ = std::make_unique<StallAccumulator>(StallConfig{target, threads, walker});
 		MmapLockTrace::Options o;
 		o.filter = filter;
 		o.ring_bytes_per_cpu = kRingBytesPerCpu;
@@ -114,15 +112,17 @@ public:
 				o.on_wakeup = [acc](const SchedWakeup &w) { acc->sched_wakeup(w); };
 			}
 		}
-		if (!trace_.start(o, [acc](const LockEvent &e) { acc->feed(e); }, &err)) {
+		if (!trace_.start(
+			    o, [acc](const LockEvent &e) { acc->feed(e); }, &err)) {
 			detail_ = "tracepoint backend unavailable: " + err;
 			acc_.reset();
 			return false;
 		}
 		if (filter_note.empty())
-			filter_note = trace_.filter_applied()
-				? "common_pid (" + std::to_string(tids.size()) + " tids)"
-				: "none: " + trace_.filter_error();
+			filter_note =
+				trace_.filter_applied()
+					? "common_pid (" + std::to_string(tids.size()) + " tids)"
+					: "none: " + trace_.filter_error();
 		filter_note_ = filter_note;
 		sched_ = TraceSession::Sched{};
 		if (wtids.empty()) {
@@ -131,14 +131,15 @@ public:
 			sched_.why = trace_.sched_why();
 		} else {
 			sched_.available = true;
-			sched_.filter = trace_.sched_filter_applied()
-				? "prev_pid/next_pid (" + std::to_string(wtids.size()) +
-					  " walker tids, " + std::to_string(vtids.size()) +
-					  " waiter tids)"
-				: "none (walker and waiter tids picked in userspace)" +
-					  (trace_.sched_filter_error().empty()
-						   ? std::string()
-						   : ": " + trace_.sched_filter_error());
+			sched_.filter =
+				trace_.sched_filter_applied()
+					? "prev_pid/next_pid (" + std::to_string(wtids.size()) +
+						  " walker tids, " + std::to_string(vtids.size()) +
+						  " waiter tids)"
+					: "none (walker and waiter tids picked in userspace)" +
+						  (trace_.sched_filter_error().empty()
+							   ? std::string()
+							   : ": " + trace_.sched_filter_error());
 			sched_.waiters = trace_.wakeup_available();
 			if (vtids.empty())
 				sched_.waiters_why = "no waiter thread to follow";

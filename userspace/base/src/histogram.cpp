@@ -51,8 +51,7 @@ Json Histogram::to_json(bool with_buckets) const
 		Json b = Json::array();
 		for (unsigned i = 0; i < kBuckets; i++)
 			if (counts_[i])
-				b.push(Json(Json::Array{Json(lower_bound(i)),
-							Json(counts_[i])}));
+				b.push(Json(Json::Array{Json(lower_bound(i)), Json(counts_[i])}));
 		j["buckets"] = std::move(b);
 	}
 	return j;

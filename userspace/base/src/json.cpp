@@ -32,11 +32,21 @@ std::string json_escape(std::string_view s)
 Json::Json(const Value &v)
 {
 	switch (v.type()) {
-	case Value::value_t::boolean: v_ = v.get<bool>(); break;
-	case Value::value_t::number_integer: v_ = v.get<int64_t>(); break;
-	case Value::value_t::number_unsigned: v_ = v.get<uint64_t>(); break;
-	case Value::value_t::number_float: v_ = v.get<double>(); break;
-	case Value::value_t::string: v_ = v.get<std::string>(); break;
+	case Value::value_t::boolean:
+		v_ = v.get<bool>();
+		break;
+	case Value::value_t::number_integer:
+		v_ = v.get<int64_t>();
+		break;
+	case Value::value_t::number_unsigned:
+		v_ = v.get<uint64_t>();
+		break;
+	case Value::value_t::number_float:
+		v_ = v.get<double>();
+		break;
+	case Value::value_t::string:
+		v_ = v.get<std::string>();
+		break;
 	case Value::value_t::array: {
 		Array a;
 		a.reserve(v.size());
@@ -53,7 +63,8 @@ Json::Json(const Value &v)
 		v_ = std::move(o);
 		break;
 	}
-	default: break; // null, binary, discarded: null
+	default:
+		break; // null, binary, discarded: null
 	}
 }
 

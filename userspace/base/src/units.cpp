@@ -11,8 +11,7 @@ namespace ptwalk {
 namespace {
 
 // Splits "1.5G" into 1.5 and "G". Rejects signs, spaces and empty numbers.
-bool split_number(std::string_view s, double *num, std::string_view *suffix,
-		  std::string *err)
+bool split_number(std::string_view s, double *num, std::string_view *suffix, std::string *err)
 {
 	size_t i = 0;
 	bool digits = false, dot = false;
@@ -61,8 +60,7 @@ std::optional<uint64_t> parse_size(std::string_view s, std::string *err)
 	else if (u == "P" || u == "PB" || u == "PIB")
 		shift = 50;
 	else {
-		*err = "unknown size suffix '" + std::string(suf) +
-		       "' (use K, M, G, T)";
+		*err = "unknown size suffix '" + std::string(suf) + "' (use K, M, G, T)";
 		return std::nullopt;
 	}
 	double v = std::ldexp(num, int(shift));
@@ -100,8 +98,7 @@ std::optional<uint64_t> parse_duration_ns(std::string_view s, std::string *err)
 	else if (suf == "h")
 		mult = 3600e9;
 	else {
-		*err = "unknown duration unit '" + std::string(suf) +
-		       "' (use ns, us, ms, s, m, h)";
+		*err = "unknown duration unit '" + std::string(suf) + "' (use ns, us, ms, s, m, h)";
 		return std::nullopt;
 	}
 	double v = num * mult;

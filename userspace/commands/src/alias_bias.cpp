@@ -24,7 +24,7 @@ namespace {
 // One workload, one kind of walk, `reps` walks with an mmap victim.
 struct Measured {
 	bool ok = false;
-	double ns_per_pte = 0;   // median
+	double ns_per_pte = 0; // median
 	double walk_max_ns = 0;
 	double stall_max_ns = 0; // mmap victim, max during walks (0: none seen)
 	uint64_t stall_ops = 0;  // victim operations during walks
@@ -67,9 +67,8 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 	if (size && !*stop) {
 		sh->victims_go = 1;
 		// the victim is operating before the first walk (bounded: 2 s)
-		for (int i = 0; i < 200 && sh->nvictims && !*stop &&
-				sh->victims[0].outside.count() < 20;
-		     i++)
+		for (int i = 0;
+		     i < 200 && sh->nvictims && !*stop && sh->victims[0].outside.count() < 20; i++)
 			usleep(10000);
 		Child sc = Child::run([&] { return scanner_main(c, wl.pid(), sh); });
 		sh->scanner_go = 1;
@@ -161,7 +160,7 @@ std::optional<KindCalibration> calibrate_kind(const Scenario &sc, const char *k,
 	c.size = size;
 	c.victims = {Victim::mmap};
 	c.profile = parse_profile(k).value_or(sc.profile);
-	c.interval_ns = 10000000; // the victim runs between walks too
+	c.interval_ns = 10000000;                // the victim runs between walks too
 	c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
 	c.max_iterations = uint64_t(reps);
 	// Both sides are the same kind of mapping (a memfd, MAP_SHARED, 4 KiB

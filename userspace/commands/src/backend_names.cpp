@@ -52,14 +52,29 @@ std::string all_of(const Named<E> (&t)[N])
 
 } // namespace
 
-const char *name(RunBackend b) { return name_of(kRun, b); }
-std::optional<RunBackend> parse_run_backend(std::string_view s) { return parse_of(kRun, s); }
-std::string all_run_backends() { return all_of(kRun); }
-const char *name(MonitorBackend b) { return name_of(kMonitor, b); }
+const char *name(RunBackend b)
+{
+	return name_of(kRun, b);
+}
+std::optional<RunBackend> parse_run_backend(std::string_view s)
+{
+	return parse_of(kRun, s);
+}
+std::string all_run_backends()
+{
+	return all_of(kRun);
+}
+const char *name(MonitorBackend b)
+{
+	return name_of(kMonitor, b);
+}
 std::optional<MonitorBackend> parse_monitor_backend(std::string_view s)
 {
 	return parse_of(kMonitor, s);
 }
-std::string all_monitor_backends() { return all_of(kMonitor); }
+std::string all_monitor_backends()
+{
+	return all_of(kMonitor);
+}
 
 } // namespace ptwalk

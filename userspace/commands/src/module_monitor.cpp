@@ -26,7 +26,6 @@ namespace ptwalk {
 
 namespace {
 
-
 std::string comm_of(int32_t pid)
 {
 	if (pid <= 0)
@@ -60,8 +59,10 @@ Recorded collect(const MonitorOptions &o, const std::string &d)
 		seq0 = std::max(seq0, w.seq);
 	r.t0 = now_ns();
 	if (!o.quiet)
-		fprintf(stderr, "ptwalk monitor: watching walks recorded by ptwalk.ko for %.1f s "
-				"(Ctrl-C stops early)\n", double(o.duration_ns) / 1e9);
+		fprintf(stderr,
+			"ptwalk monitor: watching walks recorded by ptwalk.ko for %.1f s "
+			"(Ctrl-C stops early)\n",
+			double(o.duration_ns) / 1e9);
 	for (;;) {
 		for (auto &w : parse_module_walks(read_file(d + "/walks", nullptr).value_or("")))
 			if (w.seq > seq0 && r.walks.emplace(w.seq, w).second &&
@@ -69,7 +70,8 @@ Recorded collect(const MonitorOptions &o, const std::string &d)
 				r.comms[w.target_tgid] = comm_of(w.target_tgid); // while alive
 		for (auto &s : parse_module_stalls(read_file(d + "/stalls", nullptr).value_or("")))
 			if (s.walk_seq > seq0)
-				r.stalls.emplace(std::make_tuple(s.walk_seq, s.waiter_pid, s.start_ns), s);
+				r.stalls.emplace(
+					std::make_tuple(s.walk_seq, s.waiter_pid, s.start_ns), s);
 		if (StopSignals::caught() || now_ns() - r.t0 >= o.duration_ns)
 			break;
 		usleep(200000);
@@ -168,12 +170,13 @@ int run_module_monitor(const MonitorOptions &o)
 	size_t shown = 0;
 	if (!o.quiet)
 		printf("%9s %-13s %-22s %-22s %10s %10s %9s %s\n", "START_S", "KIND",
-		       "WALKER (pid comm)", "TARGET (tgid comm)", "DUR_MS", "PTE_SLOTS",
-		       "HOLD_MS", "STALLS (pid comm wait_ms)");
+		       "WALKER (pid comm)", "TARGET (tgid comm)", "DUR_MS", "PTE_SLOTS", "HOLD_MS",
+		       "STALLS (pid comm wait_ms)");
 	for (auto &[seq, w] : r.walks) {
 		std::string cells;
 		ModuleHold h = walk_hold(seq, w, r, &cells);
-		if (!o.quiet && (w.lock_hold_ns >= o.min_hold_ns || w.duration_ns >= o.min_hold_ns)) {
+		if (!o.quiet &&
+		    (w.lock_hold_ns >= o.min_hold_ns || w.duration_ns >= o.min_hold_ns)) {
 			print_row(w, h, cells, r.t0);
 			shown++;
 		}
@@ -184,8 +187,8 @@ int run_module_monitor(const MonitorOptions &o)
 		       double(r.t1 - r.t0) / 1e9, r.walks.size(), shown,
 		       format_ns(o.min_hold_ns).c_str());
 	if (!o.out_path.empty()) {
-		std::string e = write_atomically(o.out_path,
-						 monitor_result_json(res).dump(1) + "\n");
+		std::string e =
+			write_atomically(o.out_path, monitor_result_json(res).dump(1) + "\n");
 		if (!e.empty()) {
 			fprintf(stderr, "ptwalk monitor: %s\n", e.c_str());
 			return 1;

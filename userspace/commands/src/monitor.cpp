@@ -110,8 +110,9 @@ public:
 			return false;
 		}
 		https_ = web.tls();
-		if (server_.start(o_.serve_host, o_.serve_port,
-				  [this](const std::string &path) { return page(path); }, &err, web))
+		if (server_.start(
+			    o_.serve_host, o_.serve_port,
+			    [this](const std::string &path) { return page(path); }, &err, web))
 			return true;
 		fprintf(stderr, "ptwalk monitor: %s\n", err.c_str());
 		return false;
@@ -134,7 +135,8 @@ public:
 		bc.min_hold_ns = o_.min_hold_ns;
 		bc.min_wait_ns = kMonitorMinWaitNs;
 		bc.prober_tid = prober_.tid();
-		const bool want_bpf = o_.backend == MonitorBackend::bpf || o_.backend == MonitorBackend::automatic;
+		const bool want_bpf = o_.backend == MonitorBackend::bpf ||
+				      o_.backend == MonitorBackend::automatic;
 		bool ok = trace_.start(hooks(), want_bpf ? &bc : nullptr, &err);
 		std::string bpf_err;
 		if (!ok && o_.backend == MonitorBackend::automatic && trace_.bpf_failed()) {
@@ -144,18 +146,22 @@ public:
 			if (ok) {
 				bpf_unavailable_ = bpf_err;
 				if (!o_.quiet)
-					fprintf(stderr, "ptwalk monitor: BPF unavailable (%s); "
-							"reading every mmap_lock event through perf\n",
+					fprintf(stderr,
+						"ptwalk monitor: BPF unavailable (%s); "
+						"reading every mmap_lock event through perf\n",
 						bpf_err.c_str());
 			}
 		}
 		if (!ok) {
 			if (!bpf_err.empty())
-				fprintf(stderr, "ptwalk monitor: bpf and tracepoint backends unavailable: "
-						"bpf: %s; tracepoint: %s\n", bpf_err.c_str(), err.c_str());
+				fprintf(stderr,
+					"ptwalk monitor: bpf and tracepoint backends unavailable: "
+					"bpf: %s; tracepoint: %s\n",
+					bpf_err.c_str(), err.c_str());
 			else
 				fprintf(stderr, "ptwalk monitor: %s backend unavailable: %s\n",
-					o_.backend == MonitorBackend::bpf ? "bpf" : "tracepoint", err.c_str());
+					o_.backend == MonitorBackend::bpf ? "bpf" : "tracepoint",
+					err.c_str());
 			prober_.stop();
 			server_.stop();
 			return false;
@@ -276,7 +282,8 @@ private:
 	{
 		WalkTracker &t = *tracker_;
 		t.on_task([this](pid_t tid, pid_t tgid) { names_.note(tid, tgid); });
-		t.on_foreign_hold([this](const LockSpan &h) { trace_.scan_fds(h.tid, h.tgid, h.start_ns); });
+		t.on_foreign_hold(
+			[this](const LockSpan &h) { trace_.scan_fds(h.tid, h.tgid, h.start_ns); });
 		MonitorTrace::Hooks k;
 		k.lock = [&t](const LockEvent &e) { t.lock(e); };
 		k.ended = [this, &t](pid_t tgid, uint64_t at, bool exec) {
@@ -298,7 +305,9 @@ private:
 				prober_.rescan();
 			}
 		};
-		k.comm = [this](pid_t tid, std::string_view c, uint64_t at) { names_.set(tid, c, at); };
+		k.comm = [this](pid_t tid, std::string_view c, uint64_t at) {
+			names_.set(tid, c, at);
+		};
 		k.span = [&t](const LockSpan &s, bool hold) { t.span(s, hold); };
 		k.probe = [&t](const LockEvent &e) { t.probe_acquire(e); };
 		k.owner = [&t](uint64_t mm, pid_t tgid, uint64_t at, bool building) {
@@ -330,13 +339,20 @@ private:
 	}
 	void announce() const
 	{
-		std::string what = continuous_ ? "" : " for " + std::to_string(double(o_.duration_ns) / 1e9) + " s";
+		std::string what =
+			continuous_ ? ""
+				    : " for " + std::to_string(double(o_.duration_ns) / 1e9) + " s";
 		if (o_.duration_ns == 0)
 			what = " until stopped";
-		fprintf(stderr, "ptwalk monitor: watching mmap_lock holds >= %s ms%s%s%s (Ctrl-C stops)\n",
+		fprintf(stderr,
+			"ptwalk monitor: watching mmap_lock holds >= %s ms%s%s%s (Ctrl-C stops)\n",
 			ms(o_.min_hold_ns).c_str(), what.c_str(),
-			o_.serve_host.empty() ? "" : (", serving " + std::string(https_ ? "https" : "http") + "://" + o_.serve_host + ":" +
-						      std::to_string(server_.port()) + "/metrics").c_str(),
+			o_.serve_host.empty()
+				? ""
+				: (", serving " + std::string(https_ ? "https" : "http") + "://" +
+				   o_.serve_host + ":" + std::to_string(server_.port()) +
+				   "/metrics")
+					  .c_str(),
 			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
 	}
 	const char *backend() const { return trace_.bpf_used() ? "bpf" : "tracepoint"; }
@@ -411,13 +427,15 @@ std::string Session::table_row(const Walk &w, MmIndex &pmi)
 	std::string holder = std::to_string(w.hold.tid) + " " + names_.comm(w.hold.tid);
 	const std::string basis = name(w.basis);
 	std::string target = w.self ? "self (" + basis + ")"
-		: w.target_tgid ? std::to_string(w.target_tgid) + " " +
-					  target_comm(w.target_tgid) + " (" + basis + ")"
-		: "unknown";
+			     : w.target_tgid
+				     ? std::to_string(w.target_tgid) + " " +
+					       target_comm(w.target_tgid) + " (" + basis + ")"
+				     : "unknown";
 	std::string waiters = std::to_string(w.waiters_total);
 	if (!w.waiters.empty())
-		waiters += " (max " + ms(w.waiters[0].ns()) + " ms: " +
-			   std::to_string(w.waiters[0].tid) + " " + names_.comm(w.waiters[0].tid) + ")";
+		waiters += " (max " + ms(w.waiters[0].ns()) +
+			   " ms: " + std::to_string(w.waiters[0].tid) + " " +
+			   names_.comm(w.waiters[0].tid) + ")";
 	auto row = [&](char *buf, size_t n) {
 		return snprintf(buf, n, "%9.3f %11s %-6s %-12s %-24s %-28s %-6s %s\n",
 				double(w.hold.start_ns - std::min(w.hold.start_ns, t0_)) / 1e9,
@@ -456,8 +474,8 @@ void Session::print_table()
 
 } // namespace
 
-MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0,
-			     uint64_t t1, bool interrupted)
+MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
+			     bool interrupted)
 {
 	MonitorResult r;
 	r.backend = backend;
@@ -507,9 +525,10 @@ int run_monitor(const MonitorOptions &o)
 		return kMonitorFailed;
 	}
 	if (bounding_kept && !o.quiet)
-		fprintf(stderr, "ptwalk monitor: capabilities dropped but for "
-				"CAP_DAC_READ_SEARCH CAP_SYS_PTRACE; the bounding set kept as it was "
-				"(no CAP_SETPCAP to drop from it)\n");
+		fprintf(stderr,
+			"ptwalk monitor: capabilities dropped but for "
+			"CAP_DAC_READ_SEARCH CAP_SYS_PTRACE; the bounding set kept as it was "
+			"(no CAP_SETPCAP to drop from it)\n");
 	// written as root without CAP_DAC_OVERRIDE from now on
 	if (!o.textfile_dir.empty()) {
 		if (auto e = check_textfile_dir(o.textfile_dir); !e.empty()) {

@@ -36,7 +36,10 @@ inline std::string proc_comm(pid_t pid)
 	return t ? trim_nl(*t) : "";
 }
 
-inline pid_t my_tid() { return pid_t(syscall(SYS_gettid)); }
+inline pid_t my_tid()
+{
+	return pid_t(syscall(SYS_gettid));
+}
 
 // The prober: reads /proc/PID/cmdline of processes so that the kernel takes
 // their mmap_lock on its behalf; the trace sees that lock event (its tid,

@@ -200,7 +200,9 @@ private:
 		};
 		Ev(uint64_t at, Kind k, const LockEvent &e) : t(at), kind(k), lock(e) {}
 		Ev(uint64_t at, Kind k, const LockSpan &sp, pid_t p = 0)
-			: t(at), kind(k), pid(p), span(sp) {}
+			: t(at), kind(k), pid(p), span(sp)
+		{
+		}
 		Ev(uint64_t at, Kind k, pid_t p) : t(at), kind(k), pid(p), span() {}
 	};
 	static_assert(std::is_trivially_copyable_v<Ev> && sizeof(Ev) <= 56);
@@ -209,8 +211,8 @@ private:
 	void take(const ptw_bpf_rec &r)
 	{
 		const pid_t tgid = pid_t(r.tgid), tid = pid_t(r.tid);
-		const LockSpan sp{r.start_ns, r.end_ns, r.mm, tgid, tid, r.write != 0, r.success != 0,
-				  r.teardown != 0};
+		const LockSpan sp{r.start_ns, r.end_ns,     r.mm,           tgid,
+				  tid,        r.write != 0, r.success != 0, r.teardown != 0};
 		auto owner = [&] {
 			const bool mine = pid_t(r.owner_tgid) == tgid;
 			// its exit tearing down its own mm: nothing to learn
@@ -306,7 +308,9 @@ private:
 				soonest = std::min(soonest, f.since + kInflightScanNs);
 		if (soonest == UINT64_MAX)
 			return poll_ms;
-		return soonest <= now ? 0 : int(std::min<uint64_t>((soonest - now) / 1'000'000 + 1, uint64_t(poll_ms)));
+		return soonest <= now ? 0
+				      : int(std::min<uint64_t>((soonest - now) / 1'000'000 + 1,
+							       uint64_t(poll_ms)));
 	}
 	void round_end(uint64_t drained_at, bool final) override
 	{
@@ -326,8 +330,9 @@ private:
 		if (inflight_.size() > 65536)
 			inflight_.clear(); // tasks come and go: bounded
 		runs_.merge(pending_, head_);
-		const uint64_t limit = final ? UINT64_MAX
-				       : drained_at > kMargin ? drained_at - kMargin : 0;
+		const uint64_t limit = final                  ? UINT64_MAX
+				       : drained_at > kMargin ? drained_at - kMargin
+							      : 0;
 		size_t n = head_;
 		for (; n < pending_.size() && pending_[n].t <= limit; n++) {
 			const Ev &e = pending_[n];
@@ -336,14 +341,31 @@ private:
 			else
 				last_delivered_ = e.t;
 			switch (e.kind) {
-			case Lock: hooks_.lock(e.lock); break;
-			case Exit: hooks_.ended(e.pid, e.t, false); break;
-			case Exec: hooks_.ended(e.pid, e.t, true); hooks_.born(e.pid, e.t); break;
-			case Fork: hooks_.born(e.pid, e.t); break;
-			case Hold: hooks_.span(e.span, true); break;
-			case Wait: hooks_.span(e.span, false); break;
-			case Probe: hooks_.probe(e.lock); break;
-			case Owner: hooks_.owner(e.span.mm, e.pid, e.t, e.building); break;
+			case Lock:
+				hooks_.lock(e.lock);
+				break;
+			case Exit:
+				hooks_.ended(e.pid, e.t, false);
+				break;
+			case Exec:
+				hooks_.ended(e.pid, e.t, true);
+				hooks_.born(e.pid, e.t);
+				break;
+			case Fork:
+				hooks_.born(e.pid, e.t);
+				break;
+			case Hold:
+				hooks_.span(e.span, true);
+				break;
+			case Wait:
+				hooks_.span(e.span, false);
+				break;
+			case Probe:
+				hooks_.probe(e.lock);
+				break;
+			case Owner:
+				hooks_.owner(e.span.mm, e.pid, e.t, e.building);
+				break;
 			}
 		}
 		head_ = n;
@@ -359,13 +381,14 @@ private:
 		}
 		hooks_.round(limit == UINT64_MAX ? drained_at : limit, final);
 	}
+
 public:
 	// What the holder has open now (the hold that began at `since`).
 	void scan_fds(pid_t tid, pid_t tgid, uint64_t since)
 	{
 		fd_scans_.fetch_add(1, std::memory_order_relaxed);
-		const std::string dir = "/proc/" + std::to_string(tgid) + "/task/" +
-					std::to_string(tid) + "/fd";
+		const std::string dir =
+			"/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) + "/fd";
 		DIR *d = opendir(dir.c_str());
 		if (!d)
 			return;
@@ -421,7 +444,7 @@ private:
 	};
 	// each ring is read in time order: pending_ past head_ is a few runs
 	SortedRuns<Ev, ByTime> runs_;
-	uint64_t n_events_ = 0;    // reader thread's count, published per round
+	uint64_t n_events_ = 0; // reader thread's count, published per round
 	// The latest entry handed to the model, and the entries handed on
 	// after a later one (the model saw them out of order). Reader thread;
 	// n_late_ published in late_.

@@ -99,8 +99,8 @@ std::string validate_run(RunOptions &o)
 		const uint64_t avail = m.available > margin ? m.available - margin : 0;
 		if (need > avail)
 			return "--size " + format_bytes(sc.size) + " " + name(sc.backing) +
-			       " needs about " + format_bytes(need) + " (" +
-			       format_bytes(phys) + " of memory + " + format_bytes(tables) +
+			       " needs about " + format_bytes(need) + " (" + format_bytes(phys) +
+			       " of memory + " + format_bytes(tables) +
 			       " of page tables) but only " + format_bytes(avail) +
 			       " is available (MemAvailable minus a " + format_bytes(margin) +
 			       " margin); use a smaller --size, --backing alias, or --force";
@@ -162,8 +162,8 @@ int preflight(const RunOptions &o)
 		MemInfo m = parse_meminfo(read_file("/proc/meminfo", nullptr).value_or(""));
 		printf("plan: %s %s: %llu leaf entries, %s of memory + %s of page tables; "
 		       "MemAvailable %s; scanner %s every %s for %s\n",
-		       format_bytes(sc.size).c_str(), name(sc.backing),
-		       (unsigned long long)ptes, format_bytes(physical_bytes(sc)).c_str(),
+		       format_bytes(sc.size).c_str(), name(sc.backing), (unsigned long long)ptes,
+		       format_bytes(physical_bytes(sc)).c_str(),
 		       format_bytes(page_table_bytes(sc)).c_str(),
 		       format_bytes(m.available).c_str(), name(sc.profile),
 		       format_ns(sc.interval_ns).c_str(), format_ns(sc.duration_ns).c_str());
@@ -232,11 +232,12 @@ void measure_alias_bias_if_needed(Run &r)
 		return;
 	}
 	if (!r.o.quiet)
-		fprintf(stderr, "calibrating the aliasing bias up to %s "
+		fprintf(stderr,
+			"calibrating the aliasing bias up to %s "
 			"(distinct vs aliased pages, cost and stall)...\n",
 			format_bytes(r.o.calibrate_size).c_str());
-	r.result.alias_calibration = measure_alias_bias(
-		sc, alias_bias_sizes(r.o.calibrate_size), 5, &g_signal);
+	r.result.alias_calibration =
+		measure_alias_bias(sc, alias_bias_sizes(r.o.calibrate_size), 5, &g_signal);
 }
 
 // Waits for the workload to populate (a progress bar past a second on a
@@ -270,7 +271,8 @@ int wait_populated(Run &r)
 		r.wl.stop(SIGTERM, 2000, Child::kUntilReaped);
 	std::string msg = sh->message[0] ? sh->message : "workload died";
 	if (WIFSIGNALED(r.wl.status()))
-		msg += std::string(" (killed by signal ") + strsignal(WTERMSIG(r.wl.status())) + ")";
+		msg += std::string(" (killed by signal ") + strsignal(WTERMSIG(r.wl.status())) +
+		       ")";
 	if (sh->workload_state.load() == kSkipped) {
 		fprintf(stderr, "ptwalk run: %s: skipped: %s\n", name(r.o.sc.backing), msg.c_str());
 		return 4;
@@ -289,8 +291,8 @@ void describe_workload(Run &r)
 	w.populate_ns = sh->populate_ns.load();
 	w.populate_bytes = sh->populated_bytes.load();
 	if (sh->populate_ns.load())
-		w.populate_bytes_per_s = double(sh->populated_bytes.load()) /
-					 (double(sh->populate_ns.load()) / 1e9);
+		w.populate_bytes_per_s =
+			double(sh->populated_bytes.load()) / (double(sh->populate_ns.load()) / 1e9);
 	std::string err;
 	if (!g_signal)
 		r.size0 = measure_walk_size(r.wl.pid(), &err);
@@ -315,7 +317,8 @@ int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 		r.backend = make_tracepoint_backend();
 		ok = r.backend->start(r.wl.pid(), threads, r.sc.pid());
 		if (!ok)
-			r.fallback += "; " + r.backend->name() + " unavailable: " + r.backend->detail();
+			r.fallback +=
+				"; " + r.backend->name() + " unavailable: " + r.backend->detail();
 	}
 	if (!ok) {
 		r.backend = make_syscall_backend();
@@ -331,7 +334,8 @@ void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &thread
 {
 	if (r.o.cross_check && !g_signal) {
 		if (r.backend->name() != "module") {
-			r.second_why = "no second view: the primary backend is " + r.backend->name();
+			r.second_why =
+				"no second view: the primary backend is " + r.backend->name();
 		} else {
 			r.second = make_tracepoint_backend();
 			if (!r.second->start(r.wl.pid(), threads, r.sc.pid())) {
@@ -342,7 +346,8 @@ void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &thread
 	}
 	if (r.o.perf && !g_signal) {
 		PerfOptions po;
-		po.workdir = (r.o.out_path.empty() ? std::string("ptwalk") : r.o.out_path) + ".perf";
+		po.workdir =
+			(r.o.out_path.empty() ? std::string("ptwalk") : r.o.out_path) + ".perf";
 		if (!r.perf.start(r.sc.pid(), r.wl.pid(), po)) {
 			r.perf_summary = PerfSummary{};
 			r.perf_summary->error = r.perf.why();
@@ -402,10 +407,12 @@ void scan_and_stop(Run &r)
 		std::string err;
 		r.size1 = measure_walk_size(r.wl.pid(), &err);
 		// ptwalk's own memory apart from the mapping: O(1) in --size
-		if (auto st = read_file("/proc/" + std::to_string(r.wl.pid()) + "/status", nullptr)) {
+		if (auto st =
+			    read_file("/proc/" + std::to_string(r.wl.pid()) + "/status", nullptr)) {
 			const uint64_t rss = parse_status(*st).vm_rss;
 			const uint64_t map = sh->populated_bytes.load();
-			r.result.self_memory.workload_rss_minus_mapping_bytes = rss > map ? rss - map : 0;
+			r.result.self_memory.workload_rss_minus_mapping_bytes =
+				rss > map ? rss - map : 0;
 		}
 	}
 	r.result.workload.size_end = r.size1;
@@ -505,7 +512,8 @@ int report(Run &r)
 	if (!r.o.quiet)
 		print_table(r.result, stdout);
 	if (!r.o.out_path.empty()) {
-		std::string e = write_atomically(r.o.out_path, result_json(r.result).dump(1) + "\n");
+		std::string e =
+			write_atomically(r.o.out_path, result_json(r.result).dump(1) + "\n");
 		if (!e.empty()) {
 			fprintf(stderr, "ptwalk run: %s\n", e.c_str());
 			return 1;

@@ -145,8 +145,9 @@ std::vector<VictimEntry> victims(const Shared &sh)
 		const VictimSlot &v = sh.victims[i];
 		victims.push_back({v.name, v.tid.load(), v.outside.count() + v.during.count(),
 				   v.outside, v.during,
-				   v.run_delay_known.load() ? std::optional<uint64_t>(v.run_delay_ns.load())
-							    : std::nullopt});
+				   v.run_delay_known.load()
+					   ? std::optional<uint64_t>(v.run_delay_ns.load())
+					   : std::nullopt});
 	}
 	return victims;
 }
@@ -160,13 +161,15 @@ std::vector<VictimOp> slow_ops(const Shared &sh, uint64_t *dropped)
 		*dropped += n > kMaxSlowOps ? n - kMaxSlowOps : 0;
 		for (uint32_t k = 0; k < std::min(n, kMaxSlowOps); k++)
 			ops.push_back({pid_t(v.tid.load()), v.name, v.slow[k].start_ns,
-					    v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
-					    (v.slow[k].during & kOpBeganDuring) != 0,
-					    v.slow[k].slept == kSleepUnknown
-						    ? -1 : int((v.slow[k].slept & kOpSlept) != 0),
-					    v.slow[k].slept == kSleepUnknown
-						    ? -1 : int((v.slow[k].slept & kOpPreempted) != 0),
-					    (v.slow[k].during & kOpUpkeep) != 0});
+				       v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
+				       (v.slow[k].during & kOpBeganDuring) != 0,
+				       v.slow[k].slept == kSleepUnknown
+					       ? -1
+					       : int((v.slow[k].slept & kOpSlept) != 0),
+				       v.slow[k].slept == kSleepUnknown
+					       ? -1
+					       : int((v.slow[k].slept & kOpPreempted) != 0),
+				       (v.slow[k].during & kOpUpkeep) != 0});
 	}
 	return ops;
 }

@@ -89,9 +89,9 @@ Judged judge_kind(const std::string &kind, const Ratios &v, double tol)
 	}
 	const bool s_ok = stall_ok && v.size() >= 2 && sspread <= tol;
 	if (stall_ok && v.size() >= 2 && !s_ok)
-		why += (why.empty() ? "" : "; ") + std::string("stall vs model differs between sizes by ") +
-		       pct(sspread) + " (" + fmt2(slo) + " to " + fmt2(shi) + "; more than " +
-		       pct(tol) + ")";
+		why += (why.empty() ? "" : "; ") +
+		       std::string("stall vs model differs between sizes by ") + pct(sspread) +
+		       " (" + fmt2(slo) + " to " + fmt2(shi) + "; more than " + pct(tol) + ")";
 	e.cost_corrected = cost_ok;
 	e.stall_corrected = cost_ok && s_ok;
 	if (!why.empty())

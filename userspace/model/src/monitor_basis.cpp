@@ -7,8 +7,8 @@ namespace ptwalk {
 const char *name(Basis b)
 {
 	switch (b) {
-#define PTW_X(x)				\
-	case Basis::x:				\
+#define PTW_X(x)       \
+	case Basis::x: \
 		return #x;
 		PTW_MONITOR_BASES(PTW_X)
 #undef PTW_X

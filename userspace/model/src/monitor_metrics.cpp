@@ -55,8 +55,9 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 				    {"kind", std::get<2>(k)},
 				    {"mode", std::get<3>(k)}};
 	};
-	x.family("ptwalk_monitor_walks_total", "counter",
-		 "mmap_lock holds of at least --min-hold, by walker comm, target comm, kind and lock mode");
+	x.family(
+		"ptwalk_monitor_walks_total", "counter",
+		"mmap_lock holds of at least --min-hold, by walker comm, target comm, kind and lock mode");
 	for (const auto &[k, s] : series_)
 		x.sample("ptwalk_monitor_walks_total", labels(k), double(s.walks));
 	x.family("ptwalk_monitor_walk_hold_seconds", "histogram",
@@ -67,8 +68,7 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 		 "how long each task that waited behind a walk waited for the mmap_lock");
 	for (const auto &[k, s] : series_)
 		s.wait.render(x, "ptwalk_monitor_walk_wait_seconds", labels(k));
-	x.family("ptwalk_monitor_walk_waiters_total", "counter",
-		 "tasks that waited behind walks");
+	x.family("ptwalk_monitor_walk_waiters_total", "counter", "tasks that waited behind walks");
 	for (const auto &[k, s] : series_)
 		x.sample("ptwalk_monitor_walk_waiters_total", labels(k), double(s.waiters));
 
@@ -77,28 +77,36 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 			double m = 0;
 			for (const auto &e : q)
 				if (std::get<0>(e) >= now_s - kRecentWindowS)
-					m = std::max(m, field == 1 ? std::get<1>(e) : std::get<2>(e));
+					m = std::max(m,
+						     field == 1 ? std::get<1>(e) : std::get<2>(e));
 			x.sample(name, {{"walker", wt.first}, {"target", wt.second}}, m);
 		}
 	};
-	x.family("ptwalk_monitor_recent_wait_max_seconds", "gauge",
-		 "longest wait behind a walk of target by walker (another process) that ended in the last 60 s (0: none)");
+	x.family(
+		"ptwalk_monitor_recent_wait_max_seconds", "gauge",
+		"longest wait behind a walk of target by walker (another process) that ended in the last 60 s (0: none)");
 	recent("ptwalk_monitor_recent_wait_max_seconds", 1);
-	x.family("ptwalk_monitor_recent_hold_max_seconds", "gauge",
-		 "longest mmap_lock hold of a walk of target by walker (another process) that ended in the last 60 s (0: none)");
+	x.family(
+		"ptwalk_monitor_recent_hold_max_seconds", "gauge",
+		"longest mmap_lock hold of a walk of target by walker (another process) that ended in the last 60 s (0: none)");
 	recent("ptwalk_monitor_recent_hold_max_seconds", 2);
-	x.family("ptwalk_monitor_target_basis_total", "counter",
-		 "walks by how the target was named: probe, mm_owner, fd_table, exit (the mm's teardown after its owner's end) or unknown");
+	x.family(
+		"ptwalk_monitor_target_basis_total", "counter",
+		"walks by how the target was named: probe, mm_owner, fd_table, exit (the mm's teardown after its owner's end) or unknown");
 	for (const auto &[b, n] : basis_)
 		x.sample("ptwalk_monitor_target_basis_total", {{"basis", b}}, double(n));
 
-	x.family("ptwalk_monitor_events_total", "counter", "mmap_lock trace events seen (decoded, or paired in the kernel by the bpf backend)");
+	x.family(
+		"ptwalk_monitor_events_total", "counter",
+		"mmap_lock trace events seen (decoded, or paired in the kernel by the bpf backend)");
 	x.sample("ptwalk_monitor_events_total", {}, double(health_.events));
-	x.family("ptwalk_monitor_lost_events_total", "counter",
-		 "trace events the kernel dropped (ring buffer full): walks and waits may be missing");
+	x.family(
+		"ptwalk_monitor_lost_events_total", "counter",
+		"trace events the kernel dropped (ring buffer full): walks and waits may be missing");
 	x.sample("ptwalk_monitor_lost_events_total", {}, double(health_.lost));
-	x.family("ptwalk_monitor_unpaired_events_total", "counter",
-		 "lock events that did not fit a wait or a hold (lost or started before the monitor)");
+	x.family(
+		"ptwalk_monitor_unpaired_events_total", "counter",
+		"lock events that did not fit a wait or a hold (lost or started before the monitor)");
 	x.sample("ptwalk_monitor_unpaired_events_total", {}, double(health_.unpaired));
 	x.family("ptwalk_monitor_probes_total", "counter",
 		 "/proc/PID/cmdline reads that identify a process's mm");
@@ -116,11 +124,14 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 		 "CPU time (user + system) of the monitor itself");
 	x.sample("ptwalk_monitor_cpu_seconds_total", {}, cpu_s);
 	if (health_.kernel_run_ns >= 0) {
-		x.family("ptwalk_monitor_bpf_run_seconds_total", "counter",
-			 "run time of the monitor's BPF programs in the kernel (paid by the tasks that take mmap_lock)");
-		x.sample("ptwalk_monitor_bpf_run_seconds_total", {}, double(health_.kernel_run_ns) / 1e9);
+		x.family(
+			"ptwalk_monitor_bpf_run_seconds_total", "counter",
+			"run time of the monitor's BPF programs in the kernel (paid by the tasks that take mmap_lock)");
+		x.sample("ptwalk_monitor_bpf_run_seconds_total", {},
+			 double(health_.kernel_run_ns) / 1e9);
 	}
-	x.family("ptwalk_monitor_start_time_seconds", "gauge", "when the monitor started (Unix time)");
+	x.family("ptwalk_monitor_start_time_seconds", "gauge",
+		 "when the monitor started (Unix time)");
 	x.sample("ptwalk_monitor_start_time_seconds", {}, start_unix_s);
 	x.family("ptwalk_monitor_info", "gauge", "backend in use");
 	x.sample("ptwalk_monitor_info", {{"backend", health_.backend}}, 1);

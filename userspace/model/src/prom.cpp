@@ -46,7 +46,9 @@ void Exposition::family(std::string_view name, std::string_view type, std::strin
 	out_ += name;
 	out_ += ' ';
 	for (char c : help) // HELP escapes backslash and newline
-		out_ += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+		out_ += c == '\n'   ? std::string("\\n")
+			: c == '\\' ? std::string("\\\\")
+				    : std::string(1, c);
 	out_ += "\n# TYPE ";
 	out_ += name;
 	out_ += ' ';

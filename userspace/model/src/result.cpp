@@ -115,8 +115,7 @@ uint64_t workload_rss_reference(const WorkloadInfo &w)
 	return ref;
 }
 
-std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks,
-					 uint64_t size_bytes)
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes)
 {
 	const double gib = double(size_bytes) / double(1u << 30);
 	std::map<std::string, std::vector<const WalkEntry *>> by_kind;
@@ -172,9 +171,11 @@ void print_calibration(const AliasCalibration &cal, FILE *out)
 				e->cost_ratio_range.second);
 		}
 	}
-	fprintf(out, "\n  'corr.' = the aliased figure x that ratio: an estimate "
-		     "for distinct pages, only where the calibrated sizes agree "
-		     "within %.0f%%\n", cal.tolerance * 100);
+	fprintf(out,
+		"\n  'corr.' = the aliased figure x that ratio: an estimate "
+		"for distinct pages, only where the calibrated sizes agree "
+		"within %.0f%%\n",
+		cal.tolerance * 100);
 	for (const char *k : kWalkKinds)
 		if (const KindVerdict *e = cal.verdict(k); e && e->why)
 			fprintf(out, "  %s: %s\n", k, e->why->c_str());
@@ -186,7 +187,8 @@ void print_alias(const RunResult &r, FILE *out)
 	const ScenarioInfo &scen = r.scenario;
 	if (!scen.alias)
 		return;
-	fprintf(out, "ALIASED: %s of virtual memory over %s of physical memory "
+	fprintf(out,
+		"ALIASED: %s of virtual memory over %s of physical memory "
 		"(each page mapped %.0fx): ns/PTE differs from distinct pages "
 		"(hot struct pages, shared mapcounts)\n",
 		format_bytes(scen.size_bytes).c_str(),
@@ -201,8 +203,8 @@ void print_walks(const RunResult &r, FILE *out)
 	if (r.scenario.lower_bound)
 		fprintf(out, "ZERO PAGE: %s\n", r.scenario.lower_bound->c_str());
 
-	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s%s\n", "walk kind", "walks",
-		"PTEs", "dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
+	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s%s\n", "walk kind", "walks", "PTEs",
+		"dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
 		r.scenario.alias ? "  ns/PTE corr." : "");
 	for (const char *k : kWalkKinds) {
 		const KindSummary *s = find_kind(r.walk_summary, k);
@@ -242,9 +244,8 @@ void print_victims(const RunResult &r, FILE *out)
 {
 	if (r.victims.empty())
 		return;
-	fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim", "ops out",
-		"during", "p50 out/during", "p99 out/during", "p99.9 out/during",
-		"max out/during", "p99.9x");
+	fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim", "ops out", "during",
+		"p50 out/during", "p99 out/during", "p99.9 out/during", "max out/during", "p99.9x");
 	for (const char *name : {"read", "write", "fault", "mmap"}) {
 		const VictimEntry *v = find_victim(r.victims, name);
 		if (!v)
@@ -298,15 +299,19 @@ void print_validation(const Validation &val, FILE *out)
 		for (const auto &d : val.walks->disagreements)
 			fprintf(out, "validation: module records DISAGREE: %s\n", d.c_str());
 	if (val.stall_parts && val.stall_parts->bad)
-		fprintf(out, "validation: stall splits DISAGREE: %llu of %llu do not sum to "
-			"their wait\n", (unsigned long long)val.stall_parts->bad,
+		fprintf(out,
+			"validation: stall splits DISAGREE: %llu of %llu do not sum to "
+			"their wait\n",
+			(unsigned long long)val.stall_parts->bad,
 			(unsigned long long)val.stall_parts->checked);
 	if (val.stall_parts && val.stall_parts->runnable && val.stall_parts->runnable->bad) {
 		std::string names;
 		for (const auto &n : val.stall_parts->runnable->bad_victims)
 			names += (names.empty() ? "" : ", ") + n;
-		fprintf(out, "validation: waiter runnable DISAGREES with schedstat: %s runnable "
-			"longer in its stalls than the kernel's run_delay\n", names.c_str());
+		fprintf(out,
+			"validation: waiter runnable DISAGREES with schedstat: %s runnable "
+			"longer in its stalls than the kernel's run_delay\n",
+			names.c_str());
 	}
 }
 

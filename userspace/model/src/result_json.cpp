@@ -197,7 +197,9 @@ void to_json(Json::Value &j, const StallValidation &v)
 	j["recall"] = number_or_null(v.recall);
 	Json::Value u = Json::Value::array();
 	for (const auto &o : v.unexplained)
-		u.push_back({{"victim", o.victim}, {"tid", o.tid}, {"start_ns", o.start_ns},
+		u.push_back({{"victim", o.victim},
+			     {"tid", o.tid},
+			     {"start_ns", o.start_ns},
 			     {"ns", o.ns}});
 	j["unexplained"] = std::move(u);
 	j["stalls_checked"] = v.stalls_checked;

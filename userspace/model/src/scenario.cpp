@@ -11,30 +11,37 @@ namespace ptwalk {
 namespace {
 
 constexpr std::array<std::pair<Backing, const char *>, 7> kBackings{{
-	{Backing::anon, "anon"}, {Backing::thp, "thp"}, {Backing::shmem, "shmem"},
-	{Backing::file, "file"}, {Backing::hugetlb, "hugetlb"},
-	{Backing::alias, "alias"}, {Backing::zeropage, "zeropage"},
+	{Backing::anon, "anon"},
+	{Backing::thp, "thp"},
+	{Backing::shmem, "shmem"},
+	{Backing::file, "file"},
+	{Backing::hugetlb, "hugetlb"},
+	{Backing::alias, "alias"},
+	{Backing::zeropage, "zeropage"},
 }};
 constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
-	{Victim::read, "read"}, {Victim::write, "write"},
-	{Victim::fault, "fault"}, {Victim::mmap, "mmap"},
+	{Victim::read, "read"},
+	{Victim::write, "write"},
+	{Victim::fault, "fault"},
+	{Victim::mmap, "mmap"},
 }};
 constexpr std::array<std::pair<FaultRegion, const char *>, 3> kFaultRegions{{
-	{FaultRegion::any, "any"}, {FaultRegion::below, "below"}, {FaultRegion::above, "above"},
+	{FaultRegion::any, "any"},
+	{FaultRegion::below, "below"},
+	{FaultRegion::above, "above"},
 }};
 constexpr std::pair<Profile, const char *> kProfileList[] = {
 #define PTW_X(name, module, mode, unit, file, source) {Profile::name, #name},
 	PTW_WALK_KINDS(PTW_X)
 #undef PTW_X
 #define PTW_X(name, ...) {Profile::name, #name},
-	PTW_PROFILES(PTW_X)
+		PTW_PROFILES(PTW_X)
 #undef PTW_X
 };
 constexpr auto kProfiles = std::to_array(kProfileList);
 
 template <typename T, size_t N>
-std::optional<T> lookup(const std::array<std::pair<T, const char *>, N> &a,
-			std::string_view s)
+std::optional<T> lookup(const std::array<std::pair<T, const char *>, N> &a, std::string_view s)
 {
 	for (auto &[v, n] : a)
 		if (s == n)
@@ -63,24 +70,56 @@ std::string join(const std::array<std::pair<T, const char *>, N> &a)
 
 } // namespace
 
-std::optional<Backing> parse_backing(std::string_view s) { return lookup(kBackings, s); }
-std::optional<Victim> parse_victim(std::string_view s) { return lookup(kVictims, s); }
-std::optional<Profile> parse_profile(std::string_view s) { return lookup(kProfiles, s); }
+std::optional<Backing> parse_backing(std::string_view s)
+{
+	return lookup(kBackings, s);
+}
+std::optional<Victim> parse_victim(std::string_view s)
+{
+	return lookup(kVictims, s);
+}
+std::optional<Profile> parse_profile(std::string_view s)
+{
+	return lookup(kProfiles, s);
+}
 std::optional<FaultRegion> parse_fault_region(std::string_view s)
 {
 	return lookup(kFaultRegions, s);
 }
-const char *name(Backing b) { return rlookup(kBackings, b); }
-const char *name(Victim v) { return rlookup(kVictims, v); }
-const char *name(Profile p) { return rlookup(kProfiles, p); }
-const char *name(FaultRegion f) { return rlookup(kFaultRegions, f); }
-std::string all_backings() { return join(kBackings); }
-std::string all_victims() { return join(kVictims); }
-std::string all_profiles() { return join(kProfiles); }
-std::string all_fault_regions() { return join(kFaultRegions); }
+const char *name(Backing b)
+{
+	return rlookup(kBackings, b);
+}
+const char *name(Victim v)
+{
+	return rlookup(kVictims, v);
+}
+const char *name(Profile p)
+{
+	return rlookup(kProfiles, p);
+}
+const char *name(FaultRegion f)
+{
+	return rlookup(kFaultRegions, f);
+}
+std::string all_backings()
+{
+	return join(kBackings);
+}
+std::string all_victims()
+{
+	return join(kVictims);
+}
+std::string all_profiles()
+{
+	return join(kProfiles);
+}
+std::string all_fault_regions()
+{
+	return join(kFaultRegions);
+}
 
-uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len,
-			      uint64_t bytes)
+uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len, uint64_t bytes)
 {
 	constexpr uint64_t kAlign = 2ull << 20;
 	const uint64_t span = (bytes + kAlign - 1) & ~(kAlign - 1);
@@ -147,12 +186,12 @@ std::vector<const char *> profile_walks(Profile p)
 		return out;
 	};
 	switch (p) {
-#define PTW_X(profile, ...)						\
-	case Profile::profile: {					\
-		using enum WalkKind;					\
-		return names({__VA_ARGS__});				\
+#define PTW_X(profile, ...)                  \
+	case Profile::profile: {             \
+		using enum WalkKind;         \
+		return names({__VA_ARGS__}); \
 	}
-	PTW_PROFILES(PTW_X)
+		PTW_PROFILES(PTW_X)
 #undef PTW_X
 	default:
 		return {name(p)};

@@ -7,8 +7,7 @@
 
 namespace ptwalk {
 
-StallAccumulator::StallAccumulator(StallConfig cfg)
-	: cfg_(std::move(cfg)), pairer_(*this)
+StallAccumulator::StallAccumulator(StallConfig cfg) : cfg_(std::move(cfg)), pairer_(*this)
 {
 	hist_.resize(cfg_.threads.size());
 	for (size_t i = 0; i < cfg_.threads.size(); i++)
@@ -30,9 +29,8 @@ void StallAccumulator::feed(const LockEvent &e)
 	if (e.tgid == cfg_.target && !is_walker(e.tid, e.tgid))
 		target_mm_events_[e.mm]++;
 	const bool watched = watched_.count(e.tid) > 0;
-	auto open = std::find_if(open_waits_.begin(), open_waits_.end(), [&](const OpenWait &o) {
-		return o.tid == e.tid && o.mm == e.mm;
-	});
+	auto open = std::find_if(open_waits_.begin(), open_waits_.end(),
+				 [&](const OpenWait &o) { return o.tid == e.tid && o.mm == e.mm; });
 	if (watched && e.type == LockEventType::StartLocking) {
 		if (open != open_waits_.end())
 			open->start_ns = e.time_ns; // a lost acquire_returned
@@ -102,9 +100,8 @@ void StallAccumulator::wait(const LockSpan &w)
 	for (const auto &o : open_walker_holds_)
 		if (o.mm == w.mm && o.start_ns < w.end_ns)
 			overlap = true;
-	for (auto r = walker_holds_.rbegin(); !overlap && r != walker_holds_.rend() &&
-					      r->end_ns > w.start_ns;
-	     ++r)
+	for (auto r = walker_holds_.rbegin();
+	     !overlap && r != walker_holds_.rend() && r->end_ns > w.start_ns; ++r)
 		if (r->mm == w.mm && r->start_ns < w.end_ns)
 			overlap = true;
 	if (!overlap)
@@ -181,8 +178,8 @@ bool in_any_walk(const LockSpan &s, const std::vector<WalkSpan> &walks)
 }
 
 // Target mm and how it was found; false when it was not.
-bool find_target_mm(const StallAccumulator &acc, const std::vector<WalkSpan> &walks,
-		    uint64_t &mm, std::string &basis)
+bool find_target_mm(const StallAccumulator &acc, const std::vector<WalkSpan> &walks, uint64_t &mm,
+		    std::string &basis)
 {
 	uint64_t best = 0;
 	for (const auto &[m, n] : acc.target_mm_events())
@@ -253,9 +250,8 @@ std::vector<WalkHold> walk_holds(const StallAccumulator &acc, const std::vector<
 		if (v.has_lock)
 			v.lock_mode = rd && wr ? "read+write" : wr ? "write" : "read";
 	}
-	std::sort(wh.begin(), wh.end(), [](const WalkHold &a, const WalkHold &b) {
-		return a.h.start_ns < b.h.start_ns;
-	});
+	std::sort(wh.begin(), wh.end(),
+		  [](const WalkHold &a, const WalkHold &b) { return a.h.start_ns < b.h.start_ns; });
 	return wh;
 }
 
@@ -269,7 +265,7 @@ struct Stall {
 
 struct Attribution {
 	std::vector<Stall> stalls;
-	std::vector<uint64_t> attributed, max_attr; // per watched thread
+	std::vector<uint64_t> attributed, max_attr;    // per watched thread
 	std::vector<std::optional<uint64_t>> max_held; // per watched thread
 };
 
@@ -337,10 +333,10 @@ struct SplitInput {
 	const std::vector<WalkHold> &wh;
 	uint64_t longest;                                 // the longest walk hold
 	const std::vector<StallAccumulator::OffCpu> &off; // by start
-	uint64_t longest_off; // the longest closed one
-	bool any_open;        // some span never ended (no early stop then)
+	uint64_t longest_off;                             // the longest closed one
+	bool any_open; // some span never ended (no early stop then)
 	bool sched;
-	bool waiters;         // the waiters' runnable spans are known
+	bool waiters; // the waiters' runnable spans are known
 };
 
 // The stall split (see the header): walker_held, others_held, free, and
@@ -393,8 +389,8 @@ void split_stall(Stall &st, const SplitInput &in)
 	for (const auto &[tid, p] : pieces) {
 		auto top = std::lower_bound(in.off.begin(), in.off.end(), p.end_ns,
 					    [](const StallAccumulator::OffCpu &a, uint64_t t) {
-						    return a.start_ns < t;
-					    });
+			return a.start_ns < t;
+		});
 		for (auto it = top; it != in.off.begin();) {
 			--it;
 			if (!in.any_open && it->start_ns + in.longest_off < p.start_ns)
@@ -428,7 +424,9 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 			    const std::vector<WalkHold> &wh, std::vector<WalkKernelView> &views)
 {
 	const size_t nthreads = acc.config().threads.size();
-	Attribution at{{}, std::vector<uint64_t>(nthreads, 0), std::vector<uint64_t>(nthreads, 0),
+	Attribution at{{},
+		       std::vector<uint64_t>(nthreads, 0),
+		       std::vector<uint64_t>(nthreads, 0),
 		       std::vector<std::optional<uint64_t>>(nthreads)};
 	uint64_t longest = 0;
 	for (const auto &x : wh)
@@ -472,8 +470,8 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 	std::vector<StallAccumulator::OffCpu> off = acc.walker_off_cpu();
 	std::sort(off.begin(), off.end(),
 		  [](const StallAccumulator::OffCpu &a, const StallAccumulator::OffCpu &b) {
-			  return a.start_ns < b.start_ns;
-		  });
+		return a.start_ns < b.start_ns;
+	});
 	uint64_t longest_off = 0;
 	bool any_open = false;
 	for (const auto &o : off) {
@@ -482,8 +480,8 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		else
 			longest_off = std::max(longest_off, o.end_ns - o.start_ns);
 	}
-	const SplitInput in{wh, longest, off, longest_off, any_open, acc.sched(),
-			    acc.sched() && acc.waiters()};
+	const SplitInput in{
+		wh, longest, off, longest_off, any_open, acc.sched(), acc.sched() && acc.waiters()};
 	for (auto &st : at.stalls) {
 		const StallAccumulator::WatchedWait &c = *st.w;
 		split_stall(st, in);
@@ -521,8 +519,9 @@ std::vector<ThreadWaits> thread_summary(const StallAccumulator &acc,
 			o.attributed += at.attributed[i];
 			o.max_attributed_ns = std::max(o.max_attributed_ns, at.max_attr[i]);
 			if (at.max_held[i])
-				o.max_attributed_walker_held_ns = std::max(
-					o.max_attributed_walker_held_ns.value_or(0), *at.max_held[i]);
+				o.max_attributed_walker_held_ns =
+					std::max(o.max_attributed_walker_held_ns.value_or(0),
+						 *at.max_held[i]);
 		}
 	}
 	return th;
@@ -555,8 +554,7 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 
 std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 					     const std::vector<WalkSpan> &walks,
-					     const AttributionStats &stats,
-					     KernelView &kv)
+					     const AttributionStats &stats, KernelView &kv)
 {
 	std::vector<WalkKernelView> views(walks.size());
 	kv.source = stats.source;
@@ -580,7 +578,11 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	StallsView &sv = kv.stalls.emplace();
 	if (!tp.target_mm_found) {
 		for (const auto &n : names)
-			sv.threads.push_back({n, {}, 0, 0, std::nullopt,
+			sv.threads.push_back({n,
+					      {},
+					      0,
+					      0,
+					      std::nullopt,
 					      "target mm not found: no lock events by the "
 					      "target's threads nor walker holds in walk windows"});
 		return views;

@@ -23,9 +23,8 @@ bool within(const ViewStall &s, const VictimOp &o, uint64_t tol)
 std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
 {
 	char buf[160];
-	snprintf(buf, sizeof(buf), "%s %llu/%llu = %.3f < %.2f", what,
-		 (unsigned long long)a, (unsigned long long)b,
-		 b ? double(a) / double(b) : 0.0, min);
+	snprintf(buf, sizeof(buf), "%s %llu/%llu = %.3f < %.2f", what, (unsigned long long)a,
+		 (unsigned long long)b, b ? double(a) / double(b) : 0.0, min);
 	return buf;
 }
 
@@ -100,7 +99,8 @@ Recall recall_of(const ValidationInput &in)
 		if (hit) {
 			r.recalled++;
 		} else if (r.unexplained.size() < 20) {
-			r.unexplained.push_back({o.victim, o.tid, o.start_ns, o.end_ns - o.start_ns});
+			r.unexplained.push_back(
+				{o.victim, o.tid, o.start_ns, o.end_ns - o.start_ns});
 		}
 	}
 	return r;
@@ -149,14 +149,14 @@ std::vector<std::string> disagreements(const ValidationInput &in, const Recall &
 		dis.push_back(fmt_ratio("precision", p.confirmed, p.checked, in.min_precision));
 	if (in.ops_dropped)
 		dis.push_back("victims' slow-operation log overflowed: " +
-			 std::to_string(in.ops_dropped) + " operations not kept");
+			      std::to_string(in.ops_dropped) + " operations not kept");
 	// a truncated stall list is complete above the threshold only when its
 	// smallest entry is below it (the lists are sorted largest first)
 	if (in.stalls_total > in.stalls.size() && p.smallest >= in.threshold_ns &&
 	    in.complete_above_ns > in.threshold_ns)
 		dis.push_back("stall list truncated above the threshold: " +
-			 std::to_string(in.stalls_total) + " attributed, " +
-			 std::to_string(in.stalls.size()) + " listed");
+			      std::to_string(in.stalls_total) + " attributed, " +
+			      std::to_string(in.stalls.size()) + " listed");
 	return dis;
 }
 
@@ -295,8 +295,8 @@ WalkTally tally_walks(const RunResult &result, double lo, double hi,
 		// Without a complete walk to compare with: fewer slots than
 		// the mapping.  Either view alone is a disagreement.
 		if (w.incomplete) {
-			const double rss =
-				w.rollup_rss_bytes ? double(*w.rollup_rss_bytes) : rss_ref;
+			const double rss = w.rollup_rss_bytes ? double(*w.rollup_rss_bytes)
+							      : rss_ref;
 			const double missed = (rss_ref - rss) / 4096;
 			const double slack = double(kRollupRssSlack / 4096);
 			const bool fewer = slots_ref ? *slots_ref - s >= missed - slack : s < lo;

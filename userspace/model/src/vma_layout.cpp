@@ -60,8 +60,7 @@ VmaLayout parse_vma_layout(std::string_view maps, std::string_view mapping_name)
 		unsigned long long a, b;
 		int off = 0;
 		std::string s(line);
-		if (sscanf(s.c_str(), "%llx-%llx %*s %*s %*s %*s%n", &a, &b, &off) < 2 ||
-		    b < a)
+		if (sscanf(s.c_str(), "%llx-%llx %*s %*s %*s %*s%n", &a, &b, &off) < 2 || b < a)
 			return;
 		Vma v{a, b, ""};
 		if (off > 0 && size_t(off) < s.size()) {
@@ -118,7 +117,8 @@ std::optional<LayoutSpec> parse_layout_spec(std::string_view s, std::string *err
 	if (!b || *b < 4096) {
 		if (err)
 			*err = "use one, aliased or a VMA size such as 1G" +
-			       (e.empty() ? std::string(b ? " (at least 4K)" : "") : " (" + e + ")");
+			       (e.empty() ? std::string(b ? " (at least 4K)" : "")
+					  : " (" + e + ")");
 		return std::nullopt;
 	}
 	return LayoutSpec{LayoutSpec::size, *b};
@@ -196,8 +196,8 @@ namespace {
 // The estimate from the scaled figures raw_max/raw_p50: as is for distinct
 // pages; for aliased ones, corrected by the calibration's ratios when it
 // has them for this kind, else a range, else uncorrected (and said so).
-void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal,
-	      double raw_max, double raw_p50)
+void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal, double raw_max,
+	      double raw_p50)
 {
 	const auto r = cal ? cal->ratio_of(e.kind) : std::nullopt;
 	const auto sr = cal ? cal->stall_ratio_of(e.kind) : std::nullopt;
@@ -232,8 +232,8 @@ void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal,
 // What one run says of the mapping it measured, and the layout asked for.
 struct Layouts {
 	double size = 0, all_vmas = 0;
-	uint64_t m_vmas = 1, m_largest = 0; // measured
-	uint64_t u_vmas = 1, u_largest = 0; // asked for (--layout)
+	uint64_t m_vmas = 1, m_largest = 0;     // measured
+	uint64_t u_vmas = 1, u_largest = 0;     // asked for (--layout)
 	const Histogram *mmap_during = nullptr; // the mmap victim during walks
 	unsigned nkinds = 0;                    // walk kinds in the run
 };
@@ -258,9 +258,10 @@ StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 				  const KindLocking &kl, const Layouts &L)
 {
 	const auto *cal = result.alias_calibration ? &*result.alias_calibration : nullptr;
-	const uint64_t vpr = kl.unit == LockUnit::read_chunk
-				     ? smaps_vmas_per_read(record_bytes(result.walks, kl.kind, L.all_vmas))
-				     : 1;
+	const uint64_t vpr =
+		kl.unit == LockUnit::read_chunk
+			? smaps_vmas_per_read(record_bytes(result.walks, kl.kind, L.all_vmas))
+			: 1;
 	const uint64_t size = uint64_t(L.size);
 	StallEstimate::Kind e;
 	e.kind = kl.kind;
@@ -323,15 +324,14 @@ void print_stall_estimates(const StallEstimate &se, FILE *out)
 {
 	if (se.kinds.empty())
 		return;
-	auto ns = [](std::optional<uint64_t> v) {
-		return v ? format_ns(*v) : std::string("-");
-	};
-	fprintf(out, "\nworst mmap_lock stall: measured here vs estimated for %s "
-		     "(%llu VMA%s, largest %s)\n",
+	auto ns = [](std::optional<uint64_t> v) { return v ? format_ns(*v) : std::string("-"); };
+	fprintf(out,
+		"\nworst mmap_lock stall: measured here vs estimated for %s "
+		"(%llu VMA%s, largest %s)\n",
 		se.layout.c_str(), (unsigned long long)se.layout_vmas,
 		se.layout_vmas == 1 ? "" : "s", format_bytes(se.layout_largest_vma_bytes).c_str());
-	fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", "walk kind", "lock held per",
-		"stall here", "model here", "estimate", "status");
+	fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", "walk kind", "lock held per", "stall here",
+		"model here", "estimate", "status");
 	for (const StallEstimate::Kind &e : se.kinds) {
 		const std::string unit = e.lock_unit;
 		const char *per = unit == "whole_walk"           ? "whole walk"

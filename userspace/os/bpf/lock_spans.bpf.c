@@ -108,14 +108,13 @@ static __always_inline __u32 owner_tgid(struct mm_struct *mm)
 		return 0;
 	/* fork() copies the parent's mm into the child's while the child
 	 * still carries the parent's tgid: no fact until it is a process */
-	if (bpf_core_field_exists(owner->__state) &&
-	    (BPF_CORE_READ(owner, __state) & PTW_TASK_NEW))
+	if (bpf_core_field_exists(owner->__state) && (BPF_CORE_READ(owner, __state) & PTW_TASK_NEW))
 		return 0;
 	return (__u32)BPF_CORE_READ(owner, tgid);
 }
 
-static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm,
-				 __u8 write, __u8 success, __u8 foreign, __u8 teardown)
+static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm, __u8 write,
+				 __u8 success, __u8 foreign, __u8 teardown)
 {
 	struct ptw_bpf_rec *r;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -131,8 +130,9 @@ static __always_inline void emit(__u8 kind, __u64 start, __u64 end, __u64 mm,
 	r->tgid = id >> 32;
 	r->tid = (__u32)id;
 	/* a torn-down mm's owner pointer is stale or NULL: no fact */
-	r->owner_tgid = (kind == PTW_BPF_HOLD || kind == PTW_BPF_FOREIGN_ACQUIRE) && !teardown ?
-		owner_tgid((struct mm_struct *)mm) : 0;
+	r->owner_tgid = (kind == PTW_BPF_HOLD || kind == PTW_BPF_FOREIGN_ACQUIRE) && !teardown
+				? owner_tgid((struct mm_struct *)mm)
+				: 0;
 	/* no owner to read: a task's own mm (current->mm) is its process's */
 	if (!r->owner_tgid && kind == PTW_BPF_HOLD && !foreign)
 		r->owner_tgid = r->tgid;

@@ -77,7 +77,8 @@ std::string tracepoint_form(int *form)
 		return "BPF: the kernel's BTF (/sys/kernel/btf/vmlinux) is unavailable: " +
 		       std::string(strerror(errno));
 	std::string why;
-	const int id = btf__find_by_name_kind(vm, "btf_trace_mmap_lock_start_locking", BTF_KIND_TYPEDEF);
+	const int id =
+		btf__find_by_name_kind(vm, "btf_trace_mmap_lock_start_locking", BTF_KIND_TYPEDEF);
 	const btf_type *t = id > 0 ? btf__type_by_id(vm, uint32_t(id)) : nullptr;
 	// typedef -> pointer -> function prototype (void *__data, ...)
 	for (int hop = 0; t && hop < 2; hop++)
@@ -129,11 +130,20 @@ struct BpfLockSpans::Impl {
 };
 
 BpfLockSpans::BpfLockSpans() : impl_(std::make_unique<Impl>()) {}
-BpfLockSpans::~BpfLockSpans() { close(); }
+BpfLockSpans::~BpfLockSpans()
+{
+	close();
+}
 
-bool BpfLockSpans::is_open() const { return impl_->skel != nullptr; }
+bool BpfLockSpans::is_open() const
+{
+	return impl_->skel != nullptr;
+}
 
-void BpfLockSpans::close() { impl_->close(); }
+void BpfLockSpans::close()
+{
+	impl_->close();
+}
 
 bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 {
@@ -215,8 +225,8 @@ BpfLockStats BpfLockSpans::stats() const
 	}
 	s.run_time_counted = m.stats_fd >= 0;
 	const auto &p = m.skel->progs;
-	for (bpf_program *x : {p.ptw_start, p.ptw_acquire, p.ptw_release,
-			       p.ptw_start_path, p.ptw_acquire_path, p.ptw_release_path}) {
+	for (bpf_program *x : {p.ptw_start, p.ptw_acquire, p.ptw_release, p.ptw_start_path,
+			       p.ptw_acquire_path, p.ptw_release_path}) {
 		if (!bpf_program__autoload(x))
 			continue;
 		bpf_prog_info info{};

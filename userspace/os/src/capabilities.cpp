@@ -100,7 +100,8 @@ std::string keep_only_capabilities(std::initializer_list<int> keep, bool *boundi
 	if (cap_t cur = cap_get_proc()) {
 		for (int c = 0; c < ncaps; c++) {
 			cap_flag_value_t v = CAP_CLEAR;
-			if (cap_get_flag(cur, cap_value_t(c), CAP_PERMITTED, &v) == 0 && v == CAP_SET)
+			if (cap_get_flag(cur, cap_value_t(c), CAP_PERMITTED, &v) == 0 &&
+			    v == CAP_SET)
 				permitted |= 1ull << c;
 		}
 		cap_get_flag(cur, CAP_SETPCAP, CAP_EFFECTIVE, &setpcap);
@@ -136,8 +137,8 @@ std::string keep_only_capabilities(std::initializer_list<int> keep, bool *boundi
 	// this thread: the bounding set, then the rest through libcap
 	for (int i = 0; i < g_plan.ndrop; i++)
 		if (prctl(PR_CAPBSET_DROP, g_plan.drop[i], 0, 0, 0) != 0)
-			return std::string("prctl(PR_CAPBSET_DROP, ") + std::to_string(g_plan.drop[i]) +
-			       "): " + strerror(errno);
+			return std::string("prctl(PR_CAPBSET_DROP, ") +
+			       std::to_string(g_plan.drop[i]) + "): " + strerror(errno);
 	cap_t c = cap_init();
 	if (!c)
 		return std::string("cap_init: ") + strerror(errno);
@@ -160,7 +161,7 @@ std::string keep_only_capabilities(std::initializer_list<int> keep, bool *boundi
 	// inherits its creator's sets, before or after: checked again until none
 	// is left (or 2 s)
 	const int sig = SIGRTMIN + 5;
-	struct sigaction sa{};
+	struct sigaction sa {};
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
@@ -173,7 +174,8 @@ std::string keep_only_capabilities(std::initializer_list<int> keep, bool *boundi
 			if (t == self || done(t, want, bounding))
 				continue;
 			left = t;
-			if (round % 10 == 0 && syscall(SYS_tgkill, getpid(), t, sig) != 0 && errno != ESRCH)
+			if (round % 10 == 0 && syscall(SYS_tgkill, getpid(), t, sig) != 0 &&
+			    errno != ESRCH)
 				return "tgkill(" + std::to_string(t) + "): " + strerror(errno);
 		}
 		if (!left)

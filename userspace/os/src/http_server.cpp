@@ -24,8 +24,7 @@
 
 namespace ptwalk {
 
-bool parse_listen_address(const std::string &s, std::string *host, int *port,
-			  std::string *err)
+bool parse_listen_address(const std::string &s, std::string *host, int *port, std::string *err)
 {
 	size_t colon = s.rfind(':');
 	if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size()) {
@@ -64,7 +63,8 @@ struct DaemonStop {
 // The same socket: a dup of it, not a number since reused by another.
 bool same_socket(int a, int b)
 {
-	struct stat sa{}, sb{};
+	struct stat sa {
+	}, sb{};
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
 }
@@ -88,19 +88,21 @@ struct HttpServer::Impl {
 
 	static MHD_Result on_request(void *cls, MHD_Connection *c, const char *url,
 				     const char *method, const char *version,
-				     const char *upload_data, size_t *upload_size,
-				     void **req_cls);
+				     const char *upload_data, size_t *upload_size, void **req_cls);
 	bool listen_on(const std::string &host, int port, std::string *err);
 };
 
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer()
+{
+	stop();
+}
 
 // On MHD's threads, once the request's headers are in: answered at once
 // (a GET has no body to wait for; a refused upload is not read).
 MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char *url,
-					const char *method, const char *, const char *,
-					size_t *, void **)
+					const char *method, const char *, const char *, size_t *,
+					void **)
 {
 	Impl &m = *static_cast<Impl *>(cls);
 	if (!m.web.client_ca_pem.empty() && !m.client_verified(c))
@@ -121,7 +123,7 @@ MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char
 		r = {MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "GET only\n"};
 	else {
 		try {
-			r = m.handler(url); // MHD answers HEAD without the body
+			r = m.handler(url);         // MHD answers HEAD without the body
 		} catch (const std::exception &e) { // not through MHD's C frames
 			r = {MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
 			     std::string(e.what()) + "\n"};
@@ -142,7 +144,8 @@ MHD_Result HttpServer::Impl::on_request(void *cls, MHD_Connection *c, const char
 
 bool HttpServer::Impl::client_verified(MHD_Connection *c)
 {
-	const MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	const MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	if (!ci || !ci->tls_session)
 		return false;
 	unsigned status = 0;
@@ -262,17 +265,13 @@ bool HttpServer::start(const std::string &host, int port, Handler h, std::string
 	tls.push_back({MHD_OPTION_END, 0, nullptr});
 	// no MHD_USE_ERROR_LOG: a refused or timed-out client is not news
 	m.daemon.reset(MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			(m.web.tls() ? MHD_USE_TLS : 0),
-		0, nullptr, nullptr, &Impl::on_request, &m,
-		MHD_OPTION_ARRAY, tls.data(),
-		MHD_OPTION_LISTEN_SOCKET, MHD_socket(mhd_fd),
-		MHD_OPTION_THREAD_POOL_SIZE, kHttpThreads,
-		MHD_OPTION_CONNECTION_TIMEOUT, kHttpIdleTimeoutS,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | (m.web.tls() ? MHD_USE_TLS : 0),
+		0, nullptr, nullptr, &Impl::on_request, &m, MHD_OPTION_ARRAY, tls.data(),
+		MHD_OPTION_LISTEN_SOCKET, MHD_socket(mhd_fd), MHD_OPTION_THREAD_POOL_SIZE,
+		kHttpThreads, MHD_OPTION_CONNECTION_TIMEOUT, kHttpIdleTimeoutS,
 		MHD_OPTION_CONNECTION_LIMIT, kHttpMaxConnections,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, kHttpMaxPerIp,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, kHttpRequestMemory,
-		MHD_OPTION_END));
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, kHttpRequestMemory, MHD_OPTION_END));
 	if (!m.daemon) {
 		const int e = errno;
 		if (same_socket(mhd_fd, m.listen_fd.get()))
@@ -285,8 +284,14 @@ bool HttpServer::start(const std::string &host, int port, Handler h, std::string
 	return true;
 }
 
-int HttpServer::port() const { return impl_->port; }
-unsigned long HttpServer::requests() const { return impl_->requests.load(); }
+int HttpServer::port() const
+{
+	return impl_->port;
+}
+unsigned long HttpServer::requests() const
+{
+	return impl_->requests.load();
+}
 
 void HttpServer::stop()
 {

@@ -5,7 +5,10 @@
 
 namespace ptwalk {
 
-const char *lock_mode_name(bool write) { return write ? "write" : "read"; }
+const char *lock_mode_name(bool write)
+{
+	return write ? "write" : "read";
+}
 
 void LockPairer::feed(const LockEvent &e)
 {
@@ -59,7 +62,8 @@ bool SchedSwitchDecoder::init(const TraceEventFormat &f, std::string *err)
 	const TraceField *nx = f.find("next_pid");
 	if (!ty || !pr || !nx || pr->data_loc || nx->data_loc || pr->size > 8 || nx->size > 8) {
 		if (err)
-			*err = f.name + ": format lacks usable common_type/prev_pid/next_pid fields";
+			*err = f.name +
+			       ": format lacks usable common_type/prev_pid/next_pid fields";
 		return false;
 	}
 	id_ = f.id;
@@ -109,8 +113,7 @@ bool SchedWakeupDecoder::init(const TraceEventFormat &f, std::string *err)
 bool SchedWakeupDecoder::decode(const PerfSample &s, SchedWakeup &out) const
 {
 	uint64_t type = 0, pid = 0;
-	if (!read_field_u64(type_, s.raw, type) || type != id_ ||
-	    !read_field_u64(pid_, s.raw, pid))
+	if (!read_field_u64(type_, s.raw, type) || type != id_ || !read_field_u64(pid_, s.raw, pid))
 		return false;
 	out.time_ns = s.time_ns;
 	out.tid = pid_t(uint32_t(pid));
@@ -119,8 +122,7 @@ bool SchedWakeupDecoder::decode(const PerfSample &s, SchedWakeup &out) const
 
 bool MmapLockDecoder::init(const Tracefs &tfs, std::string *err)
 {
-	static const char *names[3] = {"mmap_lock_start_locking",
-				       "mmap_lock_acquire_returned",
+	static const char *names[3] = {"mmap_lock_start_locking", "mmap_lock_acquire_returned",
 				       "mmap_lock_released"};
 	std::optional<TraceEventFormat> f[3];
 	for (int i = 0; i < 3; i++) {
@@ -137,8 +139,7 @@ bool MmapLockDecoder::init(const Tracefs &tfs, std::string *err)
 	return true;
 }
 
-bool MmapLockDecoder::init(const TraceEventFormat &start,
-			   const TraceEventFormat &acq,
+bool MmapLockDecoder::init(const TraceEventFormat &start, const TraceEventFormat &acq,
 			   const TraceEventFormat &rel, std::string *err)
 {
 	const TraceEventFormat *f[3] = {&start, &acq, &rel};

@@ -23,7 +23,10 @@ namespace ptwalk::perf_detail {
 using text::split_lines;
 using text::trim;
 
-std::string errno_str(int e) { return std::strerror(e); }
+std::string errno_str(int e)
+{
+	return std::strerror(e);
+}
 
 std::string join(const std::vector<std::string> &v, const char *sep)
 {
@@ -156,7 +159,6 @@ std::optional<long> read_long_file(const std::string &path)
 	return v;
 }
 
-
 bool enable_and_wait(Control &c, Child &child, const std::string &log, int timeout_ms,
 		     std::string *err)
 {
@@ -169,7 +171,8 @@ bool enable_and_wait(Control &c, Child &child, const std::string &log, int timeo
 		if (!child.poll_exit())
 			*err += " (perf running)";
 		else
-			*err += " (perf " + describe_status(child.status()) + ": " + log_tail(log) + ")";
+			*err += " (perf " + describe_status(child.status()) + ": " + log_tail(log) +
+				")";
 		return false;
 	}
 	uint64_t deadline = now_ns() + uint64_t(timeout_ms) * 1000000ull;

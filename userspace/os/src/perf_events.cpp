@@ -33,13 +33,15 @@ uint64_t sample_id_time(const uint8_t *rec, size_t size)
 	return t;
 }
 
-long sys_perf_event_open(perf_event_attr *attr, pid_t pid, int cpu, int group,
-			 unsigned long flags)
+long sys_perf_event_open(perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
 {
 	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e)
+{
+	return std::strerror(e);
+}
 
 struct Ring {
 	int cpu = 0;
@@ -62,8 +64,9 @@ std::vector<int> parse_cpu_list(std::string_view s)
 	size_t pos = 0;
 	while (pos < s.size()) {
 		size_t comma = s.find(',', pos);
-		std::string_view part = s.substr(
-			pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+		std::string_view part = s.substr(pos, comma == std::string_view::npos
+							      ? std::string_view::npos
+							      : comma - pos);
 		pos = comma == std::string_view::npos ? s.size() : comma + 1;
 		while (!part.empty() && (part.back() == '\n' || part.back() == ' '))
 			part.remove_suffix(1);
@@ -71,12 +74,15 @@ std::vector<int> parse_cpu_list(std::string_view s)
 			continue;
 		size_t dash = part.find('-');
 		int a = 0, b = 0;
-		auto ra = std::from_chars(part.data(), part.data() + (dash == std::string_view::npos ? part.size() : dash), a);
+		auto ra = std::from_chars(
+			part.data(),
+			part.data() + (dash == std::string_view::npos ? part.size() : dash), a);
 		if (ra.ec != std::errc())
 			return {};
 		b = a;
 		if (dash != std::string_view::npos) {
-			auto rb = std::from_chars(part.data() + dash + 1, part.data() + part.size(), b);
+			auto rb = std::from_chars(part.data() + dash + 1, part.data() + part.size(),
+						  b);
 			if (rb.ec != std::errc() || b < a)
 				return {};
 		}
@@ -109,7 +115,7 @@ struct PerfTracepoints::Impl {
 	std::thread reader;
 	PerfSink *sink = nullptr;
 	bool started = false, stopped = false;
-	std::vector<bool> filter_ok;          // per tracepoint
+	std::vector<bool> filter_ok;         // per tracepoint
 	std::vector<std::string> filter_err; // per tracepoint
 	size_t ring_bytes = 0;
 	std::atomic<uint64_t> samples{0}, lost{0}, lost_records{0};
@@ -134,7 +140,10 @@ struct PerfTracepoints::Impl {
 
 PerfTracepoints::PerfTracepoints() : impl_(std::make_unique<Impl>()) {}
 
-PerfTracepoints::~PerfTracepoints() { stop(); }
+PerfTracepoints::~PerfTracepoints()
+{
+	stop();
+}
 
 // One event per tracepoint id on each online CPU, the first of each CPU
 // the leader whose ring the others share (a CPU gone offline is skipped).
@@ -150,8 +159,8 @@ bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *er
 			attr.type = PERF_TYPE_TRACEPOINT;
 			attr.config = cfg.tracepoint_ids[i];
 			attr.sample_period = 1;
-			attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-					   PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+			attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+					   PERF_SAMPLE_RAW;
 			attr.disabled = 1;
 			attr.use_clockid = 1;
 			attr.clockid = CLOCK_MONOTONIC;
@@ -166,17 +175,15 @@ bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *er
 				// from different CPUs' rings
 				attr.sample_id_all = 1;
 			}
-			long fd = sys_perf_event_open(&attr, -1, cpu, -1,
-						      PERF_FLAG_FD_CLOEXEC);
+			long fd = sys_perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 			if (fd < 0) {
 				int e = errno;
 				if (e == ENODEV && i == 0)
 					goto next_cpu; // CPU went offline
 				if (err) {
 					*err = "perf_event_open(tracepoint " +
-					       std::to_string(cfg.tracepoint_ids[i]) +
-					       ", cpu " + std::to_string(cpu) +
-					       "): " + errno_text(e);
+					       std::to_string(cfg.tracepoint_ids[i]) + ", cpu " +
+					       std::to_string(cpu) + "): " + errno_text(e);
 					if (e == EACCES || e == EPERM)
 						*err += " (needs root / CAP_PERFMON, or kernel.perf_event_paranoid)";
 				}
@@ -190,7 +197,7 @@ bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *er
 			}
 		}
 		rings.push_back(std::move(r));
-	next_cpu:;
+next_cpu:;
 	}
 	if (rings.empty()) {
 		if (err)
@@ -202,8 +209,7 @@ bool PerfTracepoints::Impl::open_events(size_t pages, long page, std::string *er
 
 // Maps every CPU's ring, all of one size, halving it on EPERM/ENOMEM (the
 // mlock limit) down to min_pages.
-bool PerfTracepoints::Impl::map_rings(size_t &pages, size_t min_pages, long page,
-				      std::string *err)
+bool PerfTracepoints::Impl::map_rings(size_t &pages, size_t min_pages, long page, std::string *err)
 {
 	for (;;) {
 		bool ok = true;
@@ -231,8 +237,7 @@ bool PerfTracepoints::Impl::map_rings(size_t &pages, size_t min_pages, long page
 		}
 		if ((e != EPERM && e != ENOMEM) || pages <= min_pages) {
 			if (err)
-				*err = "mmap perf ring (" +
-				       std::to_string(pages * size_t(page)) +
+				*err = "mmap perf ring (" + std::to_string(pages * size_t(page)) +
 				       " bytes): " + errno_text(e);
 			rings.clear();
 			return false;
@@ -397,9 +402,10 @@ void PerfTracepoints::Impl::drain(Ring &r)
 				std::memcpy(&pid, p, 4);
 				std::memcpy(&tid, p + 4, 4);
 				const char *c = reinterpret_cast<const char *>(p + 8);
-				sink->task_comm(pid_t(pid), pid_t(tid),
-						std::string_view(c, strnlen(c, n - 8 - kSampleIdBytes)),
-						sample_id_time(rec, hdr.size));
+				sink->task_comm(
+					pid_t(pid), pid_t(tid),
+					std::string_view(c, strnlen(c, n - 8 - kSampleIdBytes)),
+					sample_id_time(rec, hdr.size));
 			}
 		} else if (hdr.type == PERF_RECORD_FORK) {
 			// u32 pid, ppid, tid, ptid; u64 time; sample_id
@@ -484,8 +490,14 @@ void PerfTracepoints::stop()
 		m.reader.join();
 }
 
-bool PerfTracepoints::filter_applied() const { return filter_applied(0); }
-const std::string &PerfTracepoints::filter_error() const { return filter_error(0); }
+bool PerfTracepoints::filter_applied() const
+{
+	return filter_applied(0);
+}
+const std::string &PerfTracepoints::filter_error() const
+{
+	return filter_error(0);
+}
 bool PerfTracepoints::filter_applied(size_t i) const
 {
 	return i < impl_->filter_ok.size() && impl_->filter_ok[i];
@@ -495,10 +507,25 @@ const std::string &PerfTracepoints::filter_error(size_t i) const
 	static const std::string none;
 	return i < impl_->filter_err.size() ? impl_->filter_err[i] : none;
 }
-unsigned PerfTracepoints::cpus() const { return unsigned(impl_->rings.size()); }
-size_t PerfTracepoints::ring_bytes_per_cpu() const { return impl_->ring_bytes; }
-uint64_t PerfTracepoints::samples() const { return impl_->samples.load(); }
-uint64_t PerfTracepoints::lost() const { return impl_->lost.load(); }
-uint64_t PerfTracepoints::lost_records() const { return impl_->lost_records.load(); }
+unsigned PerfTracepoints::cpus() const
+{
+	return unsigned(impl_->rings.size());
+}
+size_t PerfTracepoints::ring_bytes_per_cpu() const
+{
+	return impl_->ring_bytes;
+}
+uint64_t PerfTracepoints::samples() const
+{
+	return impl_->samples.load();
+}
+uint64_t PerfTracepoints::lost() const
+{
+	return impl_->lost.load();
+}
+uint64_t PerfTracepoints::lost_records() const
+{
+	return impl_->lost_records.load();
+}
 
 } // namespace ptwalk

@@ -27,9 +27,15 @@ void Child::enter_function_child(pid_t parent)
 
 namespace {
 
-const char *sig_name(int sig) { return sig == SIGINT ? "SIGINT" : "signal"; }
+const char *sig_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : "signal";
+}
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e)
+{
+	return std::strerror(e);
+}
 
 } // namespace
 
@@ -132,8 +138,7 @@ std::string Child::stop(int sig, int timeout_ms, int kill_wait_ms)
 	if (sig)
 		kill(pid_, sig);
 	if (wait_for(timeout_ms))
-		return std::string("stopped by ") + sig_name(sig) + ": " +
-		       describe_status(status_);
+		return std::string("stopped by ") + sig_name(sig) + ": " + describe_status(status_);
 	std::string where = task_states(pid_);
 	if (kill_wait_ms < 0) {
 		kill_and_reap();
@@ -141,8 +146,8 @@ std::string Child::stop(int sig, int timeout_ms, int kill_wait_ms)
 		kill_group(SIGKILL);
 		wait_for(kill_wait_ms);
 	}
-	return std::string("did not stop within ") + std::to_string(timeout_ms) +
-	       " ms of " + sig_name(sig) + " (threads: " + where + "); SIGKILLed";
+	return std::string("did not stop within ") + std::to_string(timeout_ms) + " ms of " +
+	       sig_name(sig) + " (threads: " + where + "); SIGKILLed";
 }
 
 void Child::kill_and_reap()
@@ -165,9 +170,9 @@ void Child::kill_group(int sig)
 		kill(pid_, sig);
 }
 
-std::optional<Child> Child::exec(const std::vector<std::string> &argv,
-				 const std::string &out_path, const std::string &err_path,
-				 const std::vector<int> &keep_fds, std::string *err)
+std::optional<Child> Child::exec(const std::vector<std::string> &argv, const std::string &out_path,
+				 const std::string &err_path, const std::vector<int> &keep_fds,
+				 std::string *err)
 {
 	std::vector<char *> cargv;
 	for (const auto &a : argv)
@@ -224,7 +229,7 @@ std::optional<Child> Child::exec(const std::vector<std::string> &argv,
 				goto fail;
 		}
 		execv(cargv[0], cargv.data());
-	fail:
+fail:
 		int e = errno;
 		ssize_t w = write(exec_w.get(), &e, sizeof(e));
 		(void)w;

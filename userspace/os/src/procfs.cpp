@@ -43,7 +43,8 @@ std::optional<std::string> read_file(const std::string &path, std::string *err)
 namespace {
 
 // Iterates "Key:   value kB" lines; calls f(key, value_in_bytes_or_raw).
-template <typename F> void for_each_kv(std::string_view text, F f)
+template <typename F>
+void for_each_kv(std::string_view text, F f)
 {
 	for_each_line(text, [&](std::string_view line) {
 		size_t colon = line.find(':');
@@ -199,17 +200,28 @@ std::optional<WalkSize> measure_walk_size(pid_t pid, std::string *err)
 Json parse_kernel_config(std::string_view text)
 {
 	static const char *const prefixes[] = {
-		"CONFIG_PER_VMA_LOCK",      "CONFIG_TRANSPARENT_HUGEPAGE",
-		"CONFIG_PREEMPT",           "CONFIG_MEM_SOFT_DIRTY",
-		"CONFIG_PAGE_IDLE_FLAG",    "CONFIG_IDLE_PAGE_TRACKING",
-		"CONFIG_LOCK_STAT",         "CONFIG_PROVE_LOCKING",
-		"CONFIG_DEBUG_VM",          "CONFIG_KASAN",
-		"CONFIG_PROC_PAGE_MONITOR", "CONFIG_HUGETLBFS",
-		"CONFIG_NUMA",              "CONFIG_KPROBES",
-		"CONFIG_TRACEPOINTS",       "CONFIG_MODULES",
-		"CONFIG_DAMON",             "CONFIG_HZ",
-		"CONFIG_PGTABLE_LEVELS",    "CONFIG_MMU_GATHER",
-		"CONFIG_LRU_GEN",           "CONFIG_ARCH_HAS_PTE_SPECIAL",
+		"CONFIG_PER_VMA_LOCK",
+		"CONFIG_TRANSPARENT_HUGEPAGE",
+		"CONFIG_PREEMPT",
+		"CONFIG_MEM_SOFT_DIRTY",
+		"CONFIG_PAGE_IDLE_FLAG",
+		"CONFIG_IDLE_PAGE_TRACKING",
+		"CONFIG_LOCK_STAT",
+		"CONFIG_PROVE_LOCKING",
+		"CONFIG_DEBUG_VM",
+		"CONFIG_KASAN",
+		"CONFIG_PROC_PAGE_MONITOR",
+		"CONFIG_HUGETLBFS",
+		"CONFIG_NUMA",
+		"CONFIG_KPROBES",
+		"CONFIG_TRACEPOINTS",
+		"CONFIG_MODULES",
+		"CONFIG_DAMON",
+		"CONFIG_HZ",
+		"CONFIG_PGTABLE_LEVELS",
+		"CONFIG_MMU_GATHER",
+		"CONFIG_LRU_GEN",
+		"CONFIG_ARCH_HAS_PTE_SPECIAL",
 	};
 	Json out = Json::object();
 	for_each_line(text, [&](std::string_view line) {
@@ -231,8 +243,7 @@ Json parse_kernel_config(std::string_view text)
 		for (const char *p : prefixes) {
 			std::string_view pv(p);
 			// exact, or a sub-option (CONFIG_PREEMPT_RT, CONFIG_HZ_250)
-			if (name == pv || (name.rfind(pv, 0) == 0 &&
-					   name.size() > pv.size() &&
+			if (name == pv || (name.rfind(pv, 0) == 0 && name.size() > pv.size() &&
 					   name[pv.size()] == '_'))
 				want = true;
 		}
@@ -337,9 +348,9 @@ std::optional<VmFacts> parse_vm_cmdline(std::string_view cmdline)
 		if (eq == std::string_view::npos)
 			continue;
 		const std::string_view key = word.substr(0, eq), val = word.substr(eq + 1);
-		std::string *to = key == "ptwalk_accel" ? &f.accel
+		std::string *to = key == "ptwalk_accel"   ? &f.accel
 				  : key == "ptwalk_clock" ? &f.clock
-				  : key == "ptwalk_cpu"	  ? &f.cpu
+				  : key == "ptwalk_cpu"   ? &f.cpu
 				  : key == "ptwalk_qemu"  ? &f.qemu
 							  : nullptr;
 		// a value is short printable text, or it is not ours
@@ -412,8 +423,9 @@ void to_json(Json::Value &j, const HostInfo &h)
 		    {"shmem_enabled", or_null(h.thp_shmem_enabled)}};
 	j["virtualized"] = h.virtualized ? Json::Value(*h.virtualized) : Json::Value(false);
 	if (h.vm) {
-		auto word = [](const std::string &v) { return v.empty() ? Json::Value(nullptr)
-								       : Json::Value(v); };
+		auto word = [](const std::string &v) {
+			return v.empty() ? Json::Value(nullptr) : Json::Value(v);
+		};
 		j["vm"] = {{"accel", word(h.vm->accel)},
 			   {"clock", word(h.vm->clock)},
 			   {"cpu", word(h.vm->cpu)},

@@ -9,11 +9,17 @@ namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
 
-void on_stop_signal(int sig) { g_stop_signal = sig; }
+void on_stop_signal(int sig)
+{
+	g_stop_signal = sig;
+}
 
 } // namespace
 
-volatile sig_atomic_t &StopSignals::flag() { return g_stop_signal; }
+volatile sig_atomic_t &StopSignals::flag()
+{
+	return g_stop_signal;
+}
 
 StopSignals::StopSignals()
 {

@@ -16,8 +16,8 @@ namespace ptwalk {
 
 namespace {
 
-constexpr size_t kMaxName = 256;  // event and field names, types
-constexpr size_t kMaxDigits = 9;  // ID, offset, size: far beyond any event
+constexpr size_t kMaxName = 256; // event and field names, types
+constexpr size_t kMaxDigits = 9; // ID, offset, size: far beyond any event
 
 bool is_ident_char(char c)
 {
@@ -181,8 +181,9 @@ std::optional<std::string> checked_format_text(std::string_view text, std::strin
 		out.append(l).push_back('\n');
 	}
 	if (!have_name || !have_id || fields == 0)
-		return fail(std::string("format: missing ") +
-			    (!have_name ? "name" : !have_id ? "ID" : "fields"));
+		return fail(std::string("format: missing ") + (!have_name ? "name"
+							       : !have_id ? "ID"
+									  : "fields"));
 	if (!split)
 		out.push_back('\n');
 	out += "\nprint fmt: \"\"\n";
@@ -220,8 +221,7 @@ const TraceField *TraceEventFormat::find(std::string_view field) const
 	return nullptr;
 }
 
-std::optional<TraceEventFormat> parse_event_format(std::string_view text,
-						   std::string *err)
+std::optional<TraceEventFormat> parse_event_format(std::string_view text, std::string *err)
 {
 	auto checked = checked_format_text(text, err);
 	if (!checked)
@@ -238,8 +238,7 @@ std::optional<TraceEventFormat> parse_event_format(std::string_view text,
 		return std::nullopt;
 	}
 	tep_event *ev = nullptr;
-	tep_errno r = tep_parse_format(tep.get(), &ev, checked->data(), checked->size(),
-				       "ptwalk");
+	tep_errno r = tep_parse_format(tep.get(), &ev, checked->data(), checked->size(), "ptwalk");
 	if (r != 0 || !ev || !ev->name) {
 		char why[160] = "no event";
 		if (r != 0)
@@ -258,18 +257,35 @@ std::optional<TraceEventFormat> parse_event_format(std::string_view text,
 
 // A fixed-width read by the field's offset and size, kept rather than
 // tep_read_number_field: that does not bound the read by the record's size.
-bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw,
-		    uint64_t &out) noexcept
+bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw, uint64_t &out) noexcept
 {
 	if (size_t(f.offset) + f.size > raw.size())
 		return false;
 	const uint8_t *p = raw.data() + f.offset;
 	switch (f.size) {
-	case 1: out = p[0]; return true;
-	case 2: { uint16_t v; std::memcpy(&v, p, 2); out = v; return true; }
-	case 4: { uint32_t v; std::memcpy(&v, p, 4); out = v; return true; }
-	case 8: { uint64_t v; std::memcpy(&v, p, 8); out = v; return true; }
-	default: return false;
+	case 1:
+		out = p[0];
+		return true;
+	case 2: {
+		uint16_t v;
+		std::memcpy(&v, p, 2);
+		out = v;
+		return true;
+	}
+	case 4: {
+		uint32_t v;
+		std::memcpy(&v, p, 4);
+		out = v;
+		return true;
+	}
+	case 8: {
+		uint64_t v;
+		std::memcpy(&v, p, 8);
+		out = v;
+		return true;
+	}
+	default:
+		return false;
 	}
 }
 

@@ -17,9 +17,8 @@ std::string decode_octal(std::string_view s)
 {
 	std::string out;
 	for (size_t i = 0; i < s.size(); i++) {
-		if (s[i] == '\\' && i + 3 < s.size() &&
-		    s[i + 1] >= '0' && s[i + 1] <= '7' && s[i + 2] >= '0' &&
-		    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+		if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7' &&
+		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
 			out += char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
 				    (s[i + 3] - '0'));
 			i += 3;
@@ -38,8 +37,7 @@ bool is_dir(const std::string &p)
 
 } // namespace
 
-std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo,
-					     std::string_view fstype)
+std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo, std::string_view fstype)
 {
 	// "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw"
 	std::vector<std::string> out;
@@ -159,17 +157,16 @@ bool Tracefs::open(std::string *err)
 	return true;
 }
 
-std::optional<TraceEventFormat> Tracefs::event_format(std::string_view system,
-						      std::string_view event,
-						      std::string *err) const
+std::optional<TraceEventFormat>
+Tracefs::event_format(std::string_view system, std::string_view event, std::string *err) const
 {
 	if (!is_open()) {
 		if (err)
 			*err = "tracefs not open";
 		return std::nullopt;
 	}
-	std::string path = root_ + "/events/" + std::string(system) + "/" +
-			   std::string(event) + "/format";
+	std::string path =
+		root_ + "/events/" + std::string(system) + "/" + std::string(event) + "/format";
 	auto text = read_file(path, err);
 	if (!text)
 		return std::nullopt;

@@ -15,8 +15,8 @@ namespace {
 
 bool is_bcrypt(const std::string &h)
 {
-	return h.size() == 60 && (h.rfind("$2a$", 0) == 0 || h.rfind("$2b$", 0) == 0 ||
-				  h.rfind("$2y$", 0) == 0);
+	return h.size() == 60 &&
+	       (h.rfind("$2a$", 0) == 0 || h.rfind("$2b$", 0) == 0 || h.rfind("$2y$", 0) == 0);
 }
 
 // The keys of a mapping, each one of `known`; false with *err naming the first other.
@@ -63,8 +63,9 @@ bool check_tls(const WebConfig &c, std::string *err)
 			decltype(&gnutls_certificate_free_credentials)>
 		owner(cred, &gnutls_certificate_free_credentials);
 	auto datum = [](const std::string &s) {
-		return gnutls_datum_t{reinterpret_cast<unsigned char *>(const_cast<char *>(s.data())),
-				      unsigned(s.size())};
+		return gnutls_datum_t{
+			reinterpret_cast<unsigned char *>(const_cast<char *>(s.data())),
+			unsigned(s.size())};
 	};
 	const gnutls_datum_t cert = datum(c.cert_pem), key = datum(c.key_pem);
 	if (int rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
@@ -128,11 +129,14 @@ bool load_web_config(const std::string &path, WebConfig *out, std::string *err)
 				return false;
 			}
 			if (!only_keys(t, "tls_server_config.",
-				       {"cert_file", "key_file", "client_ca_file", "client_auth_type"},
+				       {"cert_file", "key_file", "client_ca_file",
+					"client_auth_type"},
 				       err))
 				return false;
-			const std::string cert = t["cert_file"] ? t["cert_file"].as<std::string>() : "";
-			const std::string key = t["key_file"] ? t["key_file"].as<std::string>() : "";
+			const std::string cert = t["cert_file"] ? t["cert_file"].as<std::string>()
+								: "";
+			const std::string key = t["key_file"] ? t["key_file"].as<std::string>()
+							      : "";
 			if (cert.empty() || key.empty()) {
 				*err = std::string("tls_server_config: ") +
 				       (cert.empty() ? "cert_file" : "key_file") + " missing";
@@ -170,20 +174,24 @@ bool load_web_config(const std::string &path, WebConfig *out, std::string *err)
 			}
 			for (const auto &kv : u) {
 				const std::string name = kv.first.as<std::string>();
-				const std::string hash = kv.second.IsScalar() ? kv.second.as<std::string>() : "";
+				const std::string hash =
+					kv.second.IsScalar() ? kv.second.as<std::string>() : "";
 				if (name.empty() || name.find(':') != std::string::npos) {
-					*err = "basic_auth_users: user '" + name + "' is not a user name";
+					*err = "basic_auth_users: user '" + name +
+					       "' is not a user name";
 					return false;
 				}
 				if (!is_bcrypt(hash)) {
-					*err = "basic_auth_users." + name + ": not a bcrypt hash ($2y$...)";
+					*err = "basic_auth_users." + name +
+					       ": not a bcrypt hash ($2y$...)";
 					return false;
 				}
 				c.users[name] = hash;
 			}
 		}
 	} catch (const YAML::Exception &e) {
-		*err = "not the expected shape: " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")";
+		*err = "not the expected shape: " + e.msg + " (line " +
+		       std::to_string(e.mark.line + 1) + ")";
 		return false;
 	}
 	if (c.tls() && !check_tls(c, err))

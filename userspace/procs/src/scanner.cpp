@@ -56,7 +56,8 @@ public:
 
 private:
 	// One timed walk: marks the shared sequence odd around it.
-	template <typename F> int walk(const char *kind, F &&body);
+	template <typename F>
+	int walk(const char *kind, F &&body);
 	int read_file_walk(const char *file, WalkRecord *r, bool keep);
 	int clear_refs(const char *value, WalkRecord *r);
 	int pagemap(WalkRecord *r);
@@ -74,7 +75,8 @@ private:
 	uint64_t iteration_ = 0;
 };
 
-template <typename F> int Scanner::walk(const char *kind, F &&body)
+template <typename F>
+int Scanner::walk(const char *kind, F &&body)
 {
 	WalkRecord r{};
 	snprintf(r.kind, sizeof(r.kind), "%s", kind);
@@ -232,8 +234,8 @@ int Scanner::run()
 			std::string err;
 			auto maps = read_file(proc_ + "maps", &err);
 			if (!maps) {
-				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message),
-					 "%s", err.c_str());
+				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message), "%s",
+					 err.c_str());
 				return 1;
 			}
 			vmas_ = parse_maps(*maps);
@@ -243,13 +245,10 @@ int Scanner::run()
 			    !sleep_until(std::min(now_ns() + sc_.interval_ns, end)))
 				break;
 			const char *kind = kinds[i];
-			int err = walk(kind, [&](WalkRecord *r) {
-				return do_kind(kind, r);
-			});
+			int err = walk(kind, [&](WalkRecord *r) { return do_kind(kind, r); });
 			if (err) {
 				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message),
-					 "%s walk of %s: %s", kind, proc_.c_str(),
-					 strerror(err));
+					 "%s walk of %s: %s", kind, proc_.c_str(), strerror(err));
 				return 1;
 			}
 		}
@@ -293,8 +292,8 @@ int scanner_main(const Scenario &sc, pid_t target, Shared *sh)
 	prctl(PR_SET_NAME, "ptwalk-scanner");
 	Scanner s(sc, target, sh);
 	if (!s.ok()) {
-		snprintf(sh->scanner_message, sizeof(sh->scanner_message),
-			 "scanner buffer: %s", strerror(errno));
+		snprintf(sh->scanner_message, sizeof(sh->scanner_message), "scanner buffer: %s",
+			 strerror(errno));
 		return 1;
 	}
 	while (!sh->scanner_go.load() && !sh->stop.load())

@@ -8,8 +8,8 @@ namespace ptwalk {
 
 Shared *create_shared()
 {
-	void *p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
 	if (p == MAP_FAILED)
 		return nullptr;
 	return new (p) Shared{};

@@ -88,8 +88,7 @@ bool map_alias(const Scenario &sc, Shared *sh, Region *r)
 		set_message(sh, std::string("ftruncate: ") + strerror(errno));
 		return false;
 	}
-	void *p = mmap(nullptr, len, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED) {
 		set_message(sh, std::string("reserving ") + std::to_string(len) +
 					" bytes of address space: " + strerror(errno));
@@ -100,8 +99,8 @@ bool map_alias(const Scenario &sc, Shared *sh, Region *r)
 	r->len = len;
 	for (size_t off = 0; off < len; off += phys) {
 		const size_t n = std::min(phys, len - off);
-		void *q = mmap(r->base + off, n, PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_FIXED, r->fd.get(), 0);
+		void *q = mmap(r->base + off, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			       r->fd.get(), 0);
 		if (q == MAP_FAILED) {
 			set_message(sh, std::string("mapping alias at offset ") +
 						std::to_string(off) + ": " + strerror(errno) +
@@ -173,8 +172,8 @@ bool map_region(const Scenario &sc, Shared *sh, Region *r)
 	void *p = mmap(nullptr, len + extra, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (p == MAP_FAILED) {
 		int e = errno;
-		set_message(sh, std::string("mmap ") + std::to_string(len) +
-					" bytes: " + strerror(e));
+		set_message(sh,
+			    std::string("mmap ") + std::to_string(len) + " bytes: " + strerror(e));
 		sh->workload_state = sc.backing == Backing::hugetlb ? kSkipped : kFailed;
 		return false;
 	}
@@ -237,8 +236,8 @@ public:
 	static constexpr uint64_t kPlacementTries = 4096; // 2 MiB apart: 8 GiB
 
 	[[gnu::always_inline]] VictimOp(Victim kind, const Region *r, unsigned seed)
-		: kind_(kind),
-		  rng_{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^ uint64_t(gettid())},
+		: kind_(kind), rng_{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^
+				    uint64_t(gettid())},
 		  words_(r->len / 8), words_base_(reinterpret_cast<volatile uint64_t *>(r->base)),
 		  region_(r)
 	{
@@ -251,8 +250,8 @@ public:
 	{
 		if (kind_ != Victim::fault)
 			return true;
-		uint64_t at = fault_region_address(
-			where, uint64_t(uintptr_t(region_->base)), region_->len, kFaultPages * 4096);
+		uint64_t at = fault_region_address(where, uint64_t(uintptr_t(region_->base)),
+						   region_->len, kFaultPages * 4096);
 		if (where != FaultRegion::any && !at) {
 			*err = std::string("no room ") + name(where) + " the walked mapping";
 			return false;
@@ -264,7 +263,8 @@ public:
 		for (uint64_t i = 0, try_at = at; i < kPlacementTries; i++) {
 			p = mmap(reinterpret_cast<void *>(uintptr_t(try_at)), kFaultPages * 4096,
 				 PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+				 MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1,
+				 0);
 			if (p != MAP_FAILED || errno != EEXIST || try_at < (4ull << 20))
 				break;
 			try_at = where == FaultRegion::above ? try_at + (2ull << 20)
@@ -272,8 +272,8 @@ public:
 			at = try_at;
 		}
 		if (p == MAP_FAILED) {
-			*err = std::string("mmap ") + name(where) + " the walked mapping: " +
-			       strerror(errno);
+			*err = std::string("mmap ") + name(where) +
+			       " the walked mapping: " + strerror(errno);
 			return false;
 		}
 		if (at && p != reinterpret_cast<void *>(uintptr_t(at))) { // a kernel before 4.17
@@ -380,9 +380,10 @@ void record_op(VictimSlot *slot, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t
 	if (t1 - t0 >= kSlowOpNs) {
 		// rare: a fetch_add and a store, no allocation, no lock
 		const uint32_t k = slot->nslow.fetch_add(1, std::memory_order_relaxed);
-		const uint32_t slept = !track_sleep ? kSleepUnknown
-				       : (v1.vol != v0.vol ? kOpSlept : 0u) |
-						 (v1.invol != v0.invol ? kOpPreempted : 0u);
+		const uint32_t slept = !track_sleep
+					       ? kSleepUnknown
+					       : (v1.vol != v0.vol ? kOpSlept : 0u) |
+							 (v1.invol != v0.invol ? kOpPreempted : 0u);
 		if (k < kMaxSlowOps)
 			slot->slow[k] = SlowOp{t0, t1,
 					       (during ? kOpDuring : 0u) |
@@ -409,8 +410,8 @@ uint64_t pace(uint64_t next, uint64_t op_interval_ns)
 
 // A victim thread: its operation over and over until the stop, each timed
 // alone (walk_seq read around the timing says whether a walk overlapped it).
-void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
-		 const Scenario *sc, unsigned seed)
+void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r, const Scenario *sc,
+		 unsigned seed)
 {
 	name_victim_thread(kind, slot);
 	VictimOp v(kind, r, seed);
@@ -459,17 +460,15 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r,
 
 } // namespace
 
-int populate(void *addr, size_t len, bool write, unsigned threads,
-	     std::atomic<uint64_t> *progress, const char **method)
+int populate(void *addr, size_t len, bool write, unsigned threads, std::atomic<uint64_t> *progress,
+	     const char **method)
 {
 	auto *base = static_cast<uint8_t *>(addr);
 	const int advice = write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
 	// probe once: MADV_POPULATE_* exist since 5.14
-	bool use_madvise = madvise(base, 0, advice) == 0 ||
-			   (errno != EINVAL && errno != ENOSYS);
+	bool use_madvise = madvise(base, 0, advice) == 0 || (errno != EINVAL && errno != ENOSYS);
 	if (method)
-		*method = use_madvise ? (write ? "MADV_POPULATE_WRITE"
-					       : "MADV_POPULATE_READ")
+		*method = use_madvise ? (write ? "MADV_POPULATE_WRITE" : "MADV_POPULATE_READ")
 				      : "touch";
 	std::atomic<size_t> next{0};
 	std::atomic<int> error{0};
@@ -520,8 +519,7 @@ int workload_main(const Scenario &sc, Shared *sh)
 				   : unsigned(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 	const uint64_t t0 = now_ns();
 	const char *method = "";
-	int err = populate(r.base, r.len, r.populate_write, threads,
-			   &sh->populated_bytes, &method);
+	int err = populate(r.base, r.len, r.populate_write, threads, &sh->populated_bytes, &method);
 	sh->populate_ns = now_ns() - t0;
 	if (err) {
 		set_message(sh, std::string("populate (") + method + "): " + strerror(err));
@@ -534,8 +532,8 @@ int workload_main(const Scenario &sc, Shared *sh)
 
 	std::vector<std::thread> victims;
 	for (unsigned i = 0; i < sh->nvictims; i++)
-		victims.emplace_back(victim_loop, sc.victims[i], &sh->victims[i], sh,
-				     &r, &sc, i + 1);
+		victims.emplace_back(victim_loop, sc.victims[i], &sh->victims[i], sh, &r, &sc,
+				     i + 1);
 	// ready once every victim has published its tid
 	for (;;) {
 		bool all = true;

@@ -131,7 +131,8 @@ TEST(ModuleView, KernelViewSplitsStalls)
 	// into the result JSON by the lead's names
 	const std::string j = Json(Json::Value(kv)).dump();
 	EXPECT_NE(j.find("\"walker_held_ns\":6000000,\"others_held_ns\":500000,\"free_ns\":400000"),
-		  std::string::npos) << j;
+		  std::string::npos)
+		<< j;
 	EXPECT_NE(j.find("\"max_attributed_walker_held_ns\":6000000"), std::string::npos) << j;
 }
 
@@ -148,11 +149,11 @@ TEST(ModuleView, MatchesEachWalkOnceByWalkerKindAndTime)
 {
 	auto w = parse_module_walks(data("walks-doc-sample.txt"));
 	std::vector<WalkSpan> spans = {
-		{"clear_refs", 812, 900000, 9100000},     // -> seq 7
+		{"clear_refs", 812, 900000, 9100000},      // -> seq 7
 		{"smaps_rollup", 812, 19000000, 27000000}, // -> seq 8
-		{"clear_refs", 812, 29000000, 32000000},  // seq 9 is another walker
-		{"maps", 812, 40000000, 41000000},        // not hooked
-		{"clear_refs", 812, 900000, 9100000},     // seq 7 already used
+		{"clear_refs", 812, 29000000, 32000000},   // seq 9 is another walker
+		{"maps", 812, 40000000, 41000000},         // not hooked
+		{"clear_refs", 812, 900000, 9100000},      // seq 7 already used
 	};
 	auto m = match_walks(spans, w, 0);
 	EXPECT_EQ(m, (std::vector<int>{0, 1, -1, -1, -1}));
@@ -221,7 +222,8 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 	// and with no records at all
 	KernelView empty;
 	module_kernel_view(spans, ModuleRecords{}, empty);
-	EXPECT_EQ(Json(Json::Value(empty)).dump(), "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
+	EXPECT_EQ(Json(Json::Value(empty)).dump(),
+		  "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
 		  "\"source\":\"ptwalk.ko debugfs (walks, stalls, counters, hooks)\","
 		  "\"walks_matched\":0,\"walks_hookable\":4,\"module_walks_unmatched\":0,"
 		  "\"threads\":{},\"stalls\":[],\"hooks\":[],\"nmissed\":0,\"counters\":{}}");
@@ -249,7 +251,8 @@ std::string contract_record(const std::array<std::string_view, N> &keys, std::st
 std::string fields(const ModuleWalk &w)
 {
 	char b[512];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
+	snprintf(b, sizeof(b),
+		 "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
 		 "%llu %llu %llu %llu %llu %llu",
 		 (unsigned long long)w.seq, w.kind.c_str(), w.walker_pid, w.walker_comm.c_str(),
 		 w.target_tgid, (unsigned long long)w.start_ns, (unsigned long long)w.end_ns,
@@ -269,9 +272,8 @@ std::string fields(const ModuleStall &s)
 	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld",
 		 (unsigned long long)s.walk_seq, s.kind.c_str(), s.waiter_pid,
 		 s.waiter_comm.c_str(), s.target_tgid, (unsigned long long)s.start_ns,
-		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid,
-		 s.walker_mode.c_str(), int(s.acquired),
-		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
+		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid, s.walker_mode.c_str(),
+		 int(s.acquired), s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
 		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL);
 	return b;
 }

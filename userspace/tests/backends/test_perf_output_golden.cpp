@@ -15,7 +15,10 @@ using namespace ptwalk;
 
 namespace {
 
-std::string testdata(const char *name) { return golden::perf_testdata(name); }
+std::string testdata(const char *name)
+{
+	return golden::perf_testdata(name);
+}
 
 // The parsers' results as the result file writes them (compact here).
 std::string report(std::string_view text, size_t top)
@@ -53,19 +56,17 @@ TEST(PerfOutputGolden, ReportEdges)
 	// CRLF, lost samples, a Samples column with an unreadable count (no
 	// "samples" for that symbol), percents needing 17 digits, a header
 	// without an event, a name with a quote and a byte that is not UTF-8
-	golden::expect_text("report_crlf_lost_odd_counts",
-			    report("# Total Lost Samples: 7\r\n"
-				   "# Samples: 4K\r\n"
-				   "# Overhead\tSamples\tSymbol\r\n"
-				   " 33.333333333%\t 6\t[k] a\"q\r\n"
-				   " 0.1%\t x\t[k] b\xff\r\n"
-				   " 12.5%\t 3\t[.] user\r\n"
-				   " 1e300%\t 1\t[k] huge\r\n",
-				   15));
+	golden::expect_text("report_crlf_lost_odd_counts", report("# Total Lost Samples: 7\r\n"
+								  "# Samples: 4K\r\n"
+								  "# Overhead\tSamples\tSymbol\r\n"
+								  " 33.333333333%\t 6\t[k] a\"q\r\n"
+								  " 0.1%\t x\t[k] b\xff\r\n"
+								  " 12.5%\t 3\t[.] user\r\n"
+								  " 1e300%\t 1\t[k] huge\r\n",
+								  15));
 	// a sum too big for a double: kernel_percent is written as null
 	golden::expect_text("report_kernel_percent_overflow",
-			    report("# Overhead\tSymbol\n 1e308%\t[k] a\n 1e308%\t[k] b\n",
-				   15));
+			    report("# Overhead\tSymbol\n 1e308%\t[k] a\n 1e308%\t[k] b\n", 15));
 	golden::expect_text("report_samples_column_no_entries",
 			    report("# Samples: 0 of event 'cpu-clock'\n"
 				   "# Overhead\tSamples\tSymbol\n",
@@ -78,7 +79,8 @@ TEST(PerfOutputGolden, ReportEdges)
 
 TEST(PerfOutputGolden, StatRecorded)
 {
-	golden::expect_text("stat_pids_mmap_lock_tlb", stat(testdata("stat_pids_mmap_lock_tlb.csv")));
+	golden::expect_text("stat_pids_mmap_lock_tlb",
+			    stat(testdata("stat_pids_mmap_lock_tlb.csv")));
 	golden::expect_text("stat_no_pmu_not_supported",
 			    stat(testdata("stat_no_pmu_not_supported.csv")));
 }

@@ -25,7 +25,10 @@ using namespace ptwalk;
 
 namespace {
 
-std::string testdata(const char *name) { return golden::perf_testdata(name); }
+std::string testdata(const char *name)
+{
+	return golden::perf_testdata(name);
+}
 
 // A count by name; -1 when there is none.
 double count(const PerfCounts &c, std::string_view name)
@@ -80,7 +83,8 @@ TEST(PerfSessionParse, ReportOfARecordingWithoutSamples)
 {
 	// perf report exits 0, prints no table and says so on stderr: the
 	// parser gives no count (the session takes "0" from that stderr line).
-	PerfReportSummary r = parse_perf_report_symbols(testdata("report_fields_zero_samples.txt"), 15);
+	PerfReportSummary r =
+		parse_perf_report_symbols(testdata("report_fields_zero_samples.txt"), 15);
 	EXPECT_EQ(r.samples, std::nullopt);
 	EXPECT_EQ(r.event, std::nullopt);
 	EXPECT_EQ(r.entries, 0u);
@@ -268,11 +272,15 @@ TEST(PerfSessionApi, PerfIgnoringSigintIsKilledWithItsChildren)
 			"case $1 in --version) echo 'perf version 0.0-fake'; exit 0;;\n"
 			"report) echo 'fake report fails' >&2; exit 1;; esac\n"
 			"trap '' INT\n"
-			"echo $$ > " + std::string(dir) + "/fake-$1.pid\n"
+			"echo $$ > " +
+			std::string(dir) +
+			"/fake-$1.pid\n"
 			"while [ $# -gt 0 ]; do [ \"$1\" = --control ] && c=$2; shift; done\n"
 			"c=${c#fd:}; ack=${c#*,}\n"
 			"echo ack >&$ack\n"
-			"sleep 1000 & echo $! > " + std::string(dir) + "/fake-sleep.pid\n"
+			"sleep 1000 & echo $! > " +
+			std::string(dir) +
+			"/fake-sleep.pid\n"
 			"while :; do wait; done\n";
 		Fd f(open(fake.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755));
 		ASSERT_TRUE(f) << fake << ": " << std::strerror(errno);
@@ -320,7 +328,8 @@ TEST(PerfSessionApi, PerfIgnoringSigintIsKilledWithItsChildren)
 			if (!st)
 				return true;
 			size_t rp = st->rfind(')');
-			return rp != std::string::npos && rp + 2 < st->size() && (*st)[rp + 2] == 'Z';
+			return rp != std::string::npos && rp + 2 < st->size() &&
+			       (*st)[rp + 2] == 'Z';
 		};
 		bool gone = dead();
 		for (int i = 0; i < 200 && !gone; i++) {

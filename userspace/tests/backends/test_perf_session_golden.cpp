@@ -54,18 +54,21 @@ std::string script(const Fake &f)
 	const std::string td = std::string(PTWALK_TESTDATA) + "/perf/";
 	std::string report_body =
 		f.report == "fail" ? "echo 'fake report fails' >&2; exit 1"
-		: f.report == "table" ? "cat " + td + "report_fields_nochildren_clear_refs.txt; exit 0"
+		: f.report == "table"
+			? "cat " + td + "report_fields_nochildren_clear_refs.txt; exit 0"
 		: f.report == "nosamples"
 			? "cat " + td + "report_fields_zero_samples.txt; cat " + td +
 				  "report_fields_zero_samples.stderr >&2; exit 0"
 			: "cat " + td +
 				  "report_fields_children_callchain_clear_refs.txt; "
 				  "echo 'fake: no count' >&2; exit 0";
-	std::string mode = "if [ $cmd = record ]; then mode=" + f.record +
-			   "; else mode=" + f.stat + "; fi\n";
+	std::string mode =
+		"if [ $cmd = record ]; then mode=" + f.record + "; else mode=" + f.stat + "; fi\n";
 	return "#!/bin/bash\n"
 	       "case $1 in --version) echo 'perf version 0.0-fake'; exit 0;;\n"
-	       "report) " + report_body + ";; esac\n"
+	       "report) " +
+	       report_body +
+	       ";; esac\n"
 	       "cmd=$1; shift\n"
 	       "while [ $# -gt 0 ]; do case $1 in -o) out=$2;; -e) evs=$2;; --control) c=$2;;\n"
 	       "esac; shift; done\n"
@@ -227,7 +230,8 @@ TEST(PerfSessionGolden, Refused)
 	// perf_<version> for this kernel)
 	const std::string broken = s.dir + "/broken-perf";
 	{
-		const std::string text = "#!/bin/sh\necho 'no perf_6.18 for this kernel' >&2\nexit 1\n";
+		const std::string text =
+			"#!/bin/sh\necho 'no perf_6.18 for this kernel' >&2\nexit 1\n";
 		Fd fd(open(broken.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755));
 		ASSERT_TRUE(fd) << broken;
 		ASSERT_EQ(write(fd.get(), text.data(), text.size()), ssize_t(text.size()));

@@ -25,9 +25,8 @@ TEST(Json, ObjectsKeepInsertionOrderAndTypes)
 	j["arr"] = Json::array();
 	j["arr"].push(1);
 	j["arr"].push("x");
-	EXPECT_EQ(j.dump(),
-		  "{\"schema\":\"ptwalk.result/1\",\"n\":42,\"u\":18446744073709551615,"
-		  "\"neg\":-3,\"f\":0.5,\"t\":true,\"null\":null,\"arr\":[1,\"x\"]}");
+	EXPECT_EQ(j.dump(), "{\"schema\":\"ptwalk.result/1\",\"n\":42,\"u\":18446744073709551615,"
+			    "\"neg\":-3,\"f\":0.5,\"t\":true,\"null\":null,\"arr\":[1,\"x\"]}");
 	j["n"] = 43; // overwrite keeps position
 	EXPECT_EQ(j.dump().find("\"n\":43"), 28u);
 }
@@ -79,7 +78,9 @@ TEST(Json, DoublesPrintShortestRoundTrip)
 TEST(Json, InvalidUtf8BecomesReplacementCharacter)
 {
 	const std::string fffd = "\xef\xbf\xbd";
-	EXPECT_EQ(ptwalk::json_escape("\xe2\x82" "A"), fffd + "A");
+	EXPECT_EQ(ptwalk::json_escape("\xe2\x82"
+				      "A"),
+		  fffd + "A");
 	EXPECT_EQ(ptwalk::json_escape("\xf0\x9f\x98"), fffd);
 	Json j = Json::object();
 	j["k\xff"] = Json::array();

@@ -13,16 +13,25 @@ namespace {
 
 MonitorHold hold_a()
 {
-	return {.start_ns = 1000, .hold_ns = 2500000, .mode = "read", .kind = "smaps", .mm = "mm1",
+	return {.start_ns = 1000,
+		.hold_ns = 2500000,
+		.mode = "read",
+		.kind = "smaps",
+		.mm = "mm1",
 		.holder = {101, 100, "cadvisor", "cadvisor"},
 		.target = {200, "postgres", Basis::fd_table, false, std::nullopt},
-		.walk_file = "/proc/200/smaps", .waiters_total = 3,
+		.walk_file = "/proc/200/smaps",
+		.waiters_total = 3,
 		.waiters = {{201, 200, "pg_worker", 1100, 2000000, "write"}}};
 }
 
 MonitorHold hold_b()
 {
-	return {.start_ns = 5000, .hold_ns = 1000000, .mode = "write", .kind = "?", .mm = "mm2",
+	return {.start_ns = 5000,
+		.hold_ns = 1000000,
+		.mode = "write",
+		.kind = "?",
+		.mm = "mm2",
 		.holder = {300, 300, "x\"y", "x\"y"},
 		.target = {0, "?", Basis::unknown, false, std::string("no fd evidence")}};
 }
@@ -32,17 +41,28 @@ MonitorResult trace_result(bool bpf, bool interrupted)
 	MonitorOptions o;
 	o.duration_ns = 3000000000ull;
 	o.min_hold_ns = 1000000;
-	MonitorResult r = monitor_result(bpf ? "bpf" : "tracepoint", o, 111, 3000000222ull,
-					 interrupted);
+	MonitorResult r =
+		monitor_result(bpf ? "bpf" : "tracepoint", o, 111, 3000000222ull, interrupted);
 	MonitorTraceResult &t = r.trace.emplace();
 	if (bpf) {
-		t.bpf = BpfLockStats{.events = 10, .unpaired = 11, .records = 12, .dropped = 13,
-				     .waits_behind = 14, .run_ns = 15, .run_count = 16,
-				     .run_time_counted = true, .misses = 17};
+		t.bpf = BpfLockStats{.events = 10,
+				     .unpaired = 11,
+				     .records = 12,
+				     .dropped = 13,
+				     .waits_behind = 14,
+				     .run_ns = 15,
+				     .run_count = 16,
+				     .run_time_counted = true,
+				     .misses = 17};
 	} else {
 		t.bpf_unavailable = "bpf_prog_load: EPERM";
 	}
-	t.health = {.events = 21, .lost = 23, .unpaired = 22, .late = 27, .probes = 24, .probe_facts = 25,
+	t.health = {.events = 21,
+		    .lost = 23,
+		    .unpaired = 22,
+		    .late = 27,
+		    .probes = 24,
+		    .probe_facts = 25,
 		    .fd_scans = 26};
 	t.lifecycle_events = "exit,exec,fork";
 	t.memcg_field = "memcg_id";
@@ -147,8 +167,9 @@ TEST(MonitorJson, BpfResultAsTheOldAssemblyWroteIt)
 TEST(MonitorJson, FallbackToPerfWithoutHoldsAsTheOldAssemblyWroteIt)
 {
 	// compact: the pretty layout is the test above's
-	EXPECT_EQ(monitor_result_json(trace_result(false, true)).dump(),
-		  R"({"schema":"ptwalk.monitor/1","backend":"tracepoint","duration_ns":3000000111,"requested_duration_ns":3000000000,"interrupted":true,"start_ns":111,"min_hold_ns":1000000,"bpf_unavailable":"bpf_prog_load: EPERM","min_wait_ns":1000,"events":21,"unpaired_events":22,"late_events":27,"lost_events":23,"probes":24,"probe_facts":25,"fd_scans":26,"lifecycle_events":"exit,exec,fork","memcg_field":"memcg_id","ring_bytes_per_cpu":2097152,"holds":[]})");
+	EXPECT_EQ(
+		monitor_result_json(trace_result(false, true)).dump(),
+		R"({"schema":"ptwalk.monitor/1","backend":"tracepoint","duration_ns":3000000111,"requested_duration_ns":3000000000,"interrupted":true,"start_ns":111,"min_hold_ns":1000000,"bpf_unavailable":"bpf_prog_load: EPERM","min_wait_ns":1000,"events":21,"unpaired_events":22,"late_events":27,"lost_events":23,"probes":24,"probe_facts":25,"fd_scans":26,"lifecycle_events":"exit,exec,fork","memcg_field":"memcg_id","ring_bytes_per_cpu":2097152,"holds":[]})");
 }
 
 TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
@@ -157,9 +178,16 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 	o.duration_ns = 2000000000ull;
 	o.min_hold_ns = 500000;
 	MonitorResult r = monitor_result("module", o, 7, 2000000009ull, false);
-	const ModuleHold h{.seq = 42, .kind = "smaps_rollup", .start_ns = 8, .duration_ns = 900,
-			   .span_ns = 950, .pte_tables = 3, .pte_slots = 1536, .lock_hold_ns = 800,
-			   .mode = "read", .tlb_flushes = 1,
+	const ModuleHold h{.seq = 42,
+			   .kind = "smaps_rollup",
+			   .start_ns = 8,
+			   .duration_ns = 900,
+			   .span_ns = 950,
+			   .pte_tables = 3,
+			   .pte_slots = 1536,
+			   .lock_hold_ns = 800,
+			   .mode = "read",
+			   .tlb_flushes = 1,
 			   .holder = {55, std::nullopt, "walker", std::nullopt},
 			   .target = {66, "victim", Basis::module, std::nullopt, std::nullopt},
 			   .waiters = {{67, std::nullopt, "victim", std::nullopt, 700, "write"}}};

@@ -26,8 +26,8 @@ LockEvent lev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType ty, 
 }
 
 // start, acquire, release of one task
-void hold(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool w,
-	  uint64_t s, uint64_t a, uint64_t r)
+void hold(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool w, uint64_t s,
+	  uint64_t a, uint64_t r)
 {
 	v.push_back(lev(s, tgid, tid, mm, LockEventType::StartLocking, w));
 	v.push_back(lev(a, tgid, tid, mm, LockEventType::AcquireReturned, w));
@@ -36,8 +36,9 @@ void hold(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool w,
 
 void feed(WalkTracker &t, std::vector<LockEvent> v)
 {
-	std::stable_sort(v.begin(), v.end(),
-			 [](const LockEvent &a, const LockEvent &b) { return a.time_ns < b.time_ns; });
+	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
+		return a.time_ns < b.time_ns;
+	});
 	for (const auto &e : v)
 		t.lock(e);
 }
@@ -217,9 +218,9 @@ TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
 	feed(t, v);
 	t.task_born(400, 40'000);
 	v.clear();
-	hold(v, 400, 400, kMm, true, 41'000, 41'000, 45'000); // new owner, own
-	hold(v, 300, 300, kMm, false, 50'000, 50'000, 52'000); // reader on reused address
-	hold(v, 5, prober, kMm, false, 60'000, 60'000, 60'010);  // probe: now 400's
+	hold(v, 400, 400, kMm, true, 41'000, 41'000, 45'000);   // new owner, own
+	hold(v, 300, 300, kMm, false, 50'000, 50'000, 52'000);  // reader on reused address
+	hold(v, 5, prober, kMm, false, 60'000, 60'000, 60'010); // probe: now 400's
 	feed(t, v);
 	t.advance(1'000'000, true);
 	ASSERT_EQ(out.size(), 4u);
@@ -242,11 +243,14 @@ TEST(Prom, EscapesAndFormats)
 	EXPECT_EQ(prom::escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 	EXPECT_EQ(prom::format_value(3), "3");
 	EXPECT_EQ(prom::format_value(0.1), "0.1");
-	EXPECT_EQ(prom::sanitize("k\xff" "w"), "k?w");
+	EXPECT_EQ(prom::sanitize("k\xff"
+				 "w"),
+		  "k?w");
 	prom::Exposition x;
 	x.family("m_total", "counter", "help");
 	x.sample("m_total", {{"a", "x\"y"}}, 2);
-	EXPECT_EQ(x.text(), "# HELP m_total help\n# TYPE m_total counter\nm_total{a=\"x\\\"y\"} 2\n");
+	EXPECT_EQ(x.text(),
+		  "# HELP m_total help\n# TYPE m_total counter\nm_total{a=\"x\\\"y\"} 2\n");
 }
 
 TEST(Prom, HistogramIsCumulativeWithInf)
@@ -286,23 +290,33 @@ TEST(MonitorMetrics, RendersLabelsAndOtherPastTheLimit)
 	// idle's exit torn down by perl's read: idle's exit, not perl's walk
 	m.add_walk("perl", "idle", "exit", "read", 0.7, {}, 0, true, false, "exit", 102);
 	std::string t = m.render(102, 1.5, 1e9);
-	EXPECT_NE(t.find("ptwalk_monitor_walks_total{walker=\"perl\",target=\"idle\",kind=\"smaps\",mode=\"read\"} 1"),
-		  std::string::npos) << t;
+	EXPECT_NE(
+		t.find("ptwalk_monitor_walks_total{walker=\"perl\",target=\"idle\",kind=\"smaps\",mode=\"read\"} 1"),
+		std::string::npos)
+		<< t;
 	EXPECT_NE(t.find("walker=\"other\",target=\"idle\""), std::string::npos);
 	EXPECT_NE(t.find("target=\"unknown\""), std::string::npos);
 	// the recent gauges: walks by another process only (not idle's own
 	// 0.5 s, nor its teardown's 0.7 s)
-	EXPECT_NE(t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"other\",target=\"idle\"} 0.2\n"),
-		  std::string::npos) << t;
-	EXPECT_NE(t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0.04\n"),
-		  std::string::npos) << t;
-	EXPECT_NE(t.find("ptwalk_monitor_recent_wait_max_seconds{walker=\"perl\",target=\"idle\"} 0.03\n"),
-		  std::string::npos);
+	EXPECT_NE(
+		t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"other\",target=\"idle\"} 0.2\n"),
+		std::string::npos)
+		<< t;
+	EXPECT_NE(
+		t.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0.04\n"),
+		std::string::npos)
+		<< t;
+	EXPECT_NE(
+		t.find("ptwalk_monitor_recent_wait_max_seconds{walker=\"perl\",target=\"idle\"} 0.03\n"),
+		std::string::npos);
 	EXPECT_NE(t.find("ptwalk_monitor_cpu_seconds_total 1.5"), std::string::npos);
 	// outside the recent window the gauge drops to 0
 	std::string later = m.render(1000, 1.5, 1e9);
-	EXPECT_NE(later.find("ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0\n"),
-		  std::string::npos) << later;
+	EXPECT_NE(
+		later.find(
+			"ptwalk_monitor_recent_hold_max_seconds{walker=\"perl\",target=\"idle\"} 0\n"),
+		std::string::npos)
+		<< later;
 }
 
 TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
@@ -312,13 +326,13 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	WalkTracker t(small_config(100'000, prober), collect(out),
 		      [](uint64_t) { return pid_t(100); });
 	std::vector<LockEvent> v;
-	hold(v, 5, prober, kMm, false, 500, 500, 510);   // probe: kMm is 100's
-	hold(v, 300, 300, kMm, false, 600, 600, 1600);   // the reader walks 100
+	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
+	hold(v, 300, 300, kMm, false, 600, 600, 1600); // the reader walks 100
 	feed(t, v);
 	t.fd_evidence(300, 600, WalkFile{100, "pagemap"});
 	t.task_end(100, 1700, false);
 	v.clear();
-	hold(v, 300, 300, kMm, false, 1800, 1800, 9000);        // unmap_vmas()
+	hold(v, 300, 300, kMm, false, 1800, 1800, 9000); // unmap_vmas()
 	hold(v, 300, 300, kMm, true, 9000 + 400'000, 9000 + 400'000, 9000 + 420'000);
 	feed(t, v);
 	t.fd_evidence(300, 1800, WalkFile{100, "pagemap"});

@@ -23,7 +23,8 @@ std::string golden(const std::string &name)
 	return read_file(std::string(PTWALK_TESTDATA) + "/result/" + name, nullptr).value_or("");
 }
 
-template <typename T> std::string text(const T &v)
+template <typename T>
+std::string text(const T &v)
 {
 	Json::Value j = v;
 	return Json(j).dump(1) + "\n";
@@ -372,7 +373,8 @@ TEST(ResultGolden, CalibrationAsAssembledByKeys)
 	const double d[2][2] = {{39.0, 10.0}, {40.0, 10.0}};
 	const double a[2][2] = {{50.0, 12.0}, {50.0, 12.5}};
 	for (int i = 0; i < 2; i++)
-		cal.sizes.push_back({uint64_t(2 + 6 * i) << 30, uint64_t(1) << 30,
+		cal.sizes.push_back({uint64_t(2 + 6 * i) << 30,
+				     uint64_t(1) << 30,
 				     uint64_t(2 + 6 * i),
 				     {measured("smaps", d[i][0], a[i][0], true, i == 0),
 				      measured("clear_refs", d[i][1], a[i][1], i == 1, true)}});

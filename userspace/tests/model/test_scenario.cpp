@@ -15,8 +15,8 @@ TEST(Scenario, NamesRoundTrip)
 		       Profile::numa_maps, Profile::pagemap, Profile::pagemap_scan,
 		       Profile::cadvisor, Profile::wss})
 		EXPECT_EQ(parse_profile(name(p)), p);
-	for (auto b : {Backing::anon, Backing::thp, Backing::shmem, Backing::file,
-		       Backing::hugetlb})
+	for (auto b :
+	     {Backing::anon, Backing::thp, Backing::shmem, Backing::file, Backing::hugetlb})
 		EXPECT_EQ(parse_backing(name(b)), b);
 	for (auto v : {Victim::read, Victim::write, Victim::fault, Victim::mmap})
 		EXPECT_EQ(parse_victim(name(v)), v);

@@ -17,8 +17,7 @@ constexpr uint64_t kMm = 0xffff888812345678ull;
 constexpr pid_t kTarget = 100, kWalker = 200;
 constexpr pid_t kFault = 101, kMmap = 102, kOther = 103; // threads of the target
 
-LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, LockEventType type, bool write,
-	     bool success = true)
+LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, LockEventType type, bool write, bool success = true)
 {
 	LockEvent e;
 	e.time_ns = t;
@@ -223,8 +222,7 @@ TEST(StallSplit, FailedTrylockNotAttributed)
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
 	s.locks.push_back(ev(2000, kTarget, kFault, LockEventType::StartLocking, false));
-	s.locks.push_back(
-		ev(2001, kTarget, kFault, LockEventType::AcquireReturned, false, false));
+	s.locks.push_back(ev(2001, kTarget, kFault, LockEventType::AcquireReturned, false, false));
 	s.lock(kTarget, kFault, false, 2100, 5100, 5200); // the real wait after it
 	s.feed(acc);
 	KernelView kv;
@@ -286,9 +284,9 @@ TEST(StallSplit, SpanWithoutSwitchInIsDropped)
 	s.wakeups.push_back({2000, kMmap}); // runnable, switch in unseen
 	s.lock(kWalker, kWalker, false, 6000, 6000, 9000);
 	s.lock(kTarget, kFault, true, 6500, 9100, 9200);
-	s.switches.push_back({7000, kWalker, 0});   // out,
-	s.switches.push_back({7500, kWalker, 0});   // out again: 7000 dropped
-	s.switches.push_back({8000, 0, kWalker});   // 7500..8000 counted
+	s.switches.push_back({7000, kWalker, 0}); // out,
+	s.switches.push_back({7500, kWalker, 0}); // out again: 7000 dropped
+	s.switches.push_back({8000, 0, kWalker}); // 7500..8000 counted
 	s.feed(acc);
 	KernelView kv;
 	attribute_stalls(acc, {{"pagemap", kWalker, 900, 9050}}, {}, kv);
@@ -314,19 +312,19 @@ TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
 		acc.set_waiters(waiters);
 		Stream s;
 		s.woken(kMmap, 500, 600, 700); // before its wait: dropped
-		const uint64_t holds[][2] = {{1000, 3000}, {3001, 6000}, {6001, 9000},
-					      {9001, 12000}, {12001, 20000}};
+		const uint64_t holds[][2] = {
+			{1000, 3000}, {3001, 6000}, {6001, 9000}, {9001, 12000}, {12001, 20000}};
 		for (const auto &h : holds)
 			s.lock(kWalker, kWalker, false, h[0], h[0], h[1]);
 		s.lock(kTarget, kMmap, true, 1500, 20100, 20200);
 		s.off(kWalker, 7000, 8000);
-		s.woken(kMmap, 3000, 3500, 3600);  // 3001..3500 under a hold: 499
-		s.woken(kMmap, 6000, 9500, 9600);  // 6001..9000, 9001..9500 less
-						   // 7000..8000 off: 2498
+		s.woken(kMmap, 3000, 3500, 3600);    // 3001..3500 under a hold: 499
+		s.woken(kMmap, 6000, 9500, 9600);    // 6001..9000, 9001..9500 less
+						     // 7000..8000 off: 2498
 		s.wakeups.push_back({12000, kMmap}); // 12001..12100: 99
 		s.switches.push_back({12100, 0, kMmap});
-		s.preempted(kMmap, 12150, 12650); // 500
-		s.woken(kFault, 4000, 9000, 9100);   // not the waiter
+		s.preempted(kMmap, 12150, 12650);  // 500
+		s.woken(kFault, 4000, 9000, 9100); // not the waiter
 		s.switches.push_back({12800, kMmap, 0, false});
 		s.feed(acc);
 		KernelView kv;
@@ -480,7 +478,7 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 	EXPECT_EQ(r.validation.stall_parts->runnable->victims, 1u);
 	EXPECT_EQ(r.validation.stall_parts->runnable->bad, 0u);
 
-	r.victims[0].run_delay_ns = 22000000; // 24 ms listed: 2 ms over
+	r.victims[0].run_delay_ns = 22000000;    // 24 ms listed: 2 ms over
 	sv.list[2].waiter_runnable_ns = 8000001; // more than the walker held
 	add_validation(r, {}, 0, nullptr);
 	EXPECT_EQ(r.validation.stall_parts->bad, 1u);
@@ -510,8 +508,7 @@ TEST(StallSplit, ViewsCompareTheSameStallsSplit)
 {
 	RunResult r;
 	r.backend = "module";
-	auto stall = [](int32_t tid, uint64_t start, uint64_t wait,
-			std::optional<uint64_t> held) {
+	auto stall = [](int32_t tid, uint64_t start, uint64_t wait, std::optional<uint64_t> held) {
 		KernelStall s;
 		s.tid = tid;
 		s.victim = "mmap";
@@ -526,9 +523,9 @@ TEST(StallSplit, ViewsCompareTheSameStallsSplit)
 		return s;
 	};
 	StallsView &mod = r.kernel_view.stalls.emplace();
-	mod.list = {stall(7, 1000000, 10000000, 9000000),   // agrees
-		    stall(7, 30000000, 10000000, 9000000),  // 1 ms apart: 50 us + 200 us allowed
-		    stall(7, 60000000, 5000000, 4000000),   // the other view lacks it
+	mod.list = {stall(7, 1000000, 10000000, 9000000),  // agrees
+		    stall(7, 30000000, 10000000, 9000000), // 1 ms apart: 50 us + 200 us allowed
+		    stall(7, 60000000, 5000000, 4000000),  // the other view lacks it
 		    stall(8, 1000000, 10000000, std::nullopt)}; // no split
 	KernelView &tpv = r.kernel_view_tracepoint.emplace();
 	StallsView &tp = tpv.stalls.emplace();

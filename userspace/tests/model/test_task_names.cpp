@@ -17,8 +17,8 @@ struct FakeHost {
 	{
 		return TaskNames(
 			[this](pid_t p) {
-				auto it = proc.find(p);
-				return it == proc.end() ? std::string() : it->second;
+			auto it = proc.find(p);
+			return it == proc.end() ? std::string() : it->second;
 			},
 			[this] { return now; });
 	}

@@ -15,8 +15,10 @@ constexpr uint64_t ms = 1000000;
 VictimOp op(pid_t tid, uint64_t start_ms, uint64_t len_ms, bool began = true, int slept = 1,
 	    int preempted = 0)
 {
-	return VictimOp{tid, tid == 1 ? "mmap" : "fault", start_ms * ms, (start_ms + len_ms) * ms,
-			true, began, slept, preempted};
+	return VictimOp{tid,           tid == 1 ? "mmap" : "fault",
+			start_ms * ms, (start_ms + len_ms) * ms,
+			true,          began,
+			slept,         preempted};
 }
 
 ViewStall stall(pid_t tid, uint64_t start_ms, uint64_t len_ms)
@@ -93,12 +95,12 @@ TEST(Validation, OperationsThatCannotBeTheWalksAreKeptApart)
 {
 	ValidationInput in;
 	in.view = "tracepoint";
-	in.ops.push_back(op(1, 0, 10, true, 0));            // did not sleep: preempted
-	in.ops.push_back(op(1, 100, 10, false));            // began before the walk
-	in.ops.push_back(op(1, 200, 10));                   // a preempted victim across it
-	in.ops.push_back(op(2, 195, 30, true, 1, 1));       //   (that victim: it slept, so it
-							    //    is in the reference itself)
-	in.ops.push_back(op(2, 300, 0));                    // shorter than the threshold
+	in.ops.push_back(op(1, 0, 10, true, 0));      // did not sleep: preempted
+	in.ops.push_back(op(1, 100, 10, false));      // began before the walk
+	in.ops.push_back(op(1, 200, 10));             // a preempted victim across it
+	in.ops.push_back(op(2, 195, 30, true, 1, 1)); //   (that victim: it slept, so it
+						      //    is in the reference itself)
+	in.ops.push_back(op(2, 300, 0));              // shorter than the threshold
 	in.stalls_total = 0;
 	StallValidation v = validate_stalls(in);
 	EXPECT_EQ(v.slow_not_slept, 1u);

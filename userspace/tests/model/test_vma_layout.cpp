@@ -73,9 +73,9 @@ TEST(VmaLayout, LayoutSpecs)
 
 TEST(VmaLayout, EveryWalkKindHasACitedLockUnit)
 {
-	for (const char *k : {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty",
-			      "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap",
-			      "pagemap_scan"}) {
+	for (const char *k :
+	     {"clear_refs", "clear_refs_anon", "clear_refs_file", "softdirty", "smaps",
+	      "smaps_rollup", "maps", "numa_maps", "pagemap", "pagemap_scan"}) {
 		const KindLocking *kl = kind_locking(k);
 		ASSERT_TRUE(kl) << k;
 		EXPECT_GT(strlen(kl->source), 20u) << k;
@@ -208,10 +208,12 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 	EXPECT_NEAR(e->factor_range.second, 0.90, 1e-9);
 
 	// the stall disagreeing alone keeps the cost correction, not the stall one
-	const AliasCalibration st = judged({one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
+	const AliasCalibration st =
+		judged({one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
 	EXPECT_TRUE(st.ratio_of("smaps_rollup"));
 	EXPECT_FALSE(st.stall_ratio_of("smaps_rollup"));
-	EXPECT_NE(st.verdict("smaps_rollup")->why.value().find("stall vs model"), std::string::npos);
+	EXPECT_NE(st.verdict("smaps_rollup")->why.value().find("stall vs model"),
+		  std::string::npos);
 
 	// one size: nothing is called corrected
 	EXPECT_FALSE(judged({one_size(2 * GiB, 0.9, 1.0)}).ratio_of("smaps_rollup"));

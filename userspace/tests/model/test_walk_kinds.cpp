@@ -22,7 +22,8 @@ TEST(WalkKinds, EnumNamesAndTableAgree)
 		EXPECT_STREQ(name(k.id), k.kind);
 		EXPECT_EQ(parse_walk_kind(k.kind), k.id);
 		EXPECT_EQ(&info(k.id), &k);
-		EXPECT_TRUE(std::string(k.lock_mode) == "read" || std::string(k.lock_mode) == "write")
+		EXPECT_TRUE(std::string(k.lock_mode) == "read" ||
+			    std::string(k.lock_mode) == "write")
 			<< k.kind;
 		EXPECT_GT(std::string(k.source).size(), 20u) << k.kind;
 	}

@@ -260,7 +260,8 @@ TEST(Child, MissingProgramDoesNotStart)
 	auto c = Child::exec({"/nonexistent/ptwalk-no-such-program", "x"}, d.file("out"),
 			     d.file("out"), {}, &err);
 	EXPECT_FALSE(c);
-	EXPECT_EQ(err, "exec /nonexistent/ptwalk-no-such-program: " + std::string(strerror(ENOENT)));
+	EXPECT_EQ(err,
+		  "exec /nonexistent/ptwalk-no-such-program: " + std::string(strerror(ENOENT)));
 
 	err.clear();
 	c = Child::exec({"/bin/true"}, d.path + "/no/such/dir/out", d.file("err"), {}, &err);

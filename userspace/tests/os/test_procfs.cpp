@@ -164,7 +164,8 @@ TEST(Procfs, VmFactsFromTheKernelCommandLine)
 	EXPECT_FALSE(parse_vm_cmdline("ptwalk_clock= ptwalk_accel"));
 	// a value past 64 bytes or with a control byte is not ours
 	EXPECT_FALSE(parse_vm_cmdline("ptwalk_qemu=" + std::string(65, 'x')));
-	EXPECT_FALSE(parse_vm_cmdline(std::string("ptwalk_cpu=a\x01" "b")));
+	EXPECT_FALSE(parse_vm_cmdline(std::string("ptwalk_cpu=a\x01"
+						  "b")));
 	f = parse_vm_cmdline("ptwalk_clock=realtime");
 	ASSERT_TRUE(f);
 	EXPECT_EQ(f->clock, "realtime");

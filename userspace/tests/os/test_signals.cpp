@@ -8,7 +8,10 @@
 namespace {
 
 volatile sig_atomic_t g_before = 0;
-void before(int sig) { g_before = sig; }
+void before(int sig)
+{
+	g_before = sig;
+}
 
 sighandler_t handler_of(int sig)
 {

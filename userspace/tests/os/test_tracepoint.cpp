@@ -32,8 +32,8 @@ const char *kEvents[3] = {"mmap_lock_start_locking", "mmap_lock_acquire_returned
 
 TraceEventFormat load_format(const std::string &kernel, const char *event)
 {
-	std::string path = std::string(PTWALK_TESTDATA) + "/tracefs/" + kernel + "/" +
-			   event + "/format";
+	std::string path =
+		std::string(PTWALK_TESTDATA) + "/tracefs/" + kernel + "/" + event + "/format";
 	std::string err;
 	auto text = read_file(path, &err);
 	EXPECT_TRUE(text) << err;
@@ -43,8 +43,7 @@ TraceEventFormat load_format(const std::string &kernel, const char *event)
 }
 
 // A raw record laid out by format f.
-std::vector<uint8_t> make_raw(const TraceEventFormat &f, uint64_t mm, bool write,
-			      bool success)
+std::vector<uint8_t> make_raw(const TraceEventFormat &f, uint64_t mm, bool write, bool success)
 {
 	size_t len = 0;
 	for (const auto &x : f.fields)
@@ -63,8 +62,8 @@ std::vector<uint8_t> make_raw(const TraceEventFormat &f, uint64_t mm, bool write
 	return raw;
 }
 
-LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType type,
-	     bool write, bool success = true)
+LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType type, bool write,
+	     bool success = true)
 {
 	LockEvent e;
 	e.time_ns = t;
@@ -78,8 +77,8 @@ LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType type,
 }
 
 // start_locking at t0, acquired at t1, released at t2
-void lock(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool write,
-	  uint64_t t0, uint64_t t1, uint64_t t2)
+void lock(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool write, uint64_t t0,
+	  uint64_t t1, uint64_t t2)
 {
 	v.push_back(ev(t0, tgid, tid, mm, LockEventType::StartLocking, write));
 	v.push_back(ev(t1, tgid, tid, mm, LockEventType::AcquireReturned, write));
@@ -163,13 +162,15 @@ TEST(TracepointFormat, SchedSwitchStateAndWakeup)
 {
 	const TraceEventFormat sw = load_format("6.18", "sched_switch");
 	const TraceEventFormat wk = load_format("6.18", "sched_wakeup");
-	auto raw_of = [](const TraceEventFormat &f, std::initializer_list<std::pair<const char *, uint64_t>> kv) {
+	auto raw_of = [](const TraceEventFormat &f,
+			 std::initializer_list<std::pair<const char *, uint64_t>> kv) {
 		size_t len = 0;
 		for (const auto &x : f.fields)
 			len = std::max<size_t>(len, x.offset + x.size);
 		std::vector<uint8_t> raw(len, 0);
 		uint64_t id = f.id;
-		std::memcpy(raw.data() + f.find("common_type")->offset, &id, f.find("common_type")->size);
+		std::memcpy(raw.data() + f.find("common_type")->offset, &id,
+			    f.find("common_type")->size);
 		for (const auto &[name, v] : kv) {
 			const TraceField *x = f.find(name);
 			EXPECT_TRUE(x) << name;
@@ -181,8 +182,8 @@ TEST(TracepointFormat, SchedSwitchStateAndWakeup)
 	SchedSwitchDecoder d;
 	std::string err;
 	ASSERT_TRUE(d.init(sw, &err)) << err;
-	const std::pair<uint64_t, bool> states[] = {
-		{0x0, true}, {0x100, true}, {0x1, false}, {0x2, false}, {0x80, false}, {0x101, false}};
+	const std::pair<uint64_t, bool> states[] = {{0x0, true},  {0x100, true}, {0x1, false},
+						    {0x2, false}, {0x80, false}, {0x101, false}};
 	for (const auto &[state, runnable] : states) {
 		auto raw = raw_of(sw, {{"prev_pid", 41}, {"next_pid", 42}, {"prev_state", state}});
 		PerfSample s;
@@ -211,11 +212,12 @@ TEST(TracepointFormat, SchedSwitchStateAndWakeup)
 	EXPECT_NE(err.find("pid"), std::string::npos) << err;
 
 	// without prev_state: a sleep
-	auto f = parse_event_format("name: sched_switch\nID: 3\nformat:\n"
-				    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
-				    "\tfield:pid_t prev_pid;\toffset:8;\tsize:4;\tsigned:1;\n"
-				    "\tfield:pid_t next_pid;\toffset:12;\tsize:4;\tsigned:1;\n",
-				    &err);
+	auto f = parse_event_format(
+		"name: sched_switch\nID: 3\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+		"\tfield:pid_t prev_pid;\toffset:8;\tsize:4;\tsigned:1;\n"
+		"\tfield:pid_t next_pid;\toffset:12;\tsize:4;\tsigned:1;\n",
+		&err);
 	ASSERT_TRUE(f) << err;
 	SchedSwitchDecoder old;
 	ASSERT_TRUE(old.init(*f, &err)) << err;
@@ -229,11 +231,12 @@ TEST(TracepointFormat, SchedSwitchStateAndWakeup)
 TEST(TracepointFormat, ArraysAndErrors)
 {
 	std::string err;
-	auto f = parse_event_format("name: sched_switch\nID: 3\nformat:\n"
-				    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
-				    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
-				    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n",
-				    &err);
+	auto f = parse_event_format(
+		"name: sched_switch\nID: 3\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+		"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+		"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n",
+		&err);
 	ASSERT_TRUE(f) << err;
 	ASSERT_EQ(f->fields.size(), 3u);
 	EXPECT_TRUE(f->fields[0].common);
@@ -245,11 +248,13 @@ TEST(TracepointFormat, ArraysAndErrors)
 	EXPECT_EQ(f->find("prev_pid")->offset, 24u);
 	// without the blank line the kernel writes, every field is a common one
 	f = parse_event_format("name: e\nID: 3\nformat:\n"
-			       "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n", &err);
+			       "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n",
+			       &err);
 	ASSERT_TRUE(f) << err;
 	EXPECT_TRUE(f->fields[0].common);
 
-	EXPECT_FALSE(parse_event_format("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", &err));
+	EXPECT_FALSE(
+		parse_event_format("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", &err));
 	EXPECT_NE(err.find("ID"), std::string::npos) << err;
 	EXPECT_FALSE(parse_event_format("name: x\nID: 1\n\tfield:int a;\tsize:4;\n", &err));
 	EXPECT_NE(err.find("line 3"), std::string::npos) << err;
@@ -265,7 +270,7 @@ TEST(TracepointFormat, RefusesLinesNotOfTheKernelsShape)
 	std::string err;
 	ASSERT_TRUE(parse_event_format(head + good, &err)) << err;
 	for (const char *bad : {
-		     "\tfield:int a;\toffset:0;\tsize:4;\n",             // no signed
+		     "\tfield:int a;\toffset:0;\tsize:4;\n",            // no signed
 		     "\tfield:int a;\toffset:0;\tsize:4;\tsigned:2;\n", // signed not 0/1
 		     "\tfield:int a\toffset:0;\tsize:4;\tsigned:1;\n",  // no ';'
 		     "\tfield:a;\toffset:0;\tsize:4;\tsigned:1;\n",     // no type
@@ -391,11 +396,10 @@ TEST(TracepointFormat, DecodesBothLayouts)
 
 TEST(TracepointTracefs, MountinfoAndCpuList)
 {
-	const char *mi =
-		"22 27 0:20 / /sys rw,nosuid - sysfs sysfs rw\n"
-		"40 22 0:12 / /sys/kernel/tracing rw,nosuid - tracefs nodev rw\n"
-		"41 22 0:7 / /sys/kernel/debug rw - debugfs debugfs rw\n"
-		"42 22 0:12 / /mnt/with\\040space rw shared:5 - tracefs nodev rw\n";
+	const char *mi = "22 27 0:20 / /sys rw,nosuid - sysfs sysfs rw\n"
+			 "40 22 0:12 / /sys/kernel/tracing rw,nosuid - tracefs nodev rw\n"
+			 "41 22 0:7 / /sys/kernel/debug rw - debugfs debugfs rw\n"
+			 "42 22 0:12 / /mnt/with\\040space rw shared:5 - tracefs nodev rw\n";
 	auto t = mountinfo_mounts_of(mi, "tracefs");
 	ASSERT_EQ(t.size(), 2u);
 	EXPECT_EQ(t[0], "/sys/kernel/tracing");
@@ -531,7 +535,8 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	EXPECT_FALSE(views[2].has_lock);
 
 	const std::string d = view_text(kv);
-	EXPECT_NE(d.find("\"source\":\"mmap_lock tracepoints via perf_event_open\""), std::string::npos);
+	EXPECT_NE(d.find("\"source\":\"mmap_lock tracepoints via perf_event_open\""),
+		  std::string::npos);
 	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"target_mm_basis\":\"target_threads\""), std::string::npos);
 	EXPECT_EQ(json_int(d, "lost_events"), 3);
@@ -556,7 +561,8 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	EXPECT_EQ(d.find("12345678"), std::string::npos);
 	EXPECT_EQ(d.find(std::to_string(kTargetMm)), std::string::npos);
 	// text for text as when the view was assembled by keys
-	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":30,"
+	EXPECT_EQ(d,
+		  "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":30,"
 		  "\"lost_events\":3,\"target_mm_found\":true,"
 		  "\"target_mm_basis\":\"target_threads\","
 		  "\"threads\":{\"mmap\":{\"waits\":{\"count\":3,\"min_ns\":100,\"p50_ns\":1103,"
@@ -586,8 +592,8 @@ TEST(TracepointAttribution, WalkerThreadInsideTarget)
 	StallAccumulator acc({100, {{101, "mmap"}}, 103});
 	std::vector<LockEvent> v;
 	lock(v, 100, 103, kTargetMm, true, 1000, 1000, 3000); // walker thread
-	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3100);  // victim
-	lock(v, 100, 104, kTargetMm, true, 3200, 3200, 9000);  // other thread: no walk
+	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3100); // victim
+	lock(v, 100, 104, kTargetMm, true, 3200, 3200, 9000); // other thread: no walk
 	feed_sorted(acc, v);
 	EXPECT_TRUE(acc.is_walker(103, 100));
 	EXPECT_FALSE(acc.is_walker(101, 100));
@@ -604,7 +610,7 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	// The target's threads produce no events (faults on per-VMA locks).
 	StallAccumulator acc({100, {{101, "fault"}}, 200});
 	std::vector<LockEvent> v;
-	lock(v, 200, 200, kWalkerMm, true, 100, 110, 500);    // own mm, outside walks
+	lock(v, 200, 200, kWalkerMm, true, 100, 110, 500);     // own mm, outside walks
 	lock(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
 	lock(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
 	feed_sorted(acc, v);
@@ -616,13 +622,13 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	EXPECT_EQ(views[0].lock_mode, "read");
 	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":0"), std::string::npos) << d;
 	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":9,"
-		  "\"lost_events\":0,\"target_mm_found\":true,"
-		  "\"target_mm_basis\":\"walker_holds\","
-		  "\"threads\":{\"fault\":{\"waits\":{\"count\":0,\"min_ns\":0,\"p50_ns\":0,"
-		  "\"p90_ns\":0,\"p99_ns\":0,\"p999_ns\":0,\"p9999_ns\":0,\"max_ns\":0,"
-		  "\"mean_ns\":0.0,\"buckets\":[]},\"attributed\":0,\"max_attributed_ns\":0}},"
-		  "\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,\"stalls\":[],"
-		  "\"unpaired_events\":0,\"failed_acquires\":0}");
+		     "\"lost_events\":0,\"target_mm_found\":true,"
+		     "\"target_mm_basis\":\"walker_holds\","
+		     "\"threads\":{\"fault\":{\"waits\":{\"count\":0,\"min_ns\":0,\"p50_ns\":0,"
+		     "\"p90_ns\":0,\"p99_ns\":0,\"p999_ns\":0,\"p9999_ns\":0,\"max_ns\":0,"
+		     "\"mean_ns\":0.0,\"buckets\":[]},\"attributed\":0,\"max_attributed_ns\":0}},"
+		     "\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,\"stalls\":[],"
+		     "\"unpaired_events\":0,\"failed_acquires\":0}");
 }
 
 TEST(TracepointAttribution, NoTargetMmSaysSo)
@@ -635,11 +641,13 @@ TEST(TracepointAttribution, NoTargetMmSaysSo)
 	EXPECT_NE(d.find("\"target_mm_found\":false"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"attributed\":null"), std::string::npos) << d;
 	EXPECT_NE(d.find("\"stalls\":[]"), std::string::npos) << d;
-	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":0,"
-		  "\"lost_events\":0,\"target_mm_found\":false,"
-		  "\"threads\":{\"mmap\":{\"waits\":null,\"attributed\":null,"
-		  "\"why\":\"target mm not found: no lock events by the target's threads nor walker holds in walk windows\"}},"
-		  "\"stalls\":[],\"unpaired_events\":0,\"failed_acquires\":0}");
+	EXPECT_EQ(
+		d,
+		"{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":0,"
+		"\"lost_events\":0,\"target_mm_found\":false,"
+		"\"threads\":{\"mmap\":{\"waits\":null,\"attributed\":null,"
+		"\"why\":\"target mm not found: no lock events by the target's threads nor walker holds in walk windows\"}},"
+		"\"stalls\":[],\"unpaired_events\":0,\"failed_acquires\":0}");
 }
 
 // A backend that never started says so, and nothing else.
@@ -651,7 +659,7 @@ TEST(TracepointAttribution, UnstartedBackendSaysWhy)
 	ASSERT_EQ(views.size(), 1u);
 	EXPECT_FALSE(views[0].seen);
 	EXPECT_EQ(view_text(kv), "{\"source\":\"mmap_lock tracepoints via perf_event_open\","
-		  "\"available\":false,\"why\":\"tracepoint backend not started\"}");
+				 "\"available\":false,\"why\":\"tracepoint backend not started\"}");
 }
 
 // The stalls list keeps every wait the validation checks (>= 1 ms), not only
@@ -813,11 +821,11 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 {
 	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
 	const bool require = req && std::string(req) == "1";
-#define SKIP_OR_FAIL(why)                                                  \
-	do {                                                               \
-		if (require)                                               \
+#define SKIP_OR_FAIL(why)                                                     \
+	do {                                                                  \
+		if (require)                                                  \
 			FAIL() << (why) << " (PTWALK_REQUIRE_TRACEPOINTS=1)"; \
-		GTEST_SKIP() << (why);                                     \
+		GTEST_SKIP() << (why);                                        \
 	} while (0)
 	if (geteuid() != 0)
 		SKIP_OR_FAIL("needs root for tracefs and system-wide perf events");
@@ -912,15 +920,16 @@ TEST(TracepointLive, CountsLostEvents)
 	std::atomic<uint64_t> seen{0};
 	std::string err;
 	bool slept = false;
-	if (!t.start(o,
-		     [&](const LockEvent &) {
-			     if (!slept) {
-				     slept = true;
-				     usleep(300000);
-			     }
-			     seen++;
-		     },
-		     &err)) {
+	if (!t.start(
+		    o,
+		    [&](const LockEvent &) {
+		if (!slept) {
+			slept = true;
+			usleep(300000);
+		}
+		seen++;
+		    },
+		    &err)) {
 		if (require)
 			FAIL() << err;
 		GTEST_SKIP() << err;
@@ -933,7 +942,8 @@ TEST(TracepointLive, CountsLostEvents)
 	}
 	t.stop();
 	printf("  events %llu, lost %llu, filter %s\n", (unsigned long long)t.events(),
-	       (unsigned long long)t.lost(), t.filter_applied() ? "applied" : t.filter_error().c_str());
+	       (unsigned long long)t.lost(),
+	       t.filter_applied() ? "applied" : t.filter_error().c_str());
 	EXPECT_TRUE(t.filter_applied()) << t.filter_error();
 	EXPECT_GT(t.events(), 0u);
 	EXPECT_GT(t.lost(), 0u);
@@ -1013,11 +1023,11 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 		const bool ok = t.start(
 			o,
 			[&](const LockEvent &e) {
-				ordered = ordered && e.time_ns >= last;
-				last = e.time_ns;
-				locks++;
-				if (e.tid != sleeper)
-					foreign_locks++;
+			ordered = ordered && e.time_ns >= last;
+			last = e.time_ns;
+			locks++;
+			if (e.tid != sleeper)
+				foreign_locks++;
 			},
 			&err);
 		if (!ok) {
@@ -1107,7 +1117,8 @@ TEST(TracepointLive, SchedWakeupBesideSwitches)
 		pending = true;
 	};
 	std::string err;
-	const bool ok = t.start(o, [](const LockEvent &) {}, &err);
+	const bool ok = t.start(
+		o, [](const LockEvent &) {}, &err);
 	if (!ok) {
 		done = true;
 		th.join();

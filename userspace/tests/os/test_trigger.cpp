@@ -18,7 +18,10 @@ namespace {
 
 const size_t kPage = size_t(sysconf(_SC_PAGESIZE));
 
-void count(void *arg) { ++*static_cast<int *>(arg); }
+void count(void *arg)
+{
+	++*static_cast<int *>(arg);
+}
 
 struct Touched {
 	explicit Touched(size_t pages) : n(pages)
@@ -56,8 +59,7 @@ TEST(Trigger, ReadAllKeepsASmallTextAndCountsEveryRead)
 	size_t kept = 7;
 	int reads = 0;
 	ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
-	EXPECT_EQ(ptw_trigger_read_all(fd, buf.data(), buf.size(), 1, &kept, count, &reads),
-		  10000);
+	EXPECT_EQ(ptw_trigger_read_all(fd, buf.data(), buf.size(), 1, &kept, count, &reads), 10000);
 	EXPECT_EQ(kept, 10000u);
 	EXPECT_EQ(std::string(buf.data(), kept), text);
 	EXPECT_EQ(reads, 1);

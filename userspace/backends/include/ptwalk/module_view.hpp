@@ -60,14 +60,14 @@ std::string module_kind(std::string_view user_kind);
 // Matches each scanner walk with at most one module record of the same
 // walker and kind lying within it (± slack_ns); returns, per span, the index
 // into `mw` or -1. Each record is used at most once.
-std::vector<int> match_walks(const std::vector<WalkSpan> &spans,
-			     const std::vector<ModuleWalk> &mw, uint64_t slack_ns);
+std::vector<int> match_walks(const std::vector<WalkSpan> &spans, const std::vector<ModuleWalk> &mw,
+			     uint64_t slack_ns);
 
 // What the module recorded of one run (this run's records only) and whose
 // they are: module_kernel_view's input, kept apart from debugfs so that
 // recorded text tests it.
 struct ModuleRecords {
-	std::map<uint64_t, ModuleWalk> walks; // by seq
+	std::map<uint64_t, ModuleWalk> walks;                                  // by seq
 	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleStall> stalls; // walk, waiter, start
 	std::vector<Record> hooks;
 	std::string counters_text;

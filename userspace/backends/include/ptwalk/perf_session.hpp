@@ -23,11 +23,11 @@
 namespace ptwalk {
 
 struct PerfOptions {
-	std::string perf = "perf"; // a path, or a name looked up in PATH
-	std::string workdir;       // where perf.data, perf-stat.csv and logs go
-	                           // (created if missing; "" = current dir)
-	int stop_timeout_ms = 10000;   // SIGINT -> SIGKILL, per child
-	int start_timeout_ms = 10000;  // perf's ack of "enable"
+	std::string perf = "perf";      // a path, or a name looked up in PATH
+	std::string workdir;            // where perf.data, perf-stat.csv and logs go
+					// (created if missing; "" = current dir)
+	int stop_timeout_ms = 10000;    // SIGINT -> SIGKILL, per child
+	int start_timeout_ms = 10000;   // perf's ack of "enable"
 	int report_timeout_ms = 120000; // `perf report` run in stop()
 };
 

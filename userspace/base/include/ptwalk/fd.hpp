@@ -46,7 +46,9 @@ public:
 	Mapping(const Mapping &) = delete;
 	Mapping &operator=(const Mapping &) = delete;
 	Mapping(Mapping &&o) noexcept
-		: addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0)) {}
+		: addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0))
+	{
+	}
 	Mapping &operator=(Mapping &&o) noexcept
 	{
 		if (this != &o) {

@@ -17,9 +17,9 @@ namespace ptwalk {
 
 class Histogram {
 public:
-	static constexpr unsigned kSubBits = 7;             // 128 per octave
+	static constexpr unsigned kSubBits = 7; // 128 per octave
 	static constexpr unsigned kSub = 1u << kSubBits;
-	static constexpr unsigned kLinear = 2 * kSub;       // 0..255 exact
+	static constexpr unsigned kLinear = 2 * kSub; // 0..255 exact
 	static constexpr unsigned kOctaves = 64 - (kSubBits + 1);
 	static constexpr unsigned kBuckets = kLinear + kOctaves * kSub;
 

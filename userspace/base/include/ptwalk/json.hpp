@@ -74,8 +74,7 @@ public:
 private:
 	// The tree is ptwalk's own so that a member is a Json a caller can hold
 	// a reference to; nlohmann writes it (value(), dump()).
-	std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object>
-		v_;
+	std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object> v_;
 };
 
 // j[key] = *v; an empty optional leaves the member out (a typed struct's

@@ -30,8 +30,8 @@ namespace ptwalk {
 // Returns what results/SCHEMA.md describes under alias_calibration, judged
 // (judge_alias_bias), or only why it was skipped. Stops early (skipped:
 // "interrupted") once *stop is set.
-AliasCalibration measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes, int reps,
-		     const volatile sig_atomic_t *stop);
+AliasCalibration measure_alias_bias(const Scenario &sc, const std::vector<uint64_t> &sizes,
+				    int reps, const volatile sig_atomic_t *stop);
 
 // Default largest calibration size: 8 GiB, or what fits next to nothing else.
 uint64_t default_alias_bias_size(uint64_t mem_available);

@@ -21,9 +21,8 @@ namespace ptwalk {
 
 // --backend of `ptwalk monitor`: X(enumerator, name). automatic: module
 // when ptwalk.ko is loaded, else bpf, else tracepoint.
-#define PTW_MONITOR_BACKENDS(X)						\
-	X(automatic, "auto") X(module, "module") X(bpf, "bpf")		\
-	X(tracepoint, "tracepoint")
+#define PTW_MONITOR_BACKENDS(X) \
+	X(automatic, "auto") X(module, "module") X(bpf, "bpf") X(tracepoint, "tracepoint")
 enum class MonitorBackend {
 #define PTW_X(e, n) e,
 	PTW_MONITOR_BACKENDS(PTW_X)
@@ -35,19 +34,19 @@ std::string all_monitor_backends(); // "auto|module|..." for messages
 
 struct MonitorOptions {
 	uint64_t duration_ns = 10'000'000'000ull; // 0: until SIGINT/SIGTERM
-	uint64_t min_hold_ns = 1'000'000; // holds >= this are reported
-	std::string out_path;             // JSON (tmp file + rename); "" = none
-	bool quiet = false;               // no table on stdout
+	uint64_t min_hold_ns = 1'000'000;         // holds >= this are reported
+	std::string out_path;                     // JSON (tmp file + rename); "" = none
+	bool quiet = false;                       // no table on stdout
 	// auto (module if loaded, else bpf, else tracepoint) | module | bpf |
 	// tracepoint; with --serve/--textfile, auto never picks module
 	MonitorBackend backend = MonitorBackend::automatic;
 	// continuous mode
-	std::string serve_host;           // --serve HOST:PORT ("" = no server)
+	std::string serve_host; // --serve HOST:PORT ("" = no server)
 	int serve_port = 0;
-	std::string web_config;           // --web-config FILE: TLS, basic auth
-	std::string textfile_dir;         // --textfile DIR ("" = none)
+	std::string web_config;   // --web-config FILE: TLS, basic auth
+	std::string textfile_dir; // --textfile DIR ("" = none)
 	uint64_t textfile_interval_ns = 15'000'000'000ull;
-	size_t max_comms = 64;            // distinct comm label values, then "other"
+	size_t max_comms = 64; // distinct comm label values, then "other"
 };
 
 // Exit statuses of `ptwalk monitor`.
@@ -56,8 +55,8 @@ inline constexpr int kMonitorUnsupported = 4;
 
 // A monitor result with what every one starts with (results/SCHEMA.md,
 // ptwalk.monitor/1): the backend, the window and the hold threshold.
-MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0,
-			     uint64_t t1, bool interrupted);
+MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
+			     bool interrupted);
 
 // The module flavour: every walk ptwalk.ko records on the host, with the
 // stalls it attributed. Same schema, "backend": "module".

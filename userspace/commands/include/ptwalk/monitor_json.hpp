@@ -68,7 +68,7 @@ struct ModuleHold {
 // the result itself, not an object of their own.
 struct MonitorTraceResult {
 	std::optional<std::string> bpf_unavailable; // auto read through perf: why
-	std::optional<BpfLockStats> bpf; // the kernel side, when BPF paired
+	std::optional<BpfLockStats> bpf;            // the kernel side, when BPF paired
 	uint64_t min_wait_ns = kMonitorMinWaitNs;
 	MonitorHealth health; // its backend and kernel_run_ns are /metrics' only
 	std::string lifecycle_events, memcg_field;

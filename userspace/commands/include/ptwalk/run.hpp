@@ -16,9 +16,8 @@ namespace ptwalk {
 
 // --backend of `ptwalk run`: X(enumerator, name). automatic: module when
 // ptwalk.ko is loaded, else tracepoint, else syscall.
-#define PTW_RUN_BACKENDS(X)						\
-	X(automatic, "auto") X(module, "module") X(tracepoint, "tracepoint")	\
-	X(syscall, "syscall")
+#define PTW_RUN_BACKENDS(X) \
+	X(automatic, "auto") X(module, "module") X(tracepoint, "tracepoint") X(syscall, "syscall")
 enum class RunBackend {
 #define PTW_X(e, n) e,
 	PTW_RUN_BACKENDS(PTW_X)
@@ -33,9 +32,9 @@ struct RunOptions {
 	RunBackend backend = RunBackend::automatic;
 	std::string out_path;
 	bool force = false;
-	bool quiet = false; // no table on stdout
-	bool dry_run = false; // validate, print the plan, exit
-	bool perf = false;    // perf record -g the scanner, perf stat tracepoints
+	bool quiet = false;       // no table on stdout
+	bool dry_run = false;     // validate, print the plan, exit
+	bool perf = false;        // perf record -g the scanner, perf stat tracepoints
 	bool cross_check = false; // module backend: also the tracepoint view
 	// alias backing: size of the distinct-vs-aliased calibration;
 	// UINT64_MAX = default (8 GiB or what fits), 0 = none

@@ -21,7 +21,7 @@ namespace ptwalk {
 
 // One walk as the scanner saw it (user side, CLOCK_MONOTONIC).
 struct WalkSpan {
-	std::string kind;    // "clear_refs", "smaps", ...
+	std::string kind; // "clear_refs", "smaps", ...
 	pid_t walker_pid = 0;
 	uint64_t start_ns = 0;
 	uint64_t end_ns = 0;
@@ -36,13 +36,13 @@ struct WatchedThread {
 // What a backend adds to one walk; fields a backend cannot see stay unset
 // and are not written to the result (never a fake zero).
 struct WalkKernelView {
-	bool seen = false;          // the backend observed this walk
+	bool seen = false; // the backend observed this walk
 	bool has_lock = false;
-	uint64_t lock_hold_ns = 0;  // sum of the walker's holds of the target lock
-	uint64_t lock_wait_ns = 0;  // the walker's own wait to acquire it
+	uint64_t lock_hold_ns = 0; // sum of the walker's holds of the target lock
+	uint64_t lock_wait_ns = 0; // the walker's own wait to acquire it
 	uint32_t lock_acquisitions = 0;
-	std::string lock_mode;      // "read", "write" or "read+write"
-	uint32_t stalls = 0;        // waits by watched threads attributed here
+	std::string lock_mode; // "read", "write" or "read+write"
+	uint32_t stalls = 0;   // waits by watched threads attributed here
 	uint64_t max_stall_ns = 0;
 	// the largest walker-held part of those waits, when the view splits
 	// them (KernelStall::walker_held_ns)
@@ -71,8 +71,8 @@ struct Backend {
 	virtual void stop() = 0;
 	// After stop(): per-walk views (same order/length as walks) and the
 	// result's kernel_view (stalls, per-thread waits, lost events, ...).
-	virtual std::vector<WalkKernelView>
-	annotate(const std::vector<WalkSpan> &walks, KernelView &kernel_view) = 0;
+	virtual std::vector<WalkKernelView> annotate(const std::vector<WalkSpan> &walks,
+						     KernelView &kernel_view) = 0;
 };
 
 std::unique_ptr<Backend> make_syscall_backend();

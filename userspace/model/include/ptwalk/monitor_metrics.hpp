@@ -35,10 +35,10 @@ public:
 	explicit MonitorMetrics(size_t max_comms);
 	// One finished walk. hold/wait in seconds; waits: each waiter's wait.
 	// now_s: monotonic seconds, for the recent-max gauges.
-	void add_walk(const std::string &walker, const std::string &target,
-		      const std::string &kind, const std::string &mode, double hold_s,
-		      const std::vector<double> &waits_s, size_t waiters_total,
-		      bool target_known, bool self, const std::string &basis, double now_s);
+	void add_walk(const std::string &walker, const std::string &target, const std::string &kind,
+		      const std::string &mode, double hold_s, const std::vector<double> &waits_s,
+		      size_t waiters_total, bool target_known, bool self, const std::string &basis,
+		      double now_s);
 	void set_health(const MonitorHealth &h);
 	// The exposition text. now_s as above; cpu_s: this process's CPU time.
 	std::string render(double now_s, double cpu_s, double start_time_unix_s) const;
@@ -59,8 +59,8 @@ private:
 	std::map<Key, Series> series_;
 	std::map<std::string, uint64_t> basis_;
 	// per (walker, target): (end time, longest wait, hold) of recent walks
-	std::map<std::pair<std::string, std::string>,
-		 std::deque<std::tuple<double, double, double>>> recent_;
+	std::map<std::pair<std::string, std::string>, std::deque<std::tuple<double, double, double>>>
+		recent_;
 	MonitorHealth health_;
 };
 

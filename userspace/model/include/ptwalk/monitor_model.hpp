@@ -28,8 +28,7 @@ inline constexpr uint64_t kMonitorMinWaitNs = 1000;
 // The pure part: time-ordered events in, long holds and waits out.
 class HoldCollector final : private LockPairer::Sink {
 public:
-	explicit HoldCollector(uint64_t min_hold_ns,
-			       uint64_t min_wait_ns = kMonitorMinWaitNs);
+	explicit HoldCollector(uint64_t min_hold_ns, uint64_t min_wait_ns = kMonitorMinWaitNs);
 	void feed(const LockEvent &e);
 
 	uint64_t events() const { return events_; }
@@ -39,8 +38,10 @@ public:
 	const std::vector<LockSpan> &holds() const { return holds_; }
 	const std::vector<LockSpan> &waits() const { return waits_; }
 	// lock events per mm per tgid
-	const std::unordered_map<uint64_t, std::unordered_map<pid_t, uint64_t>> &
-	mm_events() const { return mm_events_; }
+	const std::unordered_map<uint64_t, std::unordered_map<pid_t, uint64_t>> &mm_events() const
+	{
+		return mm_events_;
+	}
 
 private:
 	void wait(const LockSpan &w) override;
@@ -68,8 +69,7 @@ struct MonitoredHold {
 // key may be reused by a new process after one exits within the window;
 // counts then mix both (no exit tracking).
 // Waiters: waits on the same mm by other tasks overlapping the hold.
-std::vector<MonitoredHold> analyze_holds(const HoldCollector &c,
-					 size_t max_waiters = 32);
+std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_waiters = 32);
 
 // --- Targets from facts -------------------------------------------------
 //
@@ -107,7 +107,7 @@ struct MmLife {
 	uint64_t first_fact_ns = 0; // the first probe
 	uint64_t end_ns = UINT64_MAX;
 	LifeEnd end_reason = LifeEnd::exit; // when end_ns is set
-	Basis basis = Basis::probe; // the first fact's kind: probe | mm_owner
+	Basis basis = Basis::probe;         // the first fact's kind: probe | mm_owner
 	// an mm its owner is building in execve() (locked before the exec
 	// event): the exec ends the owner's other lives, not this one
 	bool building = false;
@@ -131,10 +131,10 @@ public:
 	bool execed_between(pid_t tgid, uint64_t from, uint64_t to) const;
 
 	struct Owner {
-		pid_t tgid = 0;          // 0: unknown
-		bool teardown = false;   // the mm torn down after its owner's end
-		bool pending = false;    // unknown, but a later probe may tell
-		std::string why;         // when unknown
+		pid_t tgid = 0;               // 0: unknown
+		bool teardown = false;        // the mm torn down after its owner's end
+		bool pending = false;         // unknown, but a later probe may tell
+		std::string why;              // when unknown
 		Basis basis = Basis::unknown; // known: the life's (probe | mm_owner), exec
 	};
 	// Owner of `mm` for a hold starting at t by a task of holder_tgid.
@@ -174,9 +174,9 @@ struct Walk {
 	pid_t target_tgid = 0; // 0: unknown
 	bool self = false;     // the holder's own mm
 	Basis basis = Basis::unknown;
-	std::string why;       // unknown: the reason
-	std::string kind;      // clear_refs, smaps, ... | own | exit | unknown
-	std::string walk_file; // "/proc/PID/file" from the fd table, or ""
+	std::string why;               // unknown: the reason
+	std::string kind;              // clear_refs, smaps, ... | own | exit | unknown
+	std::string walk_file;         // "/proc/PID/file" from the fd table, or ""
 	std::vector<LockSpan> waiters; // longest first, at most 32
 	size_t waiters_total = 0;
 };
@@ -188,7 +188,7 @@ public:
 	struct Config {
 		uint64_t min_hold_ns = 1'000'000;
 		uint64_t min_wait_ns = kMonitorMinWaitNs;
-		uint64_t grace_ns = 300'000'000;          // waiters may end later
+		uint64_t grace_ns = 300'000'000;                // waiters may end later
 		uint64_t resolve_timeout_ns = 3'000'000'000ull; // for a probe
 		pid_t prober_tid = 0;
 	};
@@ -207,8 +207,15 @@ public:
 	// owner itself locked it while it was not its mm (execve builds it).
 	void owner_fact(uint64_t mm, pid_t tgid, uint64_t t, bool building = false);
 	// Events the kernel paired (BPF): counted there, not here.
-	void add_events(uint64_t n, uint64_t unpaired) { events_ += n; unpaired_ += unpaired; }
-	void task_end(pid_t tgid, uint64_t t, bool exec) { owners_.ended(tgid, t, exec ? LifeEnd::exec : LifeEnd::exit); }
+	void add_events(uint64_t n, uint64_t unpaired)
+	{
+		events_ += n;
+		unpaired_ += unpaired;
+	}
+	void task_end(pid_t tgid, uint64_t t, bool exec)
+	{
+		owners_.ended(tgid, t, exec ? LifeEnd::exec : LifeEnd::exit);
+	}
 	void task_born(pid_t tgid, uint64_t t) { owners_.born(tgid, t); }
 	// What the walker had open during the hold that began at hold_start.
 	void fd_evidence(pid_t tid, uint64_t hold_start_ns, WalkFile f);
@@ -224,7 +231,10 @@ public:
 	// Called when a walk of another process's (or an unknown) mm ends and
 	// no fd evidence was taken in flight: the walker may still have the
 	// file open (a reader of smaps between two read() calls).
-	void on_foreign_hold(std::function<void(const LockSpan &)> f) { on_foreign_ = std::move(f); }
+	void on_foreign_hold(std::function<void(const LockSpan &)> f)
+	{
+		on_foreign_ = std::move(f);
+	}
 
 	uint64_t events() const { return events_; }
 	uint64_t unpaired() const { return unpaired_; }
@@ -247,15 +257,16 @@ private:
 	struct State {
 		Phase phase = Phase::Idle;
 		bool write = false;
-		bool after_read = false;  // a write lock at once after a read hold (see pair)
+		bool after_read = false; // a write lock at once after a read hold (see pair)
 		uint64_t since = 0;
-		uint64_t read_end = 0;    // Idle: the end of its last read hold
-		uint64_t read_start = 0;  // after_read: the start of that hold, if pending
+		uint64_t read_end = 0;   // Idle: the end of its last read hold
+		uint64_t read_start = 0; // after_read: the start of that hold, if pending
 	};
 	struct KeyHash {
 		size_t operator()(const std::pair<pid_t, uint64_t> &k) const noexcept
 		{
-			return std::hash<uint64_t>()(k.second ^ (uint64_t(uint32_t(k.first)) * 0x9e3779b97f4a7c15ull));
+			return std::hash<uint64_t>()(
+				k.second ^ (uint64_t(uint32_t(k.first)) * 0x9e3779b97f4a7c15ull));
 		}
 	};
 
@@ -276,7 +287,7 @@ private:
 	uint64_t unpaired_ = 0;
 	MmOwners owners_;
 	std::deque<Pending> pending_;
-	std::unordered_map<uint64_t, uint32_t> pending_mms_; // mm -> pending walks
+	std::unordered_map<uint64_t, uint32_t> pending_mms_;   // mm -> pending walks
 	std::map<std::pair<pid_t, uint64_t>, WalkFile> fd_ev_; // (tid, hold start)
 	uint64_t events_ = 0, probe_facts_ = 0, last_prune_ = 0;
 	bool wants_probe_ = false;

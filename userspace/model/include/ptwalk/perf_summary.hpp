@@ -61,7 +61,8 @@ struct PerfStatSummary {
 };
 
 // A part's "error" and the step (At) after whose figures it is written.
-template <class At> struct PerfPartError {
+template <class At>
+struct PerfPartError {
 	std::optional<std::string> error;
 	At error_at{}; // the first step
 
@@ -120,7 +121,7 @@ struct PerfSummary {
 	std::optional<PerfRecordPart> record;
 	std::optional<PerfStatPart> stat;
 	std::optional<std::string> workdir;
-	std::optional<std::string> error; // perf did not run (or the session threw)
+	std::optional<std::string> error;              // perf did not run (or the session threw)
 	std::optional<std::vector<std::string>> notes; // absent only in start()'s refusal
 };
 

@@ -61,7 +61,9 @@ std::vector<double> walk_seconds_buckets();
 class LabelFolder {
 public:
 	explicit LabelFolder(size_t limit, std::set<std::string> always = {})
-		: limit_(limit), always_(std::move(always)) {}
+		: limit_(limit), always_(std::move(always))
+	{
+	}
 	std::string fold(std::string_view v);
 	size_t distinct() const { return seen_.size(); }
 	uint64_t folded() const { return folded_; }

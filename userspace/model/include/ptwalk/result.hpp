@@ -33,8 +33,7 @@ constexpr uint64_t kRollupRssSlack = 2u << 20;
 uint64_t workload_rss_reference(const WorkloadInfo &workload);
 // "walk_summary": per kind, in the order the walks first show it, of a
 // mapping of size_bytes.
-std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks,
-					 uint64_t size_bytes);
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes);
 // Prints the human table of a result (walk kinds, victims out vs during).
 void print_table(const RunResult &result, FILE *out);
 // Writes text to path atomically (temporary file in the same directory,

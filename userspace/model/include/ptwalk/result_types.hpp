@@ -75,7 +75,7 @@ struct WalkEntry {
 		uint64_t max_ns = 0;
 		std::optional<uint64_t> max_walker_held_ns;
 	};
-	struct Module { // the module backend
+	struct Module {               // the module backend
 		uint64_t call_ns = 0; // also written as kernel_duration_ns
 		std::optional<uint64_t> walk_ns;
 		std::optional<double> ns_per_pte;
@@ -154,8 +154,8 @@ struct StallValidation {
 	std::optional<double> recall; // null: nothing to judge it on
 	std::vector<UnexplainedOp> unexplained;
 	uint64_t stalls_checked = 0, confirmed = 0;
-	uint64_t confirmed_by_upkeep = 0; // of confirmed: by the victim's upkeep alone
-	std::optional<double> precision; // null: nothing to judge it on
+	uint64_t confirmed_by_upkeep = 0;          // of confirmed: by the victim's upkeep alone
+	std::optional<double> precision;           // null: nothing to judge it on
 	std::vector<UnconfirmedStall> unconfirmed; // the first 20
 	bool agree = false;
 	std::vector<std::string> disagreements;
@@ -205,10 +205,10 @@ struct StallParts {
 struct Validation {
 	StallValidation stalls;
 	std::optional<StallValidation> stalls_tracepoint; // --cross-check
-	std::optional<ViewsAgreement> views;               // --cross-check
-	std::optional<WalkValidation> walks;               // the module backend
-	std::optional<std::string> second_view; // --cross-check without one: why
-	std::optional<StallParts> stall_parts;  // views with stalls
+	std::optional<ViewsAgreement> views;              // --cross-check
+	std::optional<WalkValidation> walks;              // the module backend
+	std::optional<std::string> second_view;           // --cross-check without one: why
+	std::optional<StallParts> stall_parts;            // views with stalls
 };
 
 // The whole document, its members in the schema's order (schema and tool
@@ -217,8 +217,8 @@ struct RunResult {
 	bool complete = false;
 	std::string started_at;
 	std::vector<std::string> argv;
-	KernelInfo kernel; // os's kernel_info()
-	HostInfo host;     // os's host_info()
+	KernelInfo kernel;                                 // os's kernel_info()
+	HostInfo host;                                     // os's host_info()
 	std::optional<AliasCalibration> alias_calibration; // the alias backing
 	std::optional<std::string> interrupted, error;
 	ScenarioInfo scenario;
@@ -229,7 +229,7 @@ struct RunResult {
 	uint64_t scan_start_ns = 0, scan_end_ns = 0;
 	std::vector<WalkEntry> walks;
 	uint64_t walks_dropped = 0;
-	KernelView kernel_view; // the backend's own findings
+	KernelView kernel_view;          // the backend's own findings
 	std::optional<PerfSummary> perf; // --perf: the perf session's summary
 	std::vector<VictimEntry> victims;
 	Validation validation;

@@ -29,7 +29,7 @@ enum class Profile {
 	PTW_WALK_KINDS(PTW_X)
 #undef PTW_X
 #define PTW_X(name, ...) name,
-	PTW_PROFILES(PTW_X)
+		PTW_PROFILES(PTW_X)
 #undef PTW_X
 };
 
@@ -41,7 +41,7 @@ const char *name(Backing b);
 const char *name(Victim v);
 const char *name(Profile p);
 const char *name(FaultRegion f);
-std::string all_backings();  // "anon|thp|..." for messages
+std::string all_backings(); // "anon|thp|..." for messages
 std::string all_victims();
 std::string all_profiles();
 std::string all_fault_regions();
@@ -53,7 +53,7 @@ std::vector<const char *> profile_walks(Profile p);
 struct Scenario {
 	uint64_t size = 0;
 	Backing backing = Backing::anon;
-	std::string dir;                 // for Backing::file
+	std::string dir; // for Backing::file
 	std::vector<Victim> victims;
 	Profile profile = Profile::clear_refs;
 	uint64_t interval_ns = 0;
@@ -73,8 +73,7 @@ Scenario default_scenario();
 // walked mapping [base, base + len): 2 MiB aligned, with at least 2 MiB of
 // gap so the two VMAs never merge or share a PTE table; 0 for `any` (the
 // kernel chooses), or when `below` has no room under base.
-uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len,
-			      uint64_t bytes);
+uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len, uint64_t bytes);
 
 // Bytes of physical memory a scenario's mapping uses (page cache included).
 uint64_t physical_bytes(const Scenario &sc);

@@ -38,9 +38,9 @@ struct VictimOp {
 	uint64_t start_ns = 0, end_ns = 0;
 	bool during = false;       // overlapped a walk
 	bool began_during = false; // began while a walk was in progress
-	int slept = -1;     // 1 slept, 0 did not (preempted/frozen), -1 unknown
-	int preempted = -1; // 1 was preempted during it, 0 not, -1 unknown
-	bool upkeep = false; // the victim's upkeep between operations, not one
+	int slept = -1;            // 1 slept, 0 did not (preempted/frozen), -1 unknown
+	int preempted = -1;        // 1 was preempted during it, 0 not, -1 unknown
+	bool upkeep = false;       // the victim's upkeep between operations, not one
 };
 
 struct ViewStall {
@@ -49,11 +49,11 @@ struct ViewStall {
 };
 
 struct ValidationInput {
-	std::string view; // "tracepoint" or "module"
-	std::vector<VictimOp> ops;          // the victims' slow operations
-	uint64_t ops_dropped = 0;           // slow operations not kept
-	std::vector<ViewStall> stalls;      // attributed stalls (all or the largest)
-	uint64_t stalls_total = 0;          // attributed stalls in all
+	std::string view;              // "tracepoint" or "module"
+	std::vector<VictimOp> ops;     // the victims' slow operations
+	uint64_t ops_dropped = 0;      // slow operations not kept
+	std::vector<ViewStall> stalls; // attributed stalls (all or the largest)
+	uint64_t stalls_total = 0;     // attributed stalls in all
 	// the list holds every attributed stall of this many ns or more
 	// (kernel_view "stalls_complete_above_ns"; absent: only what it shows)
 	uint64_t complete_above_ns = UINT64_MAX;
@@ -95,7 +95,7 @@ std::optional<WalkValidation> validate_walks(const RunResult &result);
 // reference (not_behind_walk); the views' agreement is reported too
 // ("views": module stalls >= threshold seen by the tracepoint view, and the
 // reverse).
-void add_validation(RunResult &result, const std::vector<VictimOp> &ops,
-		    uint64_t ops_dropped, const KernelView *second = nullptr);
+void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
+		    const KernelView *second = nullptr);
 
 } // namespace ptwalk

@@ -31,9 +31,9 @@ struct Vma {
 };
 
 struct VmaLayout {
-	std::vector<Vma> all;      // every VMA of the process, [vsyscall] left out
+	std::vector<Vma> all;          // every VMA of the process, [vsyscall] left out
 	std::vector<uint64_t> mapping; // sizes of the VMAs of the walked mapping
-	uint64_t largest() const;  // largest VMA of the process
+	uint64_t largest() const;      // largest VMA of the process
 	uint64_t mapping_bytes() const;
 };
 
@@ -79,8 +79,8 @@ bool layout_dependent(LockUnit u);
 // Bytes of the mapping walked under the longest single hold for a mapping of
 // `mapping_bytes` in `vmas` VMAs of at most `largest_vma` bytes each.
 // vmas_per_read: VMAs one read() of a seq_file shows (read_chunk only).
-uint64_t hold_bytes(LockUnit u, uint64_t mapping_bytes, uint64_t vmas,
-		    uint64_t largest_vma, uint64_t vmas_per_read);
+uint64_t hold_bytes(LockUnit u, uint64_t mapping_bytes, uint64_t vmas, uint64_t largest_vma,
+		    uint64_t vmas_per_read);
 
 // VMAs per read() of smaps: the 4 KiB seq_file buffer holds floor(4096 /
 // record) records and walks one more that does not fit (shown again by the

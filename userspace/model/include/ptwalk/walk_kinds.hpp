@@ -27,13 +27,13 @@ enum class LockUnit {
 };
 
 struct WalkKindInfo {
-	const char *kind;      // its name
+	const char *kind; // its name
 	LockUnit unit;
 	const char *lock_mode; // "write" or "read"
 	const char *source;    // where in the kernel, per version
 	WalkKind id;
-	const char *module;    // ptwalk.ko's kind (PTW_KINDS); "" when none sees it
-	const char *file;      // the /proc/PID file it reads or writes
+	const char *module; // ptwalk.ko's kind (PTW_KINDS); "" when none sees it
+	const char *file;   // the /proc/PID file it reads or writes
 };
 
 namespace walk_kinds_detail {
@@ -45,9 +45,10 @@ constexpr const char *none_is_empty(const char *s)
 
 // In the order tables and verdicts list them.
 inline constexpr WalkKindInfo kWalkKindInfo[] = {
-#define PTW_X(name, module, mode, unit, file, source)				\
-	{#name, LockUnit::unit, #mode, source, WalkKind::name,			\
-	 walk_kinds_detail::none_is_empty(#module), #file},
+#define PTW_X(name, module, mode, unit, file, source)                       \
+	{#name,  LockUnit::unit, #mode,                                     \
+	 source, WalkKind::name, walk_kinds_detail::none_is_empty(#module), \
+	 #file},
 	PTW_WALK_KINDS(PTW_X)
 #undef PTW_X
 };

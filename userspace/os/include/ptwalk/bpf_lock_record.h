@@ -37,8 +37,8 @@ struct ptw_bpf_rec {
 	__u8 kind;        /* enum ptw_bpf_kind */
 	__u8 write;
 	__u8 success;
-	__u8 foreign;     /* enum ptw_bpf_mm: whose mm the task locked */
-	__u8 teardown;    /* HOLD: mm_users was 0 (exit_mmap(), by whoever
+	__u8 foreign;  /* enum ptw_bpf_mm: whose mm the task locked */
+	__u8 teardown; /* HOLD: mm_users was 0 (exit_mmap(), by whoever
 			   * dropped the last reference) */
 	__u8 pad[7];
 };

@@ -27,12 +27,12 @@ struct BpfLockSpansConfig {
 };
 
 struct BpfLockStats {
-	uint64_t events = 0;   // mmap_lock tracepoint hits the program saw
+	uint64_t events = 0; // mmap_lock tracepoint hits the program saw
 	uint64_t unpaired = 0;
-	uint64_t records = 0;  // handed on
-	uint64_t dropped = 0;  // lost: the ring buffer was full
+	uint64_t records = 0; // handed on
+	uint64_t dropped = 0; // lost: the ring buffer was full
 	uint64_t waits_behind = 0;
-	uint64_t run_ns = 0;   // the programs' run time (0: stats unavailable)
+	uint64_t run_ns = 0; // the programs' run time (0: stats unavailable)
 	uint64_t run_count = 0;
 	bool run_time_counted = false;
 	// runs the kernel skipped (a program already running on that CPU):

@@ -25,8 +25,7 @@ inline constexpr size_t kHttpRequestMemory = 32 * 1024;
 
 // "ADDR:PORT" ("127.0.0.1:9632", "[::1]:9632", "localhost:9632"). false
 // with *err when malformed (port not 1..65535, no colon, ...).
-bool parse_listen_address(const std::string &s, std::string *host, int *port,
-			  std::string *err);
+bool parse_listen_address(const std::string &s, std::string *host, int *port, std::string *err);
 
 class HttpServer {
 public:
@@ -51,8 +50,8 @@ public:
 	// web.users every request needs basic auth (else 401).
 	bool start(const std::string &host, int port, Handler h, std::string *err,
 		   const WebConfig &web = {});
-	int port() const; // the bound port (useful with port 0)
-	void stop();       // idempotent; joins the threads, closes every connection
+	int port() const;               // the bound port (useful with port 0)
+	void stop();                    // idempotent; joins the threads, closes every connection
 	unsigned long requests() const; // requests handed to the handler or refused (405)
 
 private:

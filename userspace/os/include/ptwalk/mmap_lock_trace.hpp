@@ -78,7 +78,8 @@ private:
 	struct KeyHash {
 		size_t operator()(const Key &k) const noexcept
 		{
-			return std::hash<uint64_t>()(k.mm ^ (uint64_t(uint32_t(k.tid)) * 0x9e3779b97f4a7c15ull));
+			return std::hash<uint64_t>()(
+				k.mm ^ (uint64_t(uint32_t(k.tid)) * 0x9e3779b97f4a7c15ull));
 		}
 	};
 	enum class Phase : uint8_t { Idle, Waiting, Holding };
@@ -127,8 +128,9 @@ public:
 			return;
 		std::stable_sort(pending_.begin(), pending_.end(),
 				 [](const Ev &a, const Ev &b) { return a.time_ns < b.time_ns; });
-		const uint64_t limit = final ? UINT64_MAX
-				       : drained_at_ns > margin_ ? drained_at_ns - margin_ : 0;
+		const uint64_t limit = final                     ? UINT64_MAX
+				       : drained_at_ns > margin_ ? drained_at_ns - margin_
+								 : 0;
 		size_t n = 0;
 		for (; n < pending_.size() && pending_[n].time_ns <= limit; n++) {
 			const Ev &e = pending_[n];
@@ -214,7 +216,7 @@ private:
 class MmapLockTrace final : private PerfSink {
 public:
 	struct Options {
-		std::string filter;                  // e.g. "common_pid == 1 || ..."
+		std::string filter; // e.g. "common_pid == 1 || ..."
 		size_t ring_bytes_per_cpu = 16u << 20;
 		uint64_t reorder_margin_ns = 10'000'000;
 		// Optional, on the reader thread, as the records are drained
@@ -245,10 +247,10 @@ public:
 	bool start(const Options &o, Consumer consumer, std::string *err);
 	void stop(); // idempotent; the consumer gets every remaining event
 
-	uint64_t events() const { return events_.load(); }   // decoded samples
+	uint64_t events() const { return events_.load(); } // decoded samples
 	uint64_t undecoded() const { return undecoded_.load(); }
 	uint64_t lost() const { return perf_.lost(); }
-	uint64_t late() const { return reorder_.late(); }   // after stop()
+	uint64_t late() const { return reorder_.late(); } // after stop()
 	bool filter_applied() const { return perf_.filter_applied(); }
 	const std::string &filter_error() const { return perf_.filter_error(); }
 	size_t ring_bytes_per_cpu() const { return perf_.ring_bytes_per_cpu(); }

@@ -53,10 +53,10 @@ public:
 };
 
 struct PerfTracepointConfig {
-	std::vector<uint32_t> tracepoint_ids; // from tracefs format "ID:"
-	size_t ring_bytes_per_cpu = 8u << 20;   // rounded down to 2^n pages
+	std::vector<uint32_t> tracepoint_ids;       // from tracefs format "ID:"
+	size_t ring_bytes_per_cpu = 8u << 20;       // rounded down to 2^n pages
 	size_t min_ring_bytes_per_cpu = 256u << 10; // retry smaller down to this
-	std::string filter;                     // PERF_EVENT_IOC_SET_FILTER text
+	std::string filter;                         // PERF_EVENT_IOC_SET_FILTER text
 	// Per tracepoint (parallel to tracepoint_ids) when not empty: event i
 	// gets filters[i] instead of filter. Events sharing one text are one
 	// group: a group whose text any event refuses stays unfiltered, the
@@ -95,7 +95,7 @@ public:
 	unsigned cpus() const;
 	size_t ring_bytes_per_cpu() const;
 	uint64_t samples() const;
-	uint64_t lost() const;       // sum of PERF_RECORD_LOST
+	uint64_t lost() const;         // sum of PERF_RECORD_LOST
 	uint64_t lost_records() const; // number of PERF_RECORD_LOST records
 
 private:

@@ -35,7 +35,8 @@ public:
 	// dies with ptwalk (SIGKILL), leaves SIGINT and SIGHUP to it, has
 	// SIGTERM at default and stays in ptwalk's process group. Not
 	// started() when fork failed (errno set).
-	template <typename F> static Child run(F f)
+	template <typename F>
+	static Child run(F f)
 	{
 		fflush(nullptr);
 		const pid_t parent = getpid();
@@ -65,7 +66,9 @@ public:
 	Child &operator=(const Child &) = delete;
 	Child(Child &&o) noexcept
 		: pid_(std::exchange(o.pid_, -1)), status_(o.status_), reaped_(o.reaped_),
-		  own_group_(o.own_group_) {}
+		  own_group_(o.own_group_)
+	{
+	}
 	Child &operator=(Child &&o) noexcept;
 	~Child() { kill_and_reap(); }
 

@@ -16,7 +16,8 @@ namespace ptwalk {
 
 // Calls f(line) for every '\n'-separated line of text, the newline left out
 // (a last line without one included).
-template <typename F> void for_each_line(std::string_view text, F f)
+template <typename F>
+void for_each_line(std::string_view text, F f)
 {
 	size_t pos = 0;
 	while (pos < text.size()) {
@@ -53,8 +54,8 @@ ProcStatus parse_status(std::string_view text);
 
 // /proc/meminfo, bytes.
 struct MemInfo {
-	uint64_t total = 0, available = 0, hugepages_free = 0,
-		 hugepages_total = 0, hugepage_size = 0;
+	uint64_t total = 0, available = 0, hugepages_free = 0, hugepages_total = 0,
+		 hugepage_size = 0;
 };
 MemInfo parse_meminfo(std::string_view text);
 
@@ -69,7 +70,7 @@ struct WalkSize {
 	uint64_t pte_slots = 0;   // VmPTE / 8
 	uint64_t rss = 0;
 	uint64_t huge_bytes = 0;
-	uint64_t vmas = 0;        // lines of /proc/PID/maps (0: not read)
+	uint64_t vmas = 0; // lines of /proc/PID/maps (0: not read)
 	Json to_json() const;
 };
 WalkSize walk_size(const MemRollup &r, const ProcStatus &s, uint64_t hugetlb_page);

@@ -16,15 +16,15 @@
 namespace ptwalk {
 
 struct TraceField {
-	std::string type;       // "struct mm_struct *", "__data_loc char[]"
-	std::string name;       // "mm" (array suffix stripped)
+	std::string type; // "struct mm_struct *", "__data_loc char[]"
+	std::string name; // "mm" (array suffix stripped)
 	uint32_t offset = 0;
 	uint32_t size = 0;
 	uint32_t array_len = 0; // N of "name[N]", 0 when not an array
 	bool is_signed = false;
-	bool data_loc = false;  // __data_loc or __rel_loc: a u32 (len << 16 | offset)
-	bool rel_loc = false;   // __rel_loc: offset from the end of this field
-	bool common = false;    // common_* header field
+	bool data_loc = false; // __data_loc or __rel_loc: a u32 (len << 16 | offset)
+	bool rel_loc = false;  // __rel_loc: offset from the end of this field
+	bool common = false;   // common_* header field
 };
 
 struct TraceEventFormat {
@@ -40,13 +40,11 @@ struct TraceEventFormat {
 // nullopt with *err set ("format line 5: not a field line as the kernel
 // writes one", "format: missing ID") otherwise. Fields in file order, the
 // common ones first; type strings as libtraceevent gives them ("char[16]").
-std::optional<TraceEventFormat> parse_event_format(std::string_view text,
-						   std::string *err);
+std::optional<TraceEventFormat> parse_event_format(std::string_view text, std::string *err);
 
 // Reads an unsigned little-endian field (size 1, 2, 4 or 8) from a raw
 // tracepoint record; false when it does not fit in raw.
-bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw,
-		    uint64_t &out) noexcept;
+bool read_field_u64(const TraceField &f, std::span<const uint8_t> raw, uint64_t &out) noexcept;
 
 // A tracefs mount: found in /proc/self/mountinfo (tracefs, or debugfs with
 // tracing/ under it), else mounted by us on a directory of our own
@@ -73,9 +71,8 @@ public:
 	bool mounted_by_us() const { return mounted_by_us_; }
 
 	// Reads and parses <root>/events/<system>/<event>/format.
-	std::optional<TraceEventFormat> event_format(std::string_view system,
-						     std::string_view event,
-						     std::string *err) const;
+	std::optional<TraceEventFormat>
+	event_format(std::string_view system, std::string_view event, std::string *err) const;
 	// Unmounts tracefs if (and only if) we mounted it. Idempotent.
 	void release();
 
@@ -87,7 +84,6 @@ private:
 
 // Mount points of a filesystem type in mountinfo text (octal escapes
 // decoded), in file order. Exposed for tests.
-std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo,
-					     std::string_view fstype);
+std::vector<std::string> mountinfo_mounts_of(std::string_view mountinfo, std::string_view fstype);
 
 } // namespace ptwalk

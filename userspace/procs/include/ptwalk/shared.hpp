@@ -39,15 +39,19 @@ struct SlowOp {
 };
 
 enum WorkloadState : int {
-	kStarting = 0, kPopulating = 1, kReady = 2, kFailed = 3, kSkipped = 4,
+	kStarting = 0,
+	kPopulating = 1,
+	kReady = 2,
+	kFailed = 3,
+	kSkipped = 4,
 	kStopped = 5, // victims joined; waiting for exit_now
 };
 
 struct VictimSlot {
 	char name[16];
 	std::atomic<int32_t> tid;
-	Histogram outside; // operations that overlapped no walk
-	Histogram during;  // operations that overlapped a walk
+	Histogram outside;           // operations that overlapped no walk
+	Histogram during;            // operations that overlapped a walk
 	std::atomic<uint32_t> nslow; // slow operations seen (may exceed kMaxSlowOps)
 	SlowOp slow[kMaxSlowOps];
 	// the thread's time runnable but not on a CPU from the go to its
@@ -60,12 +64,12 @@ struct VictimSlot {
 struct WalkRecord {
 	char kind[16];
 	int32_t walker_pid;
-	int32_t error;          // errno of a failed walk, 0 when fine
+	int32_t error; // errno of a failed walk, 0 when fine
 	uint64_t start_ns, end_ns;
-	uint64_t bytes;         // bytes read (read walks)
-	uint64_t referenced;    // smaps Referenced: sum in bytes (cadvisor, wss)
-	uint64_t rollup_rss;    // smaps_rollup Rss: in bytes, as the walk read it
-	uint64_t iteration;     // scanner interval number
+	uint64_t bytes;      // bytes read (read walks)
+	uint64_t referenced; // smaps Referenced: sum in bytes (cadvisor, wss)
+	uint64_t rollup_rss; // smaps_rollup Rss: in bytes, as the walk read it
+	uint64_t iteration;  // scanner interval number
 	// time inside the walking syscalls (write/read/pread/ioctl), without
 	// open and close
 	uint64_t syscall_ns;
@@ -76,16 +80,16 @@ struct Shared {
 	// each operation; a change or an odd value means the op overlapped.
 	std::atomic<uint64_t> walk_seq;
 	std::atomic<int> workload_state;
-	std::atomic<int> victims_go;    // set by the parent: start operating
-	std::atomic<int> stop;          // set by the parent: wind down
-	std::atomic<int> exit_now;      // set by the parent: workload may exit
-	std::atomic<int> scanner_go;    // set by the parent once observed
+	std::atomic<int> victims_go; // set by the parent: start operating
+	std::atomic<int> stop;       // set by the parent: wind down
+	std::atomic<int> exit_now;   // set by the parent: workload may exit
+	std::atomic<int> scanner_go; // set by the parent once observed
 	std::atomic<uint64_t> populated_bytes;
 	std::atomic<uint64_t> populate_ns;
 	uint64_t mapping_bytes;
-	uint64_t scanner_hwm;           // scanner's peak RSS at its exit
-	char message[256];              // workload's failure/skip reason
-	char scanner_message[256];      // scanner's failure/skip reason
+	uint64_t scanner_hwm;      // scanner's peak RSS at its exit
+	char message[256];         // workload's failure/skip reason
+	char scanner_message[256]; // scanner's failure/skip reason
 	unsigned nvictims;
 	VictimSlot victims[kMaxVictims];
 	std::atomic<uint32_t> nwalks;

@@ -15,7 +15,7 @@ int workload_main(const Scenario &sc, Shared *sh);
 // MADV_POPULATE_WRITE (or _READ when !write), falling back to touching each
 // page where the kernel lacks it (< 5.14). Adds to *progress as it goes.
 // Returns 0 or an errno.
-int populate(void *addr, size_t len, bool write, unsigned threads,
-	     std::atomic<uint64_t> *progress, const char **method);
+int populate(void *addr, size_t len, bool write, unsigned threads, std::atomic<uint64_t> *progress,
+	     const char **method);
 
 } // namespace ptwalk
