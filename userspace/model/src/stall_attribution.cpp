@@ -77,12 +77,9 @@ void StallAccumulator::wait(const LockSpan &w)
 	auto it = watched_.find(w.tid);
 	if (it == watched_.end())
 		return;
-	// this wait's spans are read below, if it is kept; none outlives it
-	struct Forget {
-		std::unordered_map<pid_t, Runnable> &m;
-		pid_t tid;
-		~Forget() { m.erase(tid); }
-	} forget{runnable_, w.tid};
+	// the thread's runnable spans: read below if the wait is kept, gone
+	// with the wait either way
+	auto spans = runnable_.extract(w.tid);
 	if (!w.success) {
 		// a failed trylock (or an interrupted killable lock): no wait
 		// the lock kept it in, see KERNEL-FACTS.md section 18
@@ -109,12 +106,12 @@ void StallAccumulator::wait(const LockSpan &w)
 	WatchedWait c{w, it->second, {}, {}, w.start_ns >= others_horizon_ns_, {}, true};
 	// the waiter's runnable spans within the wait (this thread's kept
 	// spans all ended before now: it is running to end its wait)
-	if (auto r = runnable_.find(w.tid); r != runnable_.end()) {
-		for (const auto &x : r->second.spans)
+	if (spans) {
+		for (const auto &x : spans.mapped().spans)
 			if (x.end_ns > w.start_ns && x.start_ns < w.end_ns)
 				add_interval(c.runnable, std::max(x.start_ns, w.start_ns),
 					     std::min(x.end_ns, w.end_ns));
-		c.runnable_complete = !r->second.dropped;
+		c.runnable_complete = !spans.mapped().dropped;
 	}
 	// other tasks' holds within the wait, clipped: the kept closed ones
 	// and the open ones

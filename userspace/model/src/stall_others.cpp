@@ -80,9 +80,10 @@ void StallAccumulator::sched_wakeup(const SchedWakeup &w)
 // part grows by what no event showed.
 void StallAccumulator::running(pid_t tid)
 {
-	if (off_since_.erase(tid))
+	// on every lock event: both maps are empty but for a few tasks
+	if (!off_since_.empty() && off_since_.erase(tid))
 		sched_gaps_++;
-	if (runnable_since_.erase(tid))
+	if (!runnable_since_.empty() && runnable_since_.erase(tid))
 		sched_gaps_++;
 }
 

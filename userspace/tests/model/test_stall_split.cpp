@@ -88,6 +88,19 @@ struct Stream {
 	}
 };
 
+// The table print_table() writes for r.
+std::string table_text(const RunResult &r)
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	print_table(r, f);
+	fclose(f);
+	std::string t(buf, len);
+	free(buf);
+	return t;
+}
+
 StallConfig config()
 {
 	return {kTarget, {{kFault, "fault"}, {kMmap, "mmap"}}, kWalker};
@@ -410,13 +423,7 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 	EXPECT_EQ(r.validation.stall_parts->checked, 2u);
 	EXPECT_EQ(r.validation.stall_parts->bad, 0u);
 
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	print_table(r, f);
-	fclose(f);
-	const std::string t(buf, len);
-	free(buf);
+	const std::string t = table_text(r);
 	// mmap waits 2000..18100000: walker 1000000..3500000, kOther
 	// 3500000..3800000, free the rest; the walker off CPU 0.5 ms of it
 	EXPECT_NE(t.find("worst stall 18.10 ms (mmap, walk 0): walk held 2.50 ms (walker off "
@@ -431,11 +438,7 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 	add_validation(r, {}, 0, nullptr);
 	EXPECT_EQ(r.validation.stall_parts->checked, 2u);
 	EXPECT_EQ(r.validation.stall_parts->bad, 2u);
-	f = open_memstream(&buf, &len);
-	print_table(r, f);
-	fclose(f);
-	const std::string t2(buf, len);
-	free(buf);
+	const std::string t2 = table_text(r);
 	EXPECT_NE(t2.find("validation: stall splits DISAGREE: 2 of 2 do not sum to their wait"),
 		  std::string::npos)
 		<< t2;
@@ -488,13 +491,7 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 	Json::Value j;
 	to_json(j, r.validation);
 	EXPECT_EQ(j["stall_parts"]["runnable_vs_schedstat"]["bad"].get<uint64_t>(), 1u);
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	print_table(r, f);
-	fclose(f);
-	const std::string t(buf, len);
-	free(buf);
+	const std::string t = table_text(r);
 	EXPECT_NE(t.find("validation: waiter runnable DISAGREES with schedstat: mmap"),
 		  std::string::npos)
 		<< t;
