@@ -148,22 +148,28 @@ done
 sed 's/^/# /' $DBG/hooks
 
 # ---- inject_delay_ns raises duration ------------------------------------
-# baseline: the faster of the two undelayed clear_refs walks above
-base=$(grep 'kind=clear_refs' $TMP/walks | sed 's/.*call_ns=\([0-9]*\).*/\1/' | sort -n | head -1)
+# Judged on the delayed walk alone, by two views of it: the module's
+# walk_ns and the walker's own clock around its write(). Each must hold
+# the busy-wait, tables * MAXINJ (>= 12.8 ms). A comparison with an
+# undelayed walk is not made: under real-time TCG an undelayed walk of
+# the same size measured 4.9 ms inside the delayed one and 10.5 ms alone
+# (6.1-rt), so noise, not the delay, decides such a difference.
 dmesg -c >/dev/null
 echo $MAXINJ > /sys/module/ptwalk/parameters/inject_delay_ns
 check "inject_delay_ns warns loudly" sh -c "dmesg | grep -q inject_delay_ns=$MAXINJ"
 echo 1 > $DBG/reset
-"$WALKER" -m 256 -n 1 clear_refs > /dev/null
+"$WALKER" -m 256 -n 1 clear_refs > $TMP/inj.out
 echo 0 > /sys/module/ptwalk/parameters/inject_delay_ns
 rec=$(grep 'kind=clear_refs' $DBG/walks | head -1)
 slow=$(echo "$rec" | sed 's/.*call_ns=\([0-9]*\).*/\1/')
 walkp=$(echo "$rec" | sed 's/.*walk_ns=\([0-9]*\).*/\1/')
 tables=$(echo "$rec" | sed 's/.*pte_tables=\([0-9]*\).*/\1/')
-echo "# call_ns without delay $base, with $MAXINJ ns/table $slow (walk_ns $walkp, $tables tables)"
-# the busy-wait alone is tables * MAXINJ (>= 12.8 ms), far above a natural walk
+own=$(awk '/^walk kind=clear_refs/ { for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } print v["end_ns"] - v["start_ns"] }' $TMP/inj.out)
+echo "# with $MAXINJ ns/table: call_ns $slow, walk_ns $walkp, $tables tables; walker's own clock ${own:-none} ns"
 check "inject_delay_ns=$MAXINJ (max) adds >= pte_tables * $MAXINJ ns to the walk proper" \
-	[ "$walkp" -ge $((tables * MAXINJ)) -a "$slow" -ge $((base + 100 * MAXINJ)) -a "$tables" -ge 128 ]
+	[ "$tables" -ge 128 -a "$walkp" -ge $((tables * MAXINJ)) -a "$slow" -ge "$walkp" ]
+check "the walker's own clock holds the injected delay too" \
+	[ "${own:-0}" -ge $((tables * MAXINJ)) ]
 check "bad runtime inject_delay_ns refused" sh -c \
 	"! echo $((MAXINJ + 1)) > /sys/module/ptwalk/parameters/inject_delay_ns 2>/dev/null"
 
