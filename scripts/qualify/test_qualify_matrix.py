@@ -56,9 +56,9 @@ def test_sweep_spans_two_decades(qualify) -> None:
     spans = {(g.kind, g.backing): g.span for g in cost_groups(results)}
     leaves: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        if r.usable and r.doc["scenario"].get("backing") == "thp":
+        if r.usable and r.scenario.backing == res.Backing.thp:
             for w in res.good_walks(r):
-                leaves.setdefault((w["kind"], "thp"), []).append(w.get("pmd_leaves", 0))
+                leaves.setdefault((w.kind.value, "thp"), []).append(w.pmd_leaves or 0)
     for k, xs in leaves.items():
         spans[k] = max(xs) / min(xs) if min(xs) > 0 else 0.0
     for (kind, backing), want in sorted(planned.items()):

@@ -12,6 +12,8 @@ import enum
 import gzip
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import pytest
 
 from ptwalk_report import SCHEMA, synthetic
 from ptwalk_report import result_types as rt
+from ptwalk_report import results as res
 from ptwalk_report.walk_kinds import LockUnit, WalkKind
 
 SCRIPTS = Path(__file__).resolve().parents[1]
@@ -195,3 +198,35 @@ def test_a_bad_member_is_one_error_naming_it(change: Any, where: str, what: str)
     assert e.where == where and what in str(e), str(e)
     assert str(e).startswith(f"broken.json: {where}: ")
     assert isinstance(e, rt.InputError)   # the tools' one-line error
+
+
+def test_load_reads_typed_results_and_names_a_bad_file(tmp_path: Path) -> None:
+    r = res.load([MODULE])[0]
+    assert isinstance(r, rt.Result) and r.backend == rt.Backend.module
+    with pytest.raises(res.InputError, match="broken.json: walks.2..kind: unknown WalkKind"):
+        res.load([_write_broken(tmp_path)])
+
+
+def _write_broken(tmp: Path) -> Path:
+    d = _doc(MODULE)
+    d["walks"][2]["kind"] = "smapz"
+    p = tmp / "broken.json"
+    p.write_text(json.dumps(d), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("tool", [
+    ["ptwalk-report", "--out", "OUT"], ["ptwalk-compare", "GOOD"], ["-m", "ptwalk_report.budgets"],
+])
+def test_the_tools_print_one_line_and_fail(tool: list[str], tmp_path: Path) -> None:
+    bad = _write_broken(tmp_path)
+    args = [str(tmp_path / "o") if a == "OUT" else str(MODULE) if a == "GOOD" else a
+            for a in tool]
+    cmd = ([sys.executable, *args] if args[0] == "-m" else
+           [sys.executable, str(SCRIPTS / args[0]), *args[1:]])
+    p = subprocess.run([*cmd, str(bad)], cwd=SCRIPTS, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2, p
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "broken.json: walks[2].kind: unknown WalkKind 'smapz'" in lines[0]
