@@ -267,15 +267,15 @@ class Latency:
 
 @dataclass(frozen=True)
 class Victim:
-    tid: int | None
-    ops: int | None
+    tid: int
+    ops: int
     outside: Latency
     during: Latency
     run_delay_ns: int | None = None
 
     @staticmethod
     def parse(o: _Obj) -> Victim:
-        return Victim(o.opt_int("tid"), o.opt_int("ops"), Latency.parse(o.obj("outside")),
+        return Victim(o.int_("tid"), o.int_("ops"), Latency.parse(o.obj("outside")),
                       Latency.parse(o.obj("during")), o.opt_int("run_delay_ns"))
 
 
@@ -708,14 +708,32 @@ class WalkSize:
 @dataclass(frozen=True)
 class Workload:
     pid: int | None = None
+    populate_ns: int | None = None
+    populate_bytes: int | None = None
+    populate_bytes_per_s: float | None = None
     size_start: WalkSize | None = None
     size_end: WalkSize | None = None
 
     @staticmethod
     def parse(o: _Obj) -> Workload:
         s, e = o.opt_obj("size_start"), o.opt_obj("size_end")
-        return Workload(o.opt_int("pid"), WalkSize.parse(s) if s is not None else None,
+        return Workload(o.opt_int("pid"), o.opt_int("populate_ns"), o.opt_int("populate_bytes"),
+                        o.opt_float("populate_bytes_per_s"),
+                        WalkSize.parse(s) if s is not None else None,
                         WalkSize.parse(e) if e is not None else None)
+
+
+@dataclass(frozen=True)
+class SelfMemory:
+    """ptwalk's own memory apart from the mapping (`self_memory`)."""
+    parent_hwm_bytes: int | None = None
+    scanner_hwm_bytes: int | None = None
+    workload_rss_minus_mapping_bytes: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> SelfMemory:
+        return SelfMemory(o.opt_int("parent_hwm_bytes"), o.opt_int("scanner_hwm_bytes"),
+                          o.opt_int("workload_rss_minus_mapping_bytes"))
 
 
 @dataclass(frozen=True, order=True)
@@ -756,6 +774,7 @@ class Result:
     backend_detail: str | None = None
     backend_fallback: str | None = None
     workload: Workload | None = None
+    self_memory: SelfMemory | None = None
     scan_start_ns: int | None = None
     scan_end_ns: int | None = None
     walks_dropped: int | None = None
@@ -817,7 +836,8 @@ def parse(path: Path, doc: object) -> Result:
         kernel=Kernel.parse(kernel) if kernel is not None else Kernel(),
         host=Host.parse(host) if host is not None else Host(),
         backend_detail=o.opt_str("backend_detail"), backend_fallback=o.opt_str("backend_fallback"),
-        workload=opt("workload", Workload.parse), scan_start_ns=o.opt_int("scan_start_ns"),
+        workload=opt("workload", Workload.parse), self_memory=opt("self_memory", SelfMemory.parse),
+        scan_start_ns=o.opt_int("scan_start_ns"),
         scan_end_ns=o.opt_int("scan_end_ns"), walks_dropped=o.opt_int("walks_dropped"),
         walk_summary=o.keyed("walk_summary", WalkKind, WalkSummary.parse),
         kernel_view=opt("kernel_view", KernelView.parse),

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from . import SCHEMA, hist
 from .result_types import (Backend, Backing, InputError, KindEstimate, Latency,  # noqa: F401
-                           MeasuredOn, Result, ResultError, Stall, VictimName, Walk, parse)
+                           MeasuredOn, Result, ResultError, SelfMemory, Stall, VictimName,
+                           Walk, parse)
 from .walk_kinds import Profile, WalkKind  # noqa: F401
 
 

@@ -2,7 +2,6 @@
 then one test per budget of results/budgets/*.json over all its results."""
 from __future__ import annotations
 
-import json
 import shlex
 
 import pytest
@@ -21,9 +20,9 @@ def test_scenario(scenario: matrix.Scenario, qualify, record_property) -> None:
     if rc == EXIT_SKIP:
         pytest.skip(f"ptwalk: unsupported here: {err}")
     assert rc == 0, f"ptwalk exit {rc}: {err}"
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    record_property("backend", doc.get("backend"))
-    assert doc.get("complete"), f"incomplete result: {doc.get('error') or doc.get('interrupted')}"
+    r = res.load([path])[0]
+    record_property("backend", r.backend.value)
+    assert r.complete, f"incomplete result: {r.error or r.interrupted}"
 
 
 @pytest.mark.parametrize("budget", bud.load_budgets(matrix.qualify_config().budgets),
