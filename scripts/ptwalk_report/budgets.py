@@ -310,7 +310,7 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
                     limit_s, f"{split.UNAVAILABLE}: raw quantile judged")]
 
 
-def _thp_leaf_points(runs: list[res.Result], release: str, kind: str
+def _thp_leaf_points(runs: list[res.Result], release: str, kind: res.WalkKind
                      ) -> tuple[list[float], list[float]] | None:
     """THP runs of a kind: per run, the median PMD leaves of its walks and
     its fastest walk; None when a walk does not report pmd_leaves."""
@@ -318,7 +318,7 @@ def _thp_leaf_points(runs: list[res.Result], release: str, kind: str
     for r in runs:
         if r.release != release or r.scenario.backing != res.Backing.thp:
             continue
-        ws = [w for w in res.good_walks(r) if w.kind.value == kind]
+        ws = [w for w in res.good_walks(r) if w.kind == kind]
         if not ws:
             continue
         leaves = [w.pmd_leaves for w in ws]
@@ -349,16 +349,18 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     from .report import cost_groups
     out = []
     for g in cost_groups(runs):
-        limit = _limit(b["max_ns_per_entry"], g.kind, g.backing)
-        bid, scen = f"{b['id']}[{g.kind}]", f"{g.kind}/{g.backing} across sizes"
-        unit, units = ("PMD leaf", "PMD leaves") if g.backing == "thp" else ("entry", "entries")
+        kind, backing = g.kind.value, g.backing.value
+        limit = _limit(b["max_ns_per_entry"], kind, backing)
+        bid, scen = f"{b['id']}[{kind}]", f"{kind}/{backing} across sizes"
+        thp = g.backing == res.Backing.thp
+        unit, units = ("PMD leaf", "PMD leaves") if thp else ("entry", "entries")
         lim_s = (f"log-log slope <= {b['max_loglog_slope']}, slope <= {limit} ns/{unit}"
                  + (f", R² >= {b['r2_min']}" if "r2_min" in b else ""))
         if limit is None:
             continue
         xs = [p.entries for p in g.runs]
         f = g.fastest_fit
-        if g.backing == "thp":
+        if thp:
             pts = _thp_leaf_points(runs, g.release, g.kind)
             if pts is None:
                 out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs", lim_s,

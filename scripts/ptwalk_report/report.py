@@ -58,8 +58,8 @@ class RunPoint:
 @dataclass
 class CostGroup:
     release: str
-    kind: str
-    backing: str
+    kind: res.WalkKind
+    backing: res.Backing
     xs: list[float]          # entries per walk (every walk, for the plots)
     ys: list[float]          # duration ns per walk
     runs: list[RunPoint]
@@ -104,8 +104,8 @@ class CostGroup:
 
 
 def cost_groups(results: list[res.Result]) -> list[CostGroup]:
-    acc: dict[tuple[str, str, str], CostGroup] = {}
-    ratios: dict[tuple[str, str, str], list[float]] = {}
+    acc: dict[tuple[str, res.WalkKind, res.Backing], CostGroup] = {}
+    ratios: dict[tuple[str, res.WalkKind, res.Backing], list[float]] = {}
     for r in results:
         if not r.usable:
             continue
@@ -114,7 +114,7 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         for w in res.good_walks(r):
             by_kind.setdefault(w.kind, []).append(w)
         for kind, ws in by_kind.items():
-            key = (r.release, kind.value, sc.backing.value)
+            key = (r.release, kind, sc.backing)
             g = acc.setdefault(key, CostGroup(*key, [], [], [], 0.0))
             ptes = [float(w.ptes or 0) for w in ws]     # good walks have entries
             g.xs += ptes
@@ -151,7 +151,7 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         if g.split:  # every run of st has its worst_held then
             g.held_fit = fitmod.fit([p.entries for p in st],
                                     [p.worst_held for p in st if p.worst_held is not None])
-    return [acc[k] for k in sorted(acc)]
+    return [acc[k] for k in sorted(acc, key=lambda k: (k[0], k[1].value, k[2].value))]
 
 
 def _span(g: CostGroup) -> str:
@@ -209,16 +209,18 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         ff = g.fastest_fit
         fast = (f"{ff.b:.2f}, {ff.r2:.3f}, "
                 + ("-" if ff.exponent is None else f"{ff.exponent:.2f}")) if ff else "-"
-        md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {len(g.ys)} "
+        md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                  f"| {len(g.ys)} "
                   f"| {ent} | {fmt_ns(s[len(s) // 2])} | {fmt_ns(s[-1])} "
                   f"| {npe[len(npe) // 2]:.1f} | {fit_cols} | {fast} |")
     md.append("")
-    by_backing: dict[str, list[CostGroup]] = {}
+    by_backing: dict[res.Backing, list[CostGroup]] = {}
     for g in cgs:
         by_backing.setdefault(g.backing, []).append(g)
-    alias = {(g.release, g.kind): g for g in by_backing.get("alias", [])}
-    for backing, gs in sorted(by_backing.items()):
-        series = [plots.CostSeries(g.kind + (f" ({g.release})" if len(releases) > 1 else ""),
+    alias = {(g.release, g.kind): g for g in by_backing.get(res.Backing.alias, [])}
+    for backing, gs in sorted(by_backing.items(), key=lambda x: x[0].value):
+        series = [plots.CostSeries(g.kind.value
+                                   + (f" ({g.release})" if len(releases) > 1 else ""),
                                    g.xs, g.ys, [p.entries for p in g.runs],
                                    [p.duration for p in g.runs],
                                    g.stall_points, g.fit,
@@ -226,14 +228,14 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
                                    if g.lock_unit in (LockUnit.whole_walk, None) else None,
                                    [(p.entries, p.duration, p.worst_stall)
                                     for p in alias[(g.release, g.kind)].runs]
-                                   if backing == "anon" and (g.release, g.kind) in alias
+                                   if backing == res.Backing.anon and (g.release, g.kind) in alias
                                    else []) for g in gs]
-        p = plots.walk_cost(out / f"walk_cost_{slug(backing)}.png",
-                            f"walk cost across sizes, {backing} backing"
-                            + (" (ALIASED pages)" if backing == "alias" else ""), series,
-                            [x for _, x in ENTRY_TARGETS])
+        p = plots.walk_cost(out / f"walk_cost_{slug(backing.value)}.png",
+                            f"walk cost across sizes, {backing.value} backing"
+                            + (" (ALIASED pages)" if backing == res.Backing.alias else ""),
+                            series, [x for _, x in ENTRY_TARGETS])
         pngs.append(p)
-        md.append(f"![walk cost {backing}]({p.name})")
+        md.append(f"![walk cost {backing.value}]({p.name})")
     md.append("")
 
     # --- extrapolation
@@ -263,11 +265,13 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         meas = f"{min(xs):,.0f}-{max(xs):,.0f} ({_span(g)})"
         unit = UNIT_TEXT[g.lock_unit] if g.lock_unit is not None else "unknown"
         if not g.extrapolates:
-            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} | - "
+            md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                      f"| {meas} | - "
                       f"| {_not_extrapolated(g)} | - | {unit} | {measured_stall(g)} |")
             continue
         for label, x in ENTRY_TARGETS:
-            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} "
+            md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                      f"| {meas} "
                       f"| {label} | {_pi(g.fit, x)} | {predict_stall(g, x).text} | {unit} "
                       f"| {measured_stall(g)} |")
     md.append("")
@@ -364,18 +368,18 @@ def _incident_check(results: list[res.Result], cgs: list[CostGroup]) -> list[str
     by = {(g.release, g.kind, g.backing): g for g in cgs}
     rows = []
     for g in cgs:
-        if g.backing != "alias":
+        if g.backing != res.Backing.alias:
             continue
-        ref = by.get((g.release, g.kind, "anon"))
+        ref = by.get((g.release, g.kind, res.Backing.anon))
         x = _median([p.entries for p in g.runs])
         raw = _median([p.duration for p in g.runs])
         corr = [w.ns_per_pte_corrected * (w.ptes or 0) for r in results
                 if r.release == g.release and r.scenario.backing == res.Backing.alias
                 for w in res.good_walks(r)
-                if w.kind.value == g.kind and w.ns_per_pte_corrected is not None]
+                if w.kind == g.kind and w.ns_per_pte_corrected is not None]
         pred = (_pi(ref.fit, x) if ref is not None and ref.extrapolates else
                 "no distinct fit spanning a decade")
-        rows.append(f"| {g.release} | {g.kind} | {x:,.0f} | {fmt_ns(raw)} | "
+        rows.append(f"| {g.release} | {g.kind.value} | {x:,.0f} | {fmt_ns(raw)} | "
                     f"{fmt_ns(_median(corr)) if corr else '-'} | {pred} |")
     if not rows:
         return []
@@ -411,7 +415,7 @@ def _sizes_section(cgs: list[CostGroup]) -> list[str]:
     rows: dict[tuple[str, int, bool], list[RunPoint]] = {}
     for g in cgs:
         for p in g.runs:
-            rows.setdefault((g.backing, p.size_bytes, p.aliased), []).append(p)
+            rows.setdefault((g.backing.value, p.size_bytes, p.aliased), []).append(p)
     for (backing, size, aliased), ps in sorted(rows.items()):
         names = {p.name for p in ps}
         md.append(f"| {backing} | {_size(size)} | {'aliased' if aliased else 'distinct'} "
@@ -463,14 +467,14 @@ def _interval_section(groups: dict[res.ScenarioKey, list[res.Result]],
     skipped: list[str] = []
     for key, runs in groups.items():
         rel = runs[0].release
-        kinds = sorted({w.kind.value for r in runs for w in res.good_walks(r)})
-        gs = [by.get((rel, k, key.backing.value)) for k in kinds]
+        kinds = sorted({w.kind for r in runs for w in res.good_walks(r)}, key=lambda k: k.value)
+        gs = [by.get((rel, k, key.backing)) for k in kinds]
         if not kinds or any(g is None or not g.extrapolates for g in gs):
             skipped.append(str(key))
             continue
         # walks per interval of each kind (cadvisor: one smaps + one clear_refs)
         per_iter = {k: max(1.0, sum(1 for r in runs for w in res.good_walks(r)
-                                    if w.kind.value == k)
+                                    if w.kind == k)
                            / max(1, sum(len({w.iteration for w in res.good_walks(r)})
                                         for r in runs))) for k in kinds}
         for v in key.victims:
@@ -501,10 +505,10 @@ def _kernels_section(cgs: list[CostGroup], releases: list[str], out: Path,
     md = ["## Across kernels", "", "| kind/backing | " + " | ".join(releases) + " |",
           "| --- |" + " ---: |" * len(releases)]
     vals: dict[tuple[str, str], float] = {}
-    names = sorted({f"{g.kind}/{g.backing}" for g in cgs})
+    names = sorted({f"{g.kind.value}/{g.backing.value}" for g in cgs})
     for g in cgs:
         npe = sorted(y / x for x, y in zip(g.xs, g.ys))
-        vals[(f"{g.kind}/{g.backing}", g.release)] = npe[len(npe) // 2]
+        vals[(f"{g.kind.value}/{g.backing.value}", g.release)] = npe[len(npe) // 2]
     for nme in names:
         md.append(f"| {nme} | " + " | ".join(
             f"{vals[(nme, r)]:.1f}" if (nme, r) in vals else "-" for r in releases) + " |")

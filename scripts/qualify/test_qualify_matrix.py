@@ -52,7 +52,7 @@ def test_sweep_spans_two_decades(qualify) -> None:
     planned = matrix.entries_span(matrix.select(m, qualify.mode, matrix.mem_available()),
                                   m["sweep"]["base_entries"])
     need = 10 ** m["sweep"]["min_decades"]
-    spans = {(g.kind, g.backing): g.span for g in cost_groups(results)}
+    spans = {(g.kind.value, g.backing.value): g.span for g in cost_groups(results)}
     leaves: dict[tuple[str, str], list[float]] = {}
     for r in results:
         if r.usable and r.scenario.backing == res.Backing.thp:

@@ -41,7 +41,7 @@ def _sweep(tmp: Path, kind: str, **kw) -> list[res.Result]:
 
 
 def _group(rs: list[res.Result], kind: str) -> report.CostGroup:
-    return next(g for g in report.cost_groups(rs) if g.kind == kind)
+    return next(g for g in report.cost_groups(rs) if g.kind == res.WalkKind(kind))
 
 
 def test_pagemap_stall_stays_flat_at_a_chunk_hold(tmp_path: Path) -> None:
