@@ -162,6 +162,21 @@ def test_absent_members_are_none_not_zero() -> None:
     assert s.split and s.walker_held_ns == 0
 
 
+def test_a_walk_without_a_lock_reads_as_none() -> None:
+    """The C++ LockMode names it "none"; writers before it wrote "" in a
+    kind summary whose first walk took no lock."""
+    d = copy.deepcopy(_doc(MODULE))
+    d["walks"][0]["lock_mode"] = "none"
+    first = next(iter(d["walk_summary"]))
+    d["walk_summary"][first]["lock_mode"] = ""
+    r = rt.parse(Path("s.json"), d)
+    assert r.walks[0].lock_mode is rt.WalkLockMode.none
+    assert r.walk_summary[WalkKind(first)].lock_mode is rt.WalkLockMode.none
+    d["walk_summary"][first]["lock_mode"] = "mixed"   # the module's name, not the results'
+    with pytest.raises(rt.ResultError):
+        rt.parse(Path("s.json"), d)
+
+
 def _broken(change: Any) -> rt.ResultError:
     d = copy.deepcopy(_doc(MODULE))
     change(d)
