@@ -269,12 +269,13 @@ std::string fields(const ModuleWalk &w)
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld",
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld",
 		 (unsigned long long)s.walk_seq, s.kind.c_str(), s.waiter_pid,
 		 s.waiter_comm.c_str(), s.target_tgid, (unsigned long long)s.start_ns,
 		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid, s.walker_mode.c_str(),
 		 int(s.acquired), s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
-		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL);
+		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
+		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL);
 	return b;
 }
 
