@@ -371,7 +371,7 @@ NOKPROBE_SYMBOL(ptw_holder_remove);
 
 /* ---- the three mmap_lock events ----------------------------------- */
 
-void ptw_lock_start(struct mm_struct *mm, bool write, u64 spread)
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -388,7 +388,7 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 spread)
 				continue;
 			/* the walker itself waits for the target's lock */
 			if (atomic_read(&a->in_call) > 0)
-				a->wait_t0 = ktime_get_ns();
+				a->wait_t0 = t;
 			return;
 		}
 	}
@@ -418,7 +418,7 @@ found:
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
-	w->t0 = ktime_get_ns();
+	w->t0 = t;
 	atomic_long_set_release(&w->task_key, me);	/* published */
 	ptw_hw_raise(&ptw_wait_hw, i + 1);
 	atomic_inc(&ptw_nr_waiting);
@@ -522,7 +522,7 @@ free:
 NOKPROBE_SYMBOL(ptw_wait_end);
 
 void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
-		       u64 spread)
+		       u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -534,7 +534,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 	if (!atomic_read(&ptw_nr_waiting) && !atomic_read(&ptw_nr_live) &&
 	    !atomic_read(&ptw_nr_holders))
 		return;
-	now = ktime_get_ns();
+	now = t;
 	/* (waits are tracked from start_locking: see ptw_lock_start()) */
 	if (atomic_read(&ptw_nr_waiting))
 		ptw_wait_end(me, mmk, now, success, spread);
@@ -579,7 +579,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 }
 NOKPROBE_SYMBOL(ptw_lock_acquired);
 
-void ptw_lock_released(struct mm_struct *mm, bool write, u64 spread)
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -590,7 +590,7 @@ void ptw_lock_released(struct mm_struct *mm, bool write, u64 spread)
 	if (!atomic_read(&ptw_nr_live) && !atomic_read(&ptw_nr_holders) &&
 	    !atomic_read(&ptw_nr_waiting))
 		return;
-	now = ktime_get_ns();
+	now = t;
 	seen = ptw_walker_hold_end(me, mmk, now, spread);
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {

@@ -97,12 +97,13 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
 
 /* ptwalk_lock.c: the three mmap_lock events (probes in ptwalk_lock_tp.c) */
 /*
- * spread: how far before this call the first probe of the same event read
- * the clock (every other probe of it read the clock in between)
+ * t: the event's time, read by our first probe of it; spread: how long
+ * before this call that was (every other probe of it read the clock in
+ * between)
  */
-void ptw_lock_start(struct mm_struct *mm, bool write, u64 spread);
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread);
 void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
-		       u64 spread);
-void ptw_lock_released(struct mm_struct *mm, bool write, u64 spread);
+		       u64 t, u64 spread);
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread);
 
 #endif /* _PTWALK_LOCK_H */

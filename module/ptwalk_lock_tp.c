@@ -28,11 +28,10 @@
  * perf's and ftrace's read of one event under TCG on a busy host) puts the
  * event at two instants.  A tracepoint calls its probes in priority order
  * (kernel/tracepoint.c, func_add()), so ours bracket every probe of
- * default priority (perf, ftrace, BPF): a stamp probe runs first and notes
- * the time, the probe that decides runs last and knows how far apart the
- * others may have read it (the spread, reported per stall:
- * KERNEL-FACTS.md entry 26).  Last is also closest to the lock operation
- * for start_locking and released, which the kernel emits before it.
+ * default priority (perf, ftrace, BPF): a stamp probe runs first and reads
+ * the event's time, as our only probe did before; the probe that decides
+ * runs last and knows how far apart the others may have read it (the
+ * spread, reported per stall: KERNEL-FACTS.md entry 26).
  */
 #define PTW_TP_PRIO_FIRST	(TRACEPOINT_DEFAULT_PRIO + 1)
 #define PTW_TP_PRIO_LAST	(TRACEPOINT_DEFAULT_PRIO - 1)
@@ -53,18 +52,23 @@ static void ptw_tp_stamp(void)
 }
 NOKPROBE_SYMBOL(ptw_tp_stamp);
 
-/* how long since this task's stamp probe of the event (0: not seen) */
-static u64 ptw_tp_spread(void)
+/*
+ * The event's time, read by this task's stamp probe of it (now when none
+ * was seen), and how long ago that was.
+ */
+static u64 ptw_tp_time(u64 *spread)
 {
 	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
 	u64 now = ktime_get_ns();
 
+	*spread = 0;
 	if (s->task != (unsigned long)current || s->t > now)
-		return 0;
+		return now;
 	s->task = 0;
-	return now - s->t;
+	*spread = now - s->t;
+	return s->t;
 }
-NOKPROBE_SYMBOL(ptw_tp_spread);
+NOKPROBE_SYMBOL(ptw_tp_time);
 
 /* Probe prototypes: see compat/ptwalk_compat.h (checked by the compiler). */
 static void ptw_tp_stamp_start(void *data, PTW_MMAP_LOCK_ARGS)
@@ -87,19 +91,25 @@ NOKPROBE_SYMBOL(ptw_tp_stamp_released);
 
 static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	ptw_lock_start(mm, write, ptw_tp_spread());
+	u64 spread, t = ptw_tp_time(&spread);
+
+	ptw_lock_start(mm, write, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_start_locking);
 
 static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
 {
-	ptw_lock_acquired(mm, write, success, ptw_tp_spread());
+	u64 spread, t = ptw_tp_time(&spread);
+
+	ptw_lock_acquired(mm, write, success, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
 
 static void ptw_tp_released(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	ptw_lock_released(mm, write, ptw_tp_spread());
+	u64 spread, t = ptw_tp_time(&spread);
+
+	ptw_lock_released(mm, write, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_released);
 
