@@ -209,9 +209,11 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     if split_disagree:
         # Not understood yet. With the clock spread allowed and the
         # tracepoint view attributing a stall to the walk that first
-        # blocked it, three runs here split 17 of 698, 9 of 627 and 4 of
-        # 503 stalls apart on 6.1 cloud, 5 of 508, 2 of 430 and 1 of 489 on
-        # 6.12 cloud (before: 65 of 712 and 75 of 470), by 1-4 ms mostly,
+        # blocked it, runs here split 17 of 698, 9 of 627, 4 of 503, 4 of
+        # 516 and 0 of 445 stalls apart on 6.1 cloud, 5 of 508, 2 of 430,
+        # 1 of 489, 4 of 464 and 1 of 371 on 6.12 cloud (the last two of
+        # each with the module timing events at its first probe again;
+        # before: 65 of 712 and 75 of 470), by 1-4 ms mostly,
         # in the same walk: read waits queued behind a writer (the
         # writer's own boundaries bound the chain part and are not in the
         # spread), and write waits with a small spread (pagemap on 6.12:
