@@ -13,7 +13,7 @@ void to_json(Json::Value &j, const KernelStall &s)
 	j["victim"] = s.victim;
 	j["start_ns"] = s.start_ns;
 	j["wait_ns"] = s.wait_ns;
-	j["mode"] = s.mode;
+	j["mode"] = name(s.mode);
 	j["walk"] = s.walk;
 	put_optional(j, "acquired", s.acquired);
 	put_optional(j, "walker_held_ns", s.walker_held_ns);

@@ -245,7 +245,7 @@ std::vector<WalkHold> walk_holds(const StallAccumulator &acc, const std::vector<
 		v.has_lock = v.lock_acquisitions > 0;
 		v.seen = v.has_lock || waited;
 		if (v.has_lock)
-			v.lock_mode = rd && wr ? "read+write" : wr ? "write" : "read";
+			v.lock_mode = lock_mode(rd, wr);
 	}
 	std::sort(wh.begin(), wh.end(),
 		  [](const WalkHold &a, const WalkHold &b) { return a.h.start_ns < b.h.start_ns; });
@@ -556,9 +556,9 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
 			break;
 		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
-				   lock_mode_name(s.w->span.write), s.w->span.start_ns,
-				   s.w->span.ns(), s.walk, std::nullopt, s.walker_held,
-				   s.others_held, s.free, s.off_cpu, s.runnable});
+				   held_mode(s.w->span.write), s.w->span.start_ns, s.w->span.ns(),
+				   s.walk, std::nullopt, s.walker_held, s.others_held, s.free,
+				   s.off_cpu, s.runnable});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;

@@ -134,7 +134,7 @@ void expect_split(const KernelStall &s, uint64_t wait, uint64_t walker, uint64_t
 	EXPECT_EQ(*s.walker_held_ns + *s.others_held_ns + *s.free_ns, s.wait_ns);
 }
 
-const std::vector<WalkSpan> kWalk = {{"clear_refs", kWalker, 500, 10000}};
+const std::vector<WalkSpan> kWalk = {{WalkKind::clear_refs, kWalker, 500, 10000}};
 
 } // namespace
 
@@ -232,10 +232,11 @@ TEST(StallSplit, WaitAcrossTwoWalksIsTheFirstWalks)
 	s.lock(kTarget, kMmap, true, t0, t0 + 39900 * us, t0 + 39950 * us);
 	s.feed(acc);
 	KernelView kv;
-	auto views = attribute_stalls(acc,
-				      {{"pagemap", kWalker, t0 - 1000 * us, t0 + 300 * us},
-				       {"pagemap", kWalker, t0 + 4000 * us, t0 + 40000 * us}},
-				      {}, kv);
+	auto views =
+		attribute_stalls(acc,
+				 {{WalkKind::pagemap, kWalker, t0 - 1000 * us, t0 + 300 * us},
+				  {WalkKind::pagemap, kWalker, t0 + 4000 * us, t0 + 40000 * us}},
+				 {}, kv);
 	const KernelStall &st = stall_of(kv, kMmap);
 	EXPECT_EQ(st.walk, 0u);
 	expect_split(st, 39900 * us, (32 + 22 + 11 + 9) * us, (44 + 61 + 61 + 65) * us,
@@ -262,8 +263,10 @@ TEST(StallSplit, ChainBeforeALaterWalksWriteHold)
 	s.lock(kTarget, kFault, false, 2000, 9300, 9350);
 	s.feed(acc);
 	KernelView kv;
-	auto views = attribute_stalls(
-		acc, {{"smaps", kWalker, 900, 5050}, {"clear_refs", kWalker, 5050, 9050}}, {}, kv);
+	auto views = attribute_stalls(acc,
+				      {{WalkKind::smaps, kWalker, 900, 5050},
+				       {WalkKind::clear_refs, kWalker, 5050, 9050}},
+				      {}, kv);
 	EXPECT_EQ(stall_of(kv, kMmap).walk, 0u);
 	EXPECT_EQ(stall_of(kv, kFault).walk, 0u);
 	expect_split(stall_of(kv, kMmap), 7600, 3300, 3900, 400);
@@ -286,7 +289,7 @@ TEST(StallSplit, ChainReaderBehindBlockedWriter)
 	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
 	s.feed(acc);
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{"smaps", kWalker, 500, 10000}}, {}, kv);
+	auto views = attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
 	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
 	expect_split(stall_of(kv, kFault), 2200, 2000, 100, 100);
 	EXPECT_EQ(views[0].stalls, 2u);
@@ -368,7 +371,7 @@ TEST(StallSplit, SpanWithoutSwitchInIsDropped)
 	s.switches.push_back({8000, 0, kWalker}); // 7500..8000 counted
 	s.feed(acc);
 	KernelView kv;
-	attribute_stalls(acc, {{"pagemap", kWalker, 900, 9050}}, {}, kv);
+	attribute_stalls(acc, {{WalkKind::pagemap, kWalker, 900, 9050}}, {}, kv);
 	const KernelStall &mm = stall_of(kv, kMmap);
 	expect_split(mm, 3800, 3500, 0, 300);
 	EXPECT_EQ(mm.walker_off_cpu_ns, 0u);
@@ -407,7 +410,7 @@ TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
 		s.switches.push_back({12800, kMmap, 0, false});
 		s.feed(acc);
 		KernelView kv;
-		attribute_stalls(acc, {{"pagemap", kWalker, 900, 20050}}, {}, kv);
+		attribute_stalls(acc, {{WalkKind::pagemap, kWalker, 900, 20050}}, {}, kv);
 		const KernelStall &st = stall_of(kv, kMmap);
 		expect_split(st, 18600, 18496, 0, 104);
 		EXPECT_EQ(st.walker_off_cpu_ns, 1000u);
@@ -458,7 +461,7 @@ TEST(StallSplit, OtherHoldsStayBounded)
 	EXPECT_LE(acc.others_kept_max(), 101u);
 	EXPECT_GE(acc.others_kept_max(), 99u);
 	KernelView kv;
-	attribute_stalls(acc, {{"clear_refs", kWalker, t - 20, t + 2000}}, {}, kv);
+	attribute_stalls(acc, {{WalkKind::clear_refs, kWalker, t - 20, t + 2000}}, {}, kv);
 	// walker t..t+7; kOther's write holds [10i+1, 10i+5] inside the wait:
 	// 100 holds of 4 ns, the first of them (t+1..t+5) under the walker's
 	const KernelStall &st = stall_of(kv, kFault);
@@ -481,7 +484,7 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 	s.feed(acc);
 	RunResult r;
 	r.backend = "tracepoint";
-	attribute_stalls(acc, {{"clear_refs", kWalker, 500, 5000000}}, {}, r.kernel_view);
+	attribute_stalls(acc, {{WalkKind::clear_refs, kWalker, 500, 5000000}}, {}, r.kernel_view);
 	ASSERT_TRUE(r.kernel_view.stalls);
 	ASSERT_EQ(r.kernel_view.stalls->list.size(), 2u);
 	add_validation(r, {}, 0, nullptr);
@@ -523,7 +526,7 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 			uint64_t runnable) {
 		KernelStall s;
 		s.victim = victim;
-		s.mode = "write";
+		s.mode = LockMode::write;
 		s.wait_ns = wait;
 		s.walker_held_ns = held;
 		s.others_held_ns = 0;
@@ -581,7 +584,7 @@ TEST(StallSplit, ViewsAgreeWithinTheModulesClockSpread)
 		KernelStall s;
 		s.tid = 7;
 		s.victim = "mmap";
-		s.mode = "write";
+		s.mode = LockMode::write;
 		s.start_ns = start;
 		s.wait_ns = 23468765;
 		s.walker_held_ns = held;
@@ -612,7 +615,7 @@ TEST(StallSplit, ViewsCompareTheSameStallsSplit)
 		KernelStall s;
 		s.tid = tid;
 		s.victim = "mmap";
-		s.mode = "write";
+		s.mode = LockMode::write;
 		s.start_ns = start;
 		s.wait_ns = wait;
 		if (held) {

@@ -14,13 +14,15 @@
 
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
+#include "ptwalk/lock_mode.hpp"
 
 namespace ptwalk {
 
 // One attributed wait, as the view lists it ("stalls").
 struct KernelStall {
 	int32_t tid = 0;
-	std::string victim, mode;
+	std::string victim;
+	LockMode mode = LockMode::none; // the waiter's
 	uint64_t start_ns = 0, wait_ns = 0;
 	uint64_t walk = 0;            // index into the result's walks
 	std::optional<bool> acquired; // the module's
