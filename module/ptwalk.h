@@ -85,6 +85,7 @@ struct ptw_stall_rec {
 	u32 split_complete;	/* every hold that overlapped the wait was seen */
 	u64 walker_held_ns;	/* the walk's excluding holds within the wait */
 	u64 others_held_ns;	/* other tasks' excluding holds, the rest of it */
+	u64 clock_spread_ns;	/* other probes' reads of its boundaries: within */
 	char waiter_comm[TASK_COMM_LEN];
 };
 
@@ -130,6 +131,7 @@ struct ptw_active {
 	u64 next_pos;		/* file kinds: a read below this starts a pass */
 	/* the walker's hold of the target's mmap_lock */
 	u64 lock_t0;		/* holding since (0: not holding) */
+	u64 lock_t0_spread;	/* the probes of its acquire read the clock so apart */
 	bool lock_write;
 	u32 lock_mode;
 	u64 lock_hold_ns;

@@ -92,11 +92,13 @@ static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
  * The walker of a holds the lock since t0: mark every waiter it excludes,
  * then every reader queued behind a writer it blocks.
  */
-static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write)
+static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write,
+			   u64 spread)
 {
 	unsigned int i, n;
 
 	WRITE_ONCE(a->lock_write, write);
+	a->lock_t0_spread = spread;
 	WRITE_ONCE(a->lock_t0, t0);
 	a->lock_holds++;
 	a->hold_used = atomic_read(&a->in_call) > 0;
@@ -169,7 +171,8 @@ static __always_inline bool ptw_hold_is_walks(struct ptw_active *a)
  * all its walks of mmk at once (their slots still hold lock_t0).
  */
 static void ptw_hold_end(unsigned long holder, unsigned long mmk,
-			 bool hold_write, u64 h0, u64 now, bool walker)
+			 bool hold_write, u64 h0, u64 now, bool walker,
+			 u64 spread)
 {
 	unsigned int i, n;
 
@@ -180,13 +183,14 @@ static void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		struct ptw_waiter *w = &ptw_wait[i];
 		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 		struct ptw_active *act;
-		u64 gw, go, t0, from, lt0;
+		u64 gw, go, gs, t0, from, lt0;
 		bool wr, ok = true;
 
 		if (!tk || (tk & 1) || tk == holder)
 			continue;
 		gw = (u64)atomic64_read(&w->walker_held);
 		go = (u64)atomic64_read(&w->others_held);
+		gs = (u64)atomic64_read(&w->spread);
 		smp_rmb();	/* the generations before the fields they cover */
 		if (READ_ONCE(w->mm_key) != mmk)
 			continue;
@@ -209,8 +213,12 @@ static void ptw_hold_end(unsigned long holder, unsigned long mmk,
 			from = max(lt0, t0);
 			if (now > from &&
 			    (ptw_excludes(hold_write, wr) ||
-			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0))))
+			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)))) {
 				ok = ptw_acc_add(&w->walker_held, gw, now - from);
+				/* the boundaries of it the other probes saw apart */
+				ok &= ptw_acc_add(&w->spread, gs, spread +
+						  (lt0 > t0 ? act->lock_t0_spread : 0));
+			}
 		} else if (ptw_excludes(hold_write, wr)) {
 			ok = ptw_acc_add(&w->others_held, go, now - from);
 		}
@@ -271,7 +279,8 @@ NOKPROBE_SYMBOL(ptw_blocked_on);
  * if it holds it for walks of mmk, split the hold into the waits and
  * account it to the walks.  False if it is no walker holding mmk.
  */
-static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now)
+static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
+				u64 spread)
 {
 	bool seen = false;
 	unsigned int i, n;
@@ -285,7 +294,8 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now)
 			continue;
 		/* once for the task's hold, while every slot still has it */
 		if (!seen)
-			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true);
+			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true,
+				     spread);
 		seen = true;
 		if (ptw_hold_is_walks(a)) {
 			a->lock_hold_ns += now - a->lock_t0;
@@ -327,7 +337,7 @@ void ptw_adopt_hold(struct ptw_active *a)
 		return;
 	h = ptw_holder_find((unsigned long)current, a->mm_key);
 	if (h)
-		ptw_hold_begin(a, h->t0, h->write);
+		ptw_hold_begin(a, h->t0, h->write, 0);
 }
 NOKPROBE_SYMBOL(ptw_adopt_hold);
 
@@ -361,7 +371,7 @@ NOKPROBE_SYMBOL(ptw_holder_remove);
 
 /* ---- the three mmap_lock events ----------------------------------- */
 
-void ptw_lock_start(struct mm_struct *mm, bool write)
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -378,7 +388,7 @@ void ptw_lock_start(struct mm_struct *mm, bool write)
 				continue;
 			/* the walker itself waits for the target's lock */
 			if (atomic_read(&a->in_call) > 0)
-				a->wait_t0 = ktime_get_ns();
+				a->wait_t0 = t;
 			return;
 		}
 	}
@@ -403,10 +413,12 @@ found:
 	atomic_set(&w->split_lost, 0);
 	ptw_acc_init(&w->walker_held);
 	ptw_acc_init(&w->others_held);
+	ptw_acc_init(&w->spread);
+	w->t0_spread = spread;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
-	w->t0 = ktime_get_ns();
+	w->t0 = t;
 	atomic_long_set_release(&w->task_key, me);	/* published */
 	ptw_hw_raise(&ptw_wait_hw, i + 1);
 	atomic_inc(&ptw_nr_waiting);
@@ -437,10 +449,10 @@ found:
 NOKPROBE_SYMBOL(ptw_lock_start);
 
 static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
-			 bool success)
+			 bool success, u64 spread)
 {
 	unsigned int i, n, spins;
-	u64 wh, oh, t;
+	u64 wh, oh, sp, t;
 
 	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
@@ -486,14 +498,20 @@ static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		 * the walk's read hold by the chain (its writer gave up).
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
+		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
+		     w->t0_spread + spread;
 		if (!w->write && ptw_live(w->act) &&
 		    READ_ONCE(w->act->seq) == w->walk_seq &&
-		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act))
+		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
 			wh += now - min(now, max(t, w->t0));
+			if (t > w->t0)
+				sp += READ_ONCE(w->act->lock_t0_spread);
+		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
 		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
 		r.split_complete = !atomic_read(&w->split_lost);
+		r.clock_spread_ns = sp;
 		ptw_push_stall(&r);
 free:
 		atomic_dec(&ptw_nr_waiting);
@@ -503,7 +521,8 @@ free:
 }
 NOKPROBE_SYMBOL(ptw_wait_end);
 
-void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
+void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
+		       u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -515,14 +534,14 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 	if (!atomic_read(&ptw_nr_waiting) && !atomic_read(&ptw_nr_live) &&
 	    !atomic_read(&ptw_nr_holders))
 		return;
-	now = ktime_get_ns();
+	now = t;
 	/* (waits are tracked from start_locking: see ptw_lock_start()) */
 	if (atomic_read(&ptw_nr_waiting))
-		ptw_wait_end(me, mmk, now, success);
+		ptw_wait_end(me, mmk, now, success, spread);
 
 	/* a downgrade (no released event): a walker's write hold ends */
 	if (success && atomic_read(&ptw_nr_live))
-		ptw_walker_hold_end(me, mmk, now);
+		ptw_walker_hold_end(me, mmk, now, spread);
 	n = atomic_read(&ptw_nr_live) ? ptw_act_limit() : 0;
 	for (i = 0; i < n; i++) {
 		struct ptw_active *a = &ptw_act[i];
@@ -538,14 +557,14 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 			a->wait_t0 = 0;
 		}
 		if (success)
-			ptw_hold_begin(a, now, write);
+			ptw_hold_begin(a, now, write, spread);
 	}
 	if (!success || walker)
 		return;
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {
 		/* a downgrade: the write hold ends, a read hold begins */
-		ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+		ptw_hold_end(me, mmk, h->write, h->t0, now, false, spread);
 		h->t0 = now;
 		h->write = write;
 		return;
@@ -560,7 +579,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success)
 }
 NOKPROBE_SYMBOL(ptw_lock_acquired);
 
-void ptw_lock_released(struct mm_struct *mm, bool write)
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -571,13 +590,14 @@ void ptw_lock_released(struct mm_struct *mm, bool write)
 	if (!atomic_read(&ptw_nr_live) && !atomic_read(&ptw_nr_holders) &&
 	    !atomic_read(&ptw_nr_waiting))
 		return;
-	now = ktime_get_ns();
-	seen = ptw_walker_hold_end(me, mmk, now);
+	now = t;
+	seen = ptw_walker_hold_end(me, mmk, now, spread);
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {
 		/* (a walker's adopted hold was ended above, as the walk's) */
 		if (!seen)
-			ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+			ptw_hold_end(me, mmk, h->write, h->t0, now, false,
+				     spread);
 		ptw_holder_remove(h);
 		seen = true;
 	}

@@ -35,6 +35,13 @@ struct ptw_waiter {
 	 */
 	atomic64_t walker_held;
 	atomic64_t others_held;
+	/*
+	 * The spread of the probes' clock reads (ptwalk_lock_tp.c) at the
+	 * boundaries walker_held has: its own start, the walk's acquires and
+	 * releases within it (same generations as above).
+	 */
+	u64 t0_spread;
+	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 };
 
@@ -89,8 +96,14 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
 }
 
 /* ptwalk_lock.c: the three mmap_lock events (probes in ptwalk_lock_tp.c) */
-void ptw_lock_start(struct mm_struct *mm, bool write);
-void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success);
-void ptw_lock_released(struct mm_struct *mm, bool write);
+/*
+ * t: the event's time, read by our first probe of it; spread: how long
+ * before this call that was (every other probe of it read the clock in
+ * between)
+ */
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread);
+void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
+		       u64 t, u64 spread);
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread);
 
 #endif /* _PTWALK_LOCK_H */

@@ -184,6 +184,8 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 			if (wh <= st.wait_ns && oh <= st.wait_ns - wh) {
 				st.walker_held_ns = wh;
 				st.others_held_ns = oh;
+				if (r.count(S(clock_spread_ns)))
+					st.clock_spread_ns = u64(r, S(clock_spread_ns));
 			}
 		}
 		out.push_back(std::move(st));
@@ -278,6 +280,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				k.walker_held_ns = x.walker_held_ns;
 				k.others_held_ns = x.others_held_ns;
 				k.free_ns = x.wait_ns - *x.walker_held_ns - *x.others_held_ns;
+				k.clock_spread_ns = x.clock_spread_ns;
 			}
 			sv.list.push_back(std::move(k));
 		}

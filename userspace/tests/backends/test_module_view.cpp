@@ -292,12 +292,13 @@ std::string fields(const ModuleWalk &w)
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld",
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld",
 		 (unsigned long long)s.walk_seq, name(s.kind), s.waiter_pid, s.waiter_comm.c_str(),
 		 s.target_tgid, (unsigned long long)s.start_ns, (unsigned long long)s.wait_ns,
 		 name(s.mode), s.walker_pid, name(s.walker_mode), int(s.acquired),
 		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
-		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL);
+		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
+		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL);
 	return b;
 }
 

@@ -52,6 +52,9 @@ struct ModuleStall {
 	// others_held_ns): unset where the module does not print them, or
 	// prints split_complete=0 (a hold within the wait was not seen)
 	std::optional<uint64_t> walker_held_ns, others_held_ns;
+	// how far apart other probes may have read the clock at the
+	// boundaries walker_held_ns has (module key clock_spread_ns)
+	std::optional<uint64_t> clock_spread_ns;
 };
 // A record whose kind is not one of the module's kinds is left out.
 std::vector<ModuleWalk> parse_module_walks(std::string_view text);

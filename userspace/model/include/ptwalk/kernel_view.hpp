@@ -38,6 +38,10 @@ struct KernelStall {
 	// runnable but not on a CPU (woken or preempted, waiting for one:
 	// the waiters' sched_wakeup and sched_switch events)
 	std::optional<uint64_t> waiter_runnable_ns;
+	// the module's: how far apart the other probes of the same events
+	// (perf's among them) may have read the clock at the boundaries of
+	// walker_held_ns, summed (module/KERNEL-FACTS.md entry 26)
+	std::optional<uint64_t> clock_spread_ns;
 };
 
 // One victim's waits ("threads"): of one name, merged.
