@@ -221,6 +221,12 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
         # 0.6 ms; smaps on 6.1: module 0 vs 1.63 ms of 6.25 ms, the walk's
         # last hold, not used by a hooked call, being others' in the
         # module).
+        # the residual stays a residual: at most 5% of the compared splits
+        # (2.4% the most measured); the two causes fixed gave 9-16%
+        assert len(split_disagree) <= 0.05 * compared_total, \
+            (f"the views split {len(split_disagree)} of {compared_total} stalls apart "
+             "beyond the clock spread: more than the known residual; first: "
+             + "; ".join(split_disagree[:3]))
         pytest.xfail(f"known: the views split {len(split_disagree)} of {compared_total} "
                      "stalls apart beyond the clock spread; first: "
                      + "; ".join(split_disagree[:3]))
