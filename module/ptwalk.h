@@ -10,6 +10,7 @@
 #include <linux/atomic.h>
 #include <linux/sched.h>
 #include <linux/kprobes.h>
+#include <linux/string.h>
 
 #include "ptwalk_abi.h"
 
@@ -173,8 +174,30 @@ static inline bool ptw_live(struct ptw_active *a)
 
 unsigned int ptw_act_limit(void);
 
-/* ptwalk_walk.c: walk slots, passes, records, rings */
+/* ptwalk_rec.c: rings, counters, probe misses (calls no other file) */
+void ptw_push_walk(const struct ptw_walk_rec *r);
+void ptw_push_stall(const struct ptw_stall_rec *r);
+void ptw_rec_watch_kprobe(struct kprobe *kp);
+void ptw_rec_watch_kretprobe(struct kretprobe *krp);
+void ptw_rec_unwatch_all(void);
+u64 ptw_missed_total(void);
 void ptw_reset(void);
+/* snapshots for debugfs; return number of records copied, oldest first */
+size_t ptw_walk_ring_snapshot(struct ptw_walk_rec *buf, size_t max);
+size_t ptw_stall_ring_snapshot(struct ptw_stall_rec *buf, size_t max);
+
+/*
+ * get_task_comm() takes task_lock(), a sleeping lock on PREEMPT_RT: copy
+ * current->comm directly.  Only /proc/PID/comm writers race with this;
+ * the copy is always NUL terminated.
+ */
+static inline void ptw_current_comm(char *buf)
+{
+	memcpy(buf, current->comm, TASK_COMM_LEN);
+	buf[TASK_COMM_LEN - 1] = '\0';
+}
+
+/* ptwalk_walk.c: walk slots, passes, records */
 int ptw_walk_open(enum ptw_kind kind, unsigned long key,
 		  const struct file *file);
 void ptw_walk_close(unsigned long key, bool emit);
@@ -186,13 +209,6 @@ void ptw_walk_proper_exit(int slot, u64 now);
 void ptw_pte_range(unsigned long addr, unsigned long end);
 struct ptw_active *ptw_find_current_call(void);
 void ptw_begin(struct ptw_active *a, u64 now);
-void ptw_current_comm(char *buf);
-void ptw_push_stall(const struct ptw_stall_rec *r);
-u64 ptw_missed_total(void);
-
-/* snapshots for debugfs; return number of records copied, oldest first */
-size_t ptw_walk_ring_snapshot(struct ptw_walk_rec *buf, size_t max);
-size_t ptw_stall_ring_snapshot(struct ptw_stall_rec *buf, size_t max);
 
 /* ptwalk_lock.c: mmap_lock and tlb probes, stall decisions */
 int ptw_lock_init(void);

@@ -34,14 +34,6 @@ atomic_t ptw_nr_live = ATOMIC_INIT(0);
 
 static atomic64_t ptw_seq = ATOMIC64_INIT(0);
 
-static DEFINE_RAW_SPINLOCK(ptw_ring_lock);
-static struct ptw_walk_rec ptw_walk_ring[PTW_WALK_RING];
-static u64 ptw_walk_head;	/* records ever pushed since reset */
-static struct ptw_stall_rec ptw_stall_ring[PTW_STALL_RING];
-static u64 ptw_stall_head;
-
-struct ptw_stats ptw_stats;
-
 /* ---- target identification ------------------------------------------ */
 
 /*
@@ -195,44 +187,6 @@ struct ptw_active *ptw_find_current_call(void)
 	return NULL;
 }
 NOKPROBE_SYMBOL(ptw_find_current_call);
-
-/*
- * get_task_comm() takes task_lock(), a sleeping lock on PREEMPT_RT: copy
- * current->comm directly.  Only /proc/PID/comm writers race with this;
- * the copy is always NUL terminated.
- */
-void ptw_current_comm(char *buf)
-{
-	memcpy(buf, current->comm, TASK_COMM_LEN);
-	buf[TASK_COMM_LEN - 1] = '\0';
-}
-NOKPROBE_SYMBOL(ptw_current_comm);
-
-static void ptw_push_walk(const struct ptw_walk_rec *r)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_walk_ring[ptw_walk_head % PTW_WALK_RING] = *r;
-	ptw_walk_head++;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-}
-NOKPROBE_SYMBOL(ptw_push_walk);
-
-void ptw_push_stall(const struct ptw_stall_rec *r)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_stall_ring[ptw_stall_head % PTW_STALL_RING] = *r;
-	ptw_stall_head++;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-	atomic64_inc(&ptw_stats.stalls[r->kind]);
-	ptw_hist_add(&ptw_stats.stall_ns[r->kind], r->wait_ns);
-	trace_stall(r->kind, r->walk_seq, r->waiter_pid, r->waiter_comm,
-		    r->target_tgid, r->wait_ns, r->write, r->walker_pid);
-}
-NOKPROBE_SYMBOL(ptw_push_stall);
 
 /* A walk starts at its first hooked call, or when its walker takes the lock. */
 void ptw_begin(struct ptw_active *a, u64 now)
@@ -462,77 +416,3 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 	}
 }
 NOKPROBE_SYMBOL(ptw_pte_range);
-
-/* ---- snapshots and reset -------------------------------------------- */
-
-/*
- * Copy at most PTW_SNAP_CHUNK records per hold of the ring lock, so no
- * reader keeps interrupts off for long; records overwritten between chunks
- * are skipped (the copy is oldest first, without duplicates).
- */
-#define PTW_SNAP_CHUNK	32
-
-#define PTW_RING_SNAPSHOT(fn, type, ring, head, size)			\
-size_t fn(type *buf, size_t max)					\
-{									\
-	unsigned long flags;						\
-	u64 i = 0, end, first, stop;					\
-	size_t n = 0;							\
-									\
-	while (n < max) {						\
-		raw_spin_lock_irqsave(&ptw_ring_lock, flags);		\
-		end = head;						\
-		first = end > (size) ? end - (size) : 0;		\
-		if (i < first)						\
-			i = first;					\
-		stop = min_t(u64, end, i + PTW_SNAP_CHUNK);		\
-		for (; i < stop && n < max; i++)			\
-			buf[n++] = ring[i % (size)];			\
-		raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);	\
-		if (i >= end)						\
-			break;						\
-		cond_resched();						\
-	}								\
-	return n;							\
-}
-
-PTW_RING_SNAPSHOT(ptw_walk_ring_snapshot, struct ptw_walk_rec, ptw_walk_ring,
-		  ptw_walk_head, PTW_WALK_RING)
-PTW_RING_SNAPSHOT(ptw_stall_ring_snapshot, struct ptw_stall_rec,
-		  ptw_stall_ring, ptw_stall_head, PTW_STALL_RING)
-
-static void ptw_hist_zero(struct ptw_hist *h)
-{
-	unsigned int i;
-
-	for (i = 0; i < PTW_HIST_SLOTS; i++)
-		atomic64_set(&h->slot[i], 0);
-}
-
-void ptw_reset(void)
-{
-	unsigned long flags;
-	unsigned int k;
-
-	for (k = 0; k < PTW_NR_KINDS; k++) {
-		ptw_hist_zero(&ptw_stats.walk_ns[k]);
-		ptw_hist_zero(&ptw_stats.ns_per_pte[k]);
-		ptw_hist_zero(&ptw_stats.lock_hold_ns[k]);
-		ptw_hist_zero(&ptw_stats.stall_ns[k]);
-		atomic64_set(&ptw_stats.walks[k], 0);
-		atomic64_set(&ptw_stats.pte_slots[k], 0);
-		atomic64_set(&ptw_stats.stalls[k], 0);
-	}
-	atomic64_set(&ptw_stats.walks_dropped, 0);
-	atomic64_set(&ptw_stats.waits_dropped, 0);
-	atomic64_set(&ptw_stats.holders_dropped, 0);
-	atomic64_set(&ptw_stats.failed_attempts, 0);
-	atomic64_set(&ptw_stats.walks_open_unread, 0);
-	atomic64_set(&ptw_stats.arg_faults, 0);
-	atomic64_set(&ptw_stats.walks_missed, 0);
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_walk_head = 0;
-	ptw_stall_head = 0;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-}
