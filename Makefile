@@ -80,7 +80,7 @@ test-selftests:
 	selftests/test-budget-breach.sh
 
 test-py:
-	$(PYTHON) -m pytest -q -rs scripts/tests
+	$(PYTHON) -m pytest -q -rs --durations=25 scripts/tests
 
 # the parsers' libFuzzer targets, ~10 s each (scripts/fuzz.sh, userspace/fuzz)
 fuzz:

@@ -86,6 +86,7 @@ struct ptw_stall_rec {
 	u32 split_complete;	/* every hold that overlapped the wait was seen */
 	u64 walker_held_ns;	/* the walk's excluding holds within the wait */
 	u64 others_held_ns;	/* other tasks' excluding holds, the rest of it */
+	u64 clock_spread_ns;	/* other probes' reads of its boundaries: within */
 	char waiter_comm[TASK_COMM_LEN];
 };
 

@@ -58,7 +58,8 @@
 	X(waiter_comm, "%s") X(target_tgid, "%d") X(start_ns, "%llu")		\
 	X(wait_ns, "%llu") X(mode, "%s") X(walker_pid, "%d")			\
 	X(walker_mode, "%s") X(acquired, "%u") X(walker_held_ns, "%llu")	\
-	X(others_held_ns, "%llu") X(split_complete, "%u")
+	X(others_held_ns, "%llu") X(split_complete, "%u")			\
+	X(clock_spread_ns, "%llu")
 
 /* debugfs "hist": one non-empty slot */
 #define PTW_HIST_KEYS(X)							\

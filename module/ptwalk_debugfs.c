@@ -101,7 +101,7 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 		   r->start_ns, r->wait_ns, ptw_mode_names[r->write ? 2 : 1],
 		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
 		   r->success, r->walker_held_ns, r->others_held_ns,
-		   r->split_complete);
+		   r->split_complete, r->clock_spread_ns);
 	return 0;
 }
 

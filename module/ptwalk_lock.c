@@ -46,9 +46,11 @@ static __always_inline unsigned int ptw_walkers_limit(void)
  * The walker of a holds the lock since t0: publish it, then mark every
  * waiter it excludes (ptwalk_lock_wait.c).
  */
-static void ptw_hold_begin(struct ptw_walker *a, u64 t0, bool write)
+static void ptw_hold_begin(struct ptw_walker *a, u64 t0, bool write,
+			   u64 spread)
 {
 	WRITE_ONCE(a->lock_write, write);
+	a->lock_t0_spread = spread;
 	WRITE_ONCE(a->lock_t0, t0);
 	a->lock_holds++;
 	a->hold_used = atomic_read(&a->in_call) > 0;
@@ -66,7 +68,8 @@ NOKPROBE_SYMBOL(ptw_hold_begin);
  * if it holds it for walks of mmk, split the hold into the waits and
  * account it to the walks.  False if it is no walker holding mmk.
  */
-static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now)
+static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
+				u64 spread)
 {
 	bool seen = false;
 	unsigned int i, n;
@@ -80,7 +83,8 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now)
 			continue;
 		/* once for the task's hold, while every slot still has it */
 		if (!seen)
-			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true);
+			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true,
+				     spread);
 		seen = true;
 		if (ptw_hold_is_walks(a)) {
 			a->lock_hold_ns += now - a->lock_t0;
@@ -191,6 +195,7 @@ found:
 	a->hold_used = false;
 	a->kind = kind;
 	a->lock_t0 = 0;
+	a->lock_t0_spread = 0;
 	a->lock_write = false;
 	a->wait_t0 = 0;
 	ptw_walker_pass_reset(a);
@@ -334,7 +339,7 @@ void ptw_lock_call_hold(int slot, bool adopt)
 		struct ptw_holder *h = ptw_adoptable(a);
 
 		if (h)
-			ptw_hold_begin(a, h->t0, h->write);
+			ptw_hold_begin(a, h->t0, h->write, 0);
 	}
 	if (a->lock_t0)
 		a->hold_used = true;
@@ -383,7 +388,7 @@ NOKPROBE_SYMBOL(ptw_lock_tracking);
 
 /* ---- the three mmap_lock events ----------------------------------- */
 
-void ptw_lock_start(struct mm_struct *mm, bool write)
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -400,7 +405,7 @@ void ptw_lock_start(struct mm_struct *mm, bool write)
 				continue;
 			/* the walker itself waits for the target's lock */
 			if (atomic_read(&a->in_call) > 0)
-				a->wait_t0 = ktime_get_ns();
+				a->wait_t0 = t;
 			return;
 		}
 	}
@@ -409,7 +414,7 @@ void ptw_lock_start(struct mm_struct *mm, bool write)
 	 * walker that takes the lock ahead of a writer queued before the walk
 	 * began (rwsem lock stealing) blocks that writer as surely.
 	 */
-	w = ptw_wait_begin(me, mmk, write);
+	w = ptw_wait_begin(me, mmk, write, t, spread);
 	if (!w)
 		return;
 	smp_mb();	/* our slot visible before we look at the walkers */
@@ -439,7 +444,8 @@ void ptw_lock_start(struct mm_struct *mm, bool write)
 NOKPROBE_SYMBOL(ptw_lock_start);
 
 /* (called when ptw_lock_tracking(); a walk its hold begins is begun) */
-void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success, u64 now)
+void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
+		       u64 now, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -449,11 +455,11 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success, u64 now)
 
 	/* (waits are tracked from start_locking: see ptw_lock_start()) */
 	if (atomic_read(&ptw_nr_waiting))
-		ptw_wait_end(me, mmk, now, success);
+		ptw_wait_end(me, mmk, now, success, spread);
 
 	/* a downgrade (no released event): a walker's write hold ends */
 	if (success && atomic_read(&ptw_nr_live))
-		ptw_walker_hold_end(me, mmk, now);
+		ptw_walker_hold_end(me, mmk, now, spread);
 	n = atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
@@ -469,14 +475,14 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success, u64 now)
 			a->wait_t0 = 0;
 		}
 		if (success)
-			ptw_hold_begin(a, now, write);
+			ptw_hold_begin(a, now, write, spread);
 	}
 	if (!success || walker)
 		return;
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {
 		/* a downgrade: the write hold ends, a read hold begins */
-		ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+		ptw_hold_end(me, mmk, h->write, h->t0, now, false, spread);
 		h->t0 = now;
 		h->write = write;
 		return;
@@ -491,7 +497,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success, u64 now)
 }
 NOKPROBE_SYMBOL(ptw_lock_acquired);
 
-void ptw_lock_released(struct mm_struct *mm, bool write)
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
@@ -502,13 +508,14 @@ void ptw_lock_released(struct mm_struct *mm, bool write)
 	if (!atomic_read(&ptw_nr_live) && !atomic_read(&ptw_nr_holders) &&
 	    !atomic_read(&ptw_nr_waiting))
 		return;
-	now = ktime_get_ns();
-	seen = ptw_walker_hold_end(me, mmk, now);
+	now = t;
+	seen = ptw_walker_hold_end(me, mmk, now, spread);
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {
 		/* (a walker's adopted hold was ended above, as the walk's) */
 		if (!seen)
-			ptw_hold_end(me, mmk, h->write, h->t0, now, false);
+			ptw_hold_end(me, mmk, h->write, h->t0, now, false,
+				     spread);
 		ptw_holder_remove(h);
 		seen = true;
 	}

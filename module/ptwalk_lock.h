@@ -38,6 +38,7 @@ struct ptw_walker {
 	pid_t target_tgid;
 	/* the walker's hold of the target's mmap_lock */
 	u64 lock_t0;		/* holding since (0: not holding) */
+	u64 lock_t0_spread;	/* the probes of its acquire read the clock so apart */
 	bool lock_write;
 	u64 wait_t0;		/* the walker itself waits since */
 	/* the pass: the walk its stalls are attributed to, its lock figures */
@@ -72,6 +73,13 @@ struct ptw_waiter {
 	 */
 	atomic64_t walker_held;
 	atomic64_t others_held;
+	/*
+	 * The spread of the probes' clock reads (ptwalk_lock_tp.c) at the
+	 * boundaries walker_held has: its own start, the walk's acquires and
+	 * releases within it (same generations as above).
+	 */
+	u64 t0_spread;
+	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 };
 
@@ -153,23 +161,29 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
 /* ptwalk_lock_wait.c: the waits, which holds block them, their split */
 extern atomic_t ptw_nr_waiting;		/* waits in flight (fast paths) */
 struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
-				  bool write);
+				  bool write, u64 t, u64 spread);
 void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
 bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 			      u64 seq, u64 t0);
 void ptw_waits_mark(struct ptw_walker *a, bool write);
 void ptw_hold_end(unsigned long holder, unsigned long mmk, bool hold_write,
-		  u64 h0, u64 now, bool walker);
+		  u64 h0, u64 now, bool walker, u64 spread);
 void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
 		     bool hold_write, u64 now);
 bool ptw_blocked_on(unsigned long mmk);
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
-		  bool success);
+		  bool success, u64 spread);
 
 /* ptwalk_lock.c: the three mmap_lock events (probes in ptwalk_lock_tp.c) */
-void ptw_lock_start(struct mm_struct *mm, bool write);
+/*
+ * t: the event's time, read by our first probe of it; spread: how long
+ * before this call that was (every other probe of it read the clock in
+ * between)
+ */
+void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread);
 bool ptw_lock_tracking(void);
-void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success, u64 now);
-void ptw_lock_released(struct mm_struct *mm, bool write);
+void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
+		       u64 t, u64 spread);
+void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread);
 
 #endif /* _PTWALK_LOCK_H */

@@ -9,6 +9,7 @@
 
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/percpu.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
@@ -21,10 +22,79 @@
 #include "ptwalk_lock.h"
 #include "compat/ptwalk_compat.h"
 
+/*
+ * Every probe of a tracepoint reads the clock for itself, and whatever
+ * holds the CPU between two probes of one event (an interrupt, perf's own
+ * wakeup; in a VM the vCPU not running: measured up to 11.7 ms between
+ * perf's and ftrace's read of one event under TCG on a busy host) puts the
+ * event at two instants.  A tracepoint calls its probes in priority order
+ * (kernel/tracepoint.c, func_add()), so ours bracket every probe of
+ * default priority (perf, ftrace, BPF): a stamp probe runs first and reads
+ * the event's time, as our only probe did before; the probe that decides
+ * runs last and knows how far apart the others may have read it (the
+ * spread, reported per stall: KERNEL-FACTS.md entry 26).
+ */
+#define PTW_TP_PRIO_FIRST	(TRACEPOINT_DEFAULT_PRIO + 1)
+#define PTW_TP_PRIO_LAST	(TRACEPOINT_DEFAULT_PRIO - 1)
+
+struct ptw_tp_stamp {
+	unsigned long task;
+	u64 t;
+};
+
+static DEFINE_PER_CPU(struct ptw_tp_stamp, ptw_tp_first);
+
+static void ptw_tp_stamp(void)
+{
+	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
+
+	s->task = (unsigned long)current;
+	s->t = ktime_get_ns();
+}
+NOKPROBE_SYMBOL(ptw_tp_stamp);
+
+/*
+ * The event's time, read by this task's stamp probe of it (now when none
+ * was seen), and how long ago that was.
+ */
+static u64 ptw_tp_time(u64 *spread)
+{
+	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
+	u64 now = ktime_get_ns();
+
+	*spread = 0;
+	if (s->task != (unsigned long)current || s->t > now)
+		return now;
+	s->task = 0;
+	*spread = now - s->t;
+	return s->t;
+}
+NOKPROBE_SYMBOL(ptw_tp_time);
+
 /* Probe prototypes: see compat/ptwalk_compat.h (checked by the compiler). */
+static void ptw_tp_stamp_start(void *data, PTW_MMAP_LOCK_ARGS)
+{
+	ptw_tp_stamp();
+}
+NOKPROBE_SYMBOL(ptw_tp_stamp_start);
+
+static void ptw_tp_stamp_acquire(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
+{
+	ptw_tp_stamp();
+}
+NOKPROBE_SYMBOL(ptw_tp_stamp_acquire);
+
+static void ptw_tp_stamp_released(void *data, PTW_MMAP_LOCK_ARGS)
+{
+	ptw_tp_stamp();
+}
+NOKPROBE_SYMBOL(ptw_tp_stamp_released);
+
 static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	ptw_lock_start(mm, write);
+	u64 spread, t = ptw_tp_time(&spread);
+
+	ptw_lock_start(mm, write, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_start_locking);
 
@@ -35,20 +105,21 @@ NOKPROBE_SYMBOL(ptw_tp_start_locking);
  */
 static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
 {
-	u64 now;
+	u64 spread, t = ptw_tp_time(&spread);
 
 	if (!ptw_lock_tracking())
 		return;
-	now = ktime_get_ns();
 	if (success)
-		ptw_walk_lock_taken((unsigned long)mm, now);
-	ptw_lock_acquired(mm, write, success, now);
+		ptw_walk_lock_taken((unsigned long)mm, t);
+	ptw_lock_acquired(mm, write, success, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
 
 static void ptw_tp_released(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	ptw_lock_released(mm, write);
+	u64 spread, t = ptw_tp_time(&spread);
+
+	ptw_lock_released(mm, write, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_released);
 
@@ -98,18 +169,38 @@ static int ptw_mmap_lock_register(void)
 {
 	int err;
 
-	err = register_trace_mmap_lock_start_locking(ptw_tp_start_locking, NULL);
+	err = register_trace_prio_mmap_lock_start_locking(ptw_tp_start_locking,
+							  NULL, PTW_TP_PRIO_LAST);
 	if (err)
 		return err;
-	err = register_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
-							NULL);
+	err = register_trace_prio_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
+							     NULL, PTW_TP_PRIO_LAST);
 	if (err)
 		goto err_start;
-	err = register_trace_mmap_lock_released(ptw_tp_released, NULL);
+	err = register_trace_prio_mmap_lock_released(ptw_tp_released, NULL,
+						     PTW_TP_PRIO_LAST);
 	if (err)
 		goto err_acquired;
+	err = register_trace_prio_mmap_lock_start_locking(ptw_tp_stamp_start,
+							  NULL, PTW_TP_PRIO_FIRST);
+	if (err)
+		goto err_released;
+	err = register_trace_prio_mmap_lock_acquire_returned(ptw_tp_stamp_acquire,
+							     NULL, PTW_TP_PRIO_FIRST);
+	if (err)
+		goto err_stamp_start;
+	err = register_trace_prio_mmap_lock_released(ptw_tp_stamp_released,
+						     NULL, PTW_TP_PRIO_FIRST);
+	if (err)
+		goto err_stamp_acquire;
 	return 0;
 
+err_stamp_acquire:
+	unregister_trace_mmap_lock_acquire_returned(ptw_tp_stamp_acquire, NULL);
+err_stamp_start:
+	unregister_trace_mmap_lock_start_locking(ptw_tp_stamp_start, NULL);
+err_released:
+	unregister_trace_mmap_lock_released(ptw_tp_released, NULL);
 err_acquired:
 	unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
 						    NULL);
@@ -159,6 +250,11 @@ void ptw_lock_exit(void)
 	unsigned int i;
 
 	if (ptw_tp_hooks[PTW_TP_START].attached) {
+		unregister_trace_mmap_lock_released(ptw_tp_stamp_released, NULL);
+		unregister_trace_mmap_lock_acquire_returned(ptw_tp_stamp_acquire,
+							    NULL);
+		unregister_trace_mmap_lock_start_locking(ptw_tp_stamp_start,
+							 NULL);
 		unregister_trace_mmap_lock_released(ptw_tp_released, NULL);
 		unregister_trace_mmap_lock_acquire_returned(ptw_tp_acquire_returned,
 							    NULL);

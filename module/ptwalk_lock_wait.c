@@ -95,7 +95,7 @@ NOKPROBE_SYMBOL(ptw_blocked_writer_waits);
  * and publish it; NULL when none is free (counted).
  */
 struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
-				  bool write)
+				  bool write, u64 t, u64 spread)
 {
 	struct ptw_waiter *w;
 	unsigned int i;
@@ -116,10 +116,12 @@ found:
 	atomic_set(&w->split_lost, 0);
 	ptw_acc_init(&w->walker_held);
 	ptw_acc_init(&w->others_held);
+	ptw_acc_init(&w->spread);
+	w->t0_spread = spread;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
-	w->t0 = ktime_get_ns();
+	w->t0 = t;
 	atomic_long_set_release(&w->task_key, me);	/* published */
 	ptw_hw_raise(&ptw_wait_hw, i + 1);
 	atomic_inc(&ptw_nr_waiting);
@@ -173,7 +175,7 @@ NOKPROBE_SYMBOL(ptw_waits_mark);
  * all its walks of mmk at once (their slots still hold lock_t0).
  */
 void ptw_hold_end(unsigned long holder, unsigned long mmk,
-		  bool hold_write, u64 h0, u64 now, bool walker)
+		  bool hold_write, u64 h0, u64 now, bool walker, u64 spread)
 {
 	unsigned int i, n;
 
@@ -184,13 +186,14 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		struct ptw_waiter *w = &ptw_wait[i];
 		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 		struct ptw_walker *act;
-		u64 gw, go, t0, from, lt0;
+		u64 gw, go, gs, t0, from, lt0;
 		bool wr, ok = true;
 
 		if (!tk || (tk & 1) || tk == holder)
 			continue;
 		gw = (u64)atomic64_read(&w->walker_held);
 		go = (u64)atomic64_read(&w->others_held);
+		gs = (u64)atomic64_read(&w->spread);
 		smp_rmb();	/* the generations before the fields they cover */
 		if (READ_ONCE(w->mm_key) != mmk)
 			continue;
@@ -213,8 +216,12 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 			from = max(lt0, t0);
 			if (now > from &&
 			    (ptw_excludes(hold_write, wr) ||
-			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0))))
+			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)))) {
 				ok = ptw_acc_add(&w->walker_held, gw, now - from);
+				/* the boundaries of it the other probes saw apart */
+				ok &= ptw_acc_add(&w->spread, gs, spread +
+						  (lt0 > t0 ? act->lock_t0_spread : 0));
+			}
 		} else if (ptw_excludes(hold_write, wr)) {
 			ok = ptw_acc_add(&w->others_held, go, now - from);
 		}
@@ -271,10 +278,10 @@ bool ptw_blocked_on(unsigned long mmk)
 NOKPROBE_SYMBOL(ptw_blocked_on);
 
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
-		  bool success)
+		  bool success, u64 spread)
 {
 	unsigned int i, n, spins;
-	u64 wh, oh, t;
+	u64 wh, oh, sp, t;
 
 	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
@@ -320,14 +327,20 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		 * the walk's read hold by the chain (its writer gave up).
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
+		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
+		     w->t0_spread + spread;
 		if (!w->write && ptw_live(w->act) &&
 		    READ_ONCE(w->act->seq) == w->walk_seq &&
-		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act))
+		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
 			wh += now - min(now, max(t, w->t0));
+			if (t > w->t0)
+				sp += READ_ONCE(w->act->lock_t0_spread);
+		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
 		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
 		r.split_complete = !atomic_read(&w->split_lost);
+		r.clock_spread_ns = sp;
 		ptw_push_stall(&r);
 free:
 		atomic_dec(&ptw_nr_waiting);

@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from ptwalk_report import results as res
+from ptwalk_report.walk_kinds import WalkKind
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,15 +32,16 @@ def medians(path: Path) -> dict[str, float]:
     return out
 
 
-def self_memory(size: str) -> dict[str, Any]:
+def self_memory(size: str) -> res.SelfMemory:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "r.json"
         subprocess.run([str(REPO / "build/ptwalk"), "run", "--size", size,
                         "--scanner", "smaps_rollup", "--interval", "500ms",
                         "--duration", "1s", "--victims", "read,mmap,fault",
                         "--quiet", "--out", str(out)], check=True)
-        r = json.loads(out.read_text())
-    return r["self_memory"]
+        r = res.load([out])[0]
+    assert r.self_memory is not None, "ptwalk run wrote no self_memory"
+    return r.self_memory
 
 
 def incident(size: str) -> None:
@@ -56,18 +59,27 @@ def incident(size: str) -> None:
         if p.returncode != 0:
             print(f"  incident scale {size}: FAILED: {p.stderr.strip()}")
             return
-        r = json.loads(out.read_text())
-    w = r["workload"]
-    s = r["walk_summary"]["clear_refs"]
-    mem = r["self_memory"]
-    own = max(mem.get("parent_hwm_bytes", 0), mem.get("scanner_hwm_bytes", 0),
-              mem.get("workload_rss_minus_mapping_bytes", 0))
-    corr = s.get("ns_per_pte_corrected_p50")
+        r = res.load([out])[0]
+    w = r.workload
+    s = r.walk_summary.get(WalkKind.clear_refs)
+    mem = r.self_memory
+    if w is None or w.size_start is None or s is None or mem is None:
+        print(f"  incident scale {size}: the result lacks the workload, its clear_refs "
+              "summary or self_memory")
+        return
+    own = max(x for x in (mem.parent_hwm_bytes, mem.scanner_hwm_bytes,
+                          mem.workload_rss_minus_mapping_bytes, 0) if x is not None)
+    corr = s.ns_per_pte_corrected_p50
     corr_s = f"{corr:.1f} corrected" if corr is not None else "no calibration"
-    print(f"  incident scale {size} alias: {w['size_start']['ptes'] / 1e6:.1f}M PTEs populated in "
-          f"{w['populate_ns'] / 1e9:.1f} s; clear_refs p50 {s['duration_p50_ns'] / 1e6:.0f} ms "
-          f"({s['ns_per_pte_p50']:.1f} ns/PTE raw, {corr_s}); whole run {wall:.0f} s; "
-          f"largest own RSS {own / 2**20:.1f} MiB")
+    print(f"  incident scale {size} alias: {_m(w.size_start.ptes, 1e6, '.1f')}M PTEs populated "
+          f"in {_m(w.populate_ns, 1e9, '.1f')} s; clear_refs p50 "
+          f"{_m(s.duration_p50_ns, 1e6, '.0f')} ms ({_m(s.ns_per_pte_p50, 1, '.1f')} ns/PTE "
+          f"raw, {corr_s}); whole run {wall:.0f} s; largest own RSS {own / 2**20:.1f} MiB")
+
+
+def _m(v: float | None, div: float, spec: str) -> str:
+    """v / div as spec says, "?" when the result lacks it."""
+    return "?" if v is None else format(v / div, spec)
 
 
 def main() -> int:
@@ -88,12 +100,13 @@ def main() -> int:
     rows = {size: self_memory(size) for size in ("1G", "8G")}
     for size, s in rows.items():
         print(f"  own memory at --size {size}: parent peak RSS "
-              f"{s['parent_hwm_bytes'] / 2**20:.1f} MiB, workload RSS minus mapping "
-              f"{s['workload_rss_minus_mapping_bytes'] / 2**20:.1f} MiB, "
-              f"scanner peak RSS {s.get('scanner_hwm_bytes', 0) / 2**20:.1f} MiB")
-    a = rows["1G"]["workload_rss_minus_mapping_bytes"]
-    b = rows["8G"]["workload_rss_minus_mapping_bytes"]
-    print(f"  own memory ratio 8 GiB / 1 GiB (O(1) in --size means ~1): {b / max(a, 1):.2f}")
+              f"{_m(s.parent_hwm_bytes, 2**20, '.1f')} MiB, workload RSS minus mapping "
+              f"{_m(s.workload_rss_minus_mapping_bytes, 2**20, '.1f')} MiB, "
+              f"scanner peak RSS {_m(s.scanner_hwm_bytes, 2**20, '.1f')} MiB")
+    a = rows["1G"].workload_rss_minus_mapping_bytes
+    b = rows["8G"].workload_rss_minus_mapping_bytes
+    ratio = f"{b / max(a, 1):.2f}" if a is not None and b is not None else "? (not reported)"
+    print(f"  own memory ratio 8 GiB / 1 GiB (O(1) in --size means ~1): {ratio}")
     incident("100G")
     if os.environ.get("BENCH_FULL", "0") not in ("", "0"):
         incident("1T")

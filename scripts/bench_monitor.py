@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ptwalk_report import results as res
+
 REPO = Path(__file__).resolve().parents[1]
 PTWALK = REPO / "build" / "ptwalk"
 
@@ -93,8 +95,8 @@ def lockers_pay(reps: int, secs: int, tmp: Path) -> None:
                 print(f"  lockers: not measured: ptwalk run exited {r.returncode}: "
                       f"{r.stderr.strip()}")
                 return
-            v = json.loads((tmp / "pay.json").read_text())["victims"]
-            rates[cond].append(sum(x["ops"] for x in v.values()) / secs)
+            v = res.load([tmp / "pay.json"])[0].victims
+            rates[cond].append(sum(x.ops for x in v.values()) / secs)
     base = statistics.median(rates["none"])
     print(f"what the lockers pay (victims' fault+mmap ops/s, {reps} interleaved runs of {secs} s "
           f"each; median):")

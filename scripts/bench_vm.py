@@ -289,13 +289,14 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
             return 1
         # the profiles scripts/vm/crossvalidate.sh ran, in the table's order
         for kind in _profiles_in({n[:-len(".json")] for n in x.files if n.endswith(".json")}):
-            val = json.loads(x.files[f"{kind}.json"])["validation"]
-            for view in ("stalls", "stalls_tracepoint"):
-                st = val.get(view) or {}
+            val = res.parse(Path(f"{kind}.json"), json.loads(x.files[f"{kind}.json"])).validation
+            for st in (val.stalls, val.stalls_tracepoint) if val is not None else ():
+                if st is None:
+                    continue
                 print(f"  attribution agreement ({k.name}, {x.accel}): {kind}, "
-                      f"{st.get('view')} vs victims' clocks: recall "
-                      f"{st.get('recalled')}/{st.get('reference_ops')}, precision "
-                      f"{st.get('confirmed')}/{st.get('stalls_checked')} (target >= 95% each)")
+                      f"{st.view} vs victims' clocks: recall "
+                      f"{st.recalled}/{st.reference_ops}, precision "
+                      f"{st.confirmed}/{st.stalls_checked} (target >= 95% each)")
     return 0
 
 

@@ -218,7 +218,7 @@ def run_counts(out: Path, side: str) -> dict[str, Any]:
         if r.usable:
             done += 1
         else:
-            other[name] = str(r.doc.get("error") or r.doc.get("skipped") or "incomplete")
+            other[name] = r.error or r.interrupted or "incomplete"
     # a run that wrote no result (exit 4, unsupported here) left its log
     for t in sorted(d.glob("*.txt")):
         if t.stem not in other and not any(d.glob(t.stem + ".json*")):

@@ -142,14 +142,14 @@ def skip_figures(results: list[res.Result]) -> dict[str, Any]:
     for r in sorted(results, key=lambda r: r.path.name):
         if not r.path.name.startswith(FIXED + "-"):
             continue
-        ws = r.doc.get("walks", [])
-        y = sum(1 for w in ws if w.get("lock_acquisitions", 0) > 1)
-        s = sum(1 for w in ws if "incomplete" in w)
-        val = r.doc.get("validation", {}).get("walks", {})
-        c = val.get("short_after_yielding_lock")
+        ws = r.walks
+        y = sum(1 for w in ws if (w.lock_acquisitions or 0) > 1)
+        s = sum(1 for w in ws if w.incomplete is not None)
+        val = r.validation.walks if r.validation is not None else None
+        c = val.short_after_yielding_lock if val is not None else None
         walks, yielded, skipped = walks + len(ws), yielded + y, skipped + s
-        confirmed += c if isinstance(c, int) else 0
-        if c != s or not val.get("agree", False):
+        confirmed += c if c is not None else 0
+        if c != s or val is None or not val.agree:
             disagree.append(r.path.name)
         per_run.append({"run": r.path.name, "walks": len(ws), "yielded": y, "skipped": s,
                         "module_confirmed": c})

@@ -3,6 +3,8 @@
 Each step runs alone and offline on saved result JSONs (schema
 ptwalk.result/1, see results/SCHEMA.md):
 
+  result_types  the typed result: dataclasses and enums, parsed once,
+           a bad document is one ResultError naming the member
   results  load and group result documents by scenario key
   stats    Welch's t-test, Mann-Whitney U, bootstrap CI (stdlib only)
   hist     merge and query ptwalk's log-linear latency histograms

@@ -45,21 +45,28 @@ def load_budgets(path: Path) -> list[dict[str, Any]]:
         if b.get("check") not in CHECKS:
             raise res.InputError(f"{path}: budget {b.get('id')!r}: "
                                  f"unknown check {b.get('check')!r}")
+        # victims are named as results name them (result_types.VictimName)
+        names = b.get("victims", []) + ([b["victim"]] if "victim" in b else [])
+        known = {v.value for v in res.VictimName}
+        for v in names:
+            if v not in known:
+                raise res.InputError(f"{path}: budget {b.get('id')!r}: unknown victim {v!r} "
+                                     f"(known: {', '.join(sorted(known))})")
     return doc["budgets"]
 
 
 def _complete(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
-    bad = [f"{r.path.name}: {r.doc.get('error') or r.doc.get('interrupted') or 'incomplete'}"
+    bad = [f"{r.path.name}: {r.error or r.interrupted or 'incomplete'}"
            for r in runs if not r.usable]
-    errs = sum(1 for r in runs for w in r.doc.get("walks", []) if "error" in w)
+    errs = sum(1 for r in runs for w in r.walks if w.error is not None)
     # a walk that did not cover the workload (6.1's smaps_rollup skipping
     # the VMA after a yield: results/SCHEMA.md "incomplete") is a wrong
     # answer the kernel gave, not a cost: it fails here
-    short = [(r, w) for r in runs for w in r.doc.get("walks", []) if "incomplete" in w]
+    short = [(r, w) for r in runs for w in r.walks if w.incomplete is not None]
     ok = not bad and errs == 0 and not short
     why = bad + ([f"{len(short)} walks incomplete, e.g. {short[0][0].path.name} "
-                  f"{short[0][1].get('kind')} iteration {short[0][1].get('iteration')}: "
-                  f"{short[0][1]['incomplete']}"] if short else [])
+                  f"{short[0][1].kind.value} iteration {short[0][1].iteration}: "
+                  f"{short[0][1].incomplete}"] if short else [])
     return [Verdict(b["id"], key, PASS if ok else FAIL,
                     f"{len(runs) - len(bad)}/{len(runs)} runs complete, {errs} walk errors, "
                     f"{len(short)} walks incomplete",
@@ -91,10 +98,11 @@ def _walk_ns(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     ents: dict[str, list[float]] = {}
     for r in runs:
         for w in res.good_walks(r):
-            by_kind.setdefault(w["kind"], []).append(w["duration_ns"] / w["ptes"])
-            ents.setdefault(w["kind"], []).append(float(w["ptes"]))
+            ptes = w.ptes or 0   # good walks have entries
+            by_kind.setdefault(w.kind.value, []).append(w.duration_ns / ptes)
+            ents.setdefault(w.kind.value, []).append(float(ptes))
     q = QUANTILES[b.get("stat", "p50")]
-    backing = runs[0].doc["scenario"].get("backing", "?")
+    backing = runs[0].scenario.backing.value
     min_entries = _scope(b).get("min_entries", 0)
     for kind, xs in sorted(by_kind.items()):
         limit = _limit(b["max"], kind, backing)
@@ -107,26 +115,26 @@ def _walk_ns(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     return out
 
 
-def busy_periods(walks: list[dict], gap_ns: float) -> list[float]:
+def busy_periods(walks: list[res.Walk], gap_ns: float) -> list[float]:
     """For each walk, the length of the busy period it belongs to: walks
     that follow each other within gap_ns (cadvisor's smaps then clear_refs,
     or a walk that overran its interval into the next) form one period, and
     a waiter queued behind one of them can wait for all of them."""
-    order = sorted(range(len(walks)), key=lambda i: walks[i]["start_ns"])
+    order = sorted(range(len(walks)), key=lambda i: walks[i].start_ns)
     out = [0.0] * len(walks)
     group: list[int] = []
     end = -1.0
     for i in order + [-1]:
-        if i == -1 or (group and walks[i]["start_ns"] - end > gap_ns):
+        if i == -1 or (group and walks[i].start_ns - end > gap_ns):
             if group:
-                length = end - walks[group[0]]["start_ns"]
+                length = end - walks[group[0]].start_ns
                 for j in group:
                     out[j] = float(length)
             group = []
             if i == -1:
                 break
         group.append(i)
-        end = max(end, walks[i]["start_ns"] + walks[i]["duration_ns"])
+        end = max(end, walks[i].start_ns + walks[i].duration_ns)
     return out
 
 
@@ -137,13 +145,11 @@ def spanned_walks(r: res.Result) -> dict[int, float]:
     next walk when it does not get to run (the walker takes the lock back
     first: module/KERNEL-FACTS.md entry 20), and its walk-held part is then
     the union of both walks' holds."""
-    walks = r.doc.get("walks", [])
-    spans = sorted((w["start_ns"], w["start_ns"] + w["duration_ns"]) for w in walks
-                   if isinstance(w.get("start_ns"), (int, float)) and w.get("duration_ns"))
+    spans = sorted((w.start_ns, w.start_ns + w.duration_ns) for w in r.walks if w.duration_ns)
     out: dict[int, float] = {}
-    for st in split.stalls(r) or []:
-        wi, t0, dt = st.get("walk"), st.get("start_ns"), st.get("wait_ns")
-        if not isinstance(wi, int) or not isinstance(t0, (int, float)) or not dt:
+    for st in split.stalls(r) or ():
+        wi, t0, dt = st.walk, st.start_ns, st.wait_ns
+        if wi is None or not dt:
             continue
         t1 = t0 + dt
         total = float(sum(e - b for b, e in spans if b < t1 and e > t0))
@@ -159,41 +165,41 @@ def _stall_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     holders, a waiter that was not running) is not the walk's doing: an
     INFO line, never a FAIL. Walks without the split are judged on the
     whole wait, as before the split."""
-    worst: tuple[float, dict, float, res.Result, float | None] | None = None
+    worst: tuple[float, res.Walk, float, res.Result, float | None] | None = None
     n = unsplit = 0
     for r in runs:
         walks = res.good_walks(r)
         periods = busy_periods(walks, b.get("gap_ns", 1_000_000))
         spanned = spanned_walks(r)
-        index = {id(w): i for i, w in enumerate(r.doc.get("walks", []))}
-        periods = [max(p, spanned.get(index[id(w)], 0.0)) for w, p in zip(walks, periods)]
+        periods = [max(p, spanned.get(w.index, 0.0)) for w, p in zip(walks, periods)]
         for w, period in zip(walks, periods):
-            if "max_stall_ns" not in w:
+            if w.max_stall_ns is None:
                 continue
             n += 1
             held = split.walk_held(r, w)
             unsplit += held is None
-            judged = w["max_stall_ns"] if held is None else held
+            judged = w.max_stall_ns if held is None else held
             excess = judged - (b["factor"] * period + b["slack_ns"])
             if worst is None or excess > worst[0]:
                 worst = (excess, w, period, r, held)
     if worst is None:
-        backends = sorted({r.backend for r in runs})
+        backends = sorted({r.backend.value for r in runs})
         return [Verdict(b["id"], key, SKIP, "no attributed stalls",
                         f"<= {b['factor']}x walk + {fmt_ns(b['slack_ns'])}",
                         f"backend {', '.join(backends)} does not attribute stalls")]
     excess, w, period, r, held = worst
-    what = (f"worst stall {fmt_ns(w['max_stall_ns'])}" if held is None else
-            f"worst walk-held stall {fmt_ns(held)} (whole wait {fmt_ns(w['max_stall_ns'])})")
+    whole = float(w.max_stall_ns or 0)   # a walk without max_stall_ns is not judged above
+    what = (f"worst stall {fmt_ns(whole)}" if held is None else
+            f"worst walk-held stall {fmt_ns(held)} (whole wait {fmt_ns(whole)})")
     note = (split.UNAVAILABLE if unsplit == n else
             f"{split.UNAVAILABLE} for {unsplit} of {n} walks: whole wait judged"
             if unsplit else "")
     out = [Verdict(b["id"], key, PASS if excess <= 0 else FAIL,
                    f"{what} behind {fmt_ns(period)} of back-to-back walks "
                    "or walks its wait spanned "
-                   f"({w['kind']} {fmt_ns(w['duration_ns'])}; {n} walks)",
+                   f"({w.kind.value} {fmt_ns(w.duration_ns)}; {n} walks)",
                    f"<= {b['factor']}x walks + {fmt_ns(b['slack_ns'])}",
-                   "; ".join(x for x in (note, f"{r.path.name} iteration {w.get('iteration')}")
+                   "; ".join(x for x in (note, f"{r.path.name} iteration {w.iteration}")
                              if x))]
     ws = split.worst_split(runs)
     if ws:
@@ -239,10 +245,11 @@ def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     walks = [w for r in runs for w in res.good_walks(r)]
     if not walks:
         return out
-    wmax = max(w["duration_ns"] for w in walks)
+    wmax = max(w.duration_ns for w in walks)
     for v in b["victims"]:
-        during = res.victim_hist(runs, v, "during")
-        outside = res.victim_hist(runs, v, "outside")
+        vn = res.VictimName(v)
+        during = res.victim_hist(runs, vn, "during")
+        outside = res.victim_hist(runs, vn, "outside")
         d, o = hist.quantile(during, q), hist.quantile(outside, q) or 0
         if d is None:
             continue
@@ -254,7 +261,7 @@ def _victim_vs_walk(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
                                f"{qname} of so few is the max ({fmt_ns(d)})"))
             continue
         walk_limit = b["factor"] * wmax + b["slack_ns"]
-        sh = split.victim_share(runs, v, q, n)
+        sh = split.victim_share(runs, vn, q, n)
         if sh is not None:
             out.append(Verdict(f"{b['id']}[{v}]", key, PASS if sh.value <= walk_limit else FAIL,
                                _share_text(v, qname, sh, d, n) + f", longest walk "
@@ -277,7 +284,7 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
     walk's share of it (split.victim_share) when the results split their
     stalls, else the raw quantile."""
     v = b["victim"]
-    h = res.victim_hist(runs, v, "during")
+    h = res.victim_hist(runs, res.VictimName(v), "during")
     q = QUANTILES[b["quantile"]]
     val = hist.quantile(h, q)
     if val is None:
@@ -290,11 +297,11 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
     if "max_ns" in b:
         limit, limit_s = float(b["max_ns"]), f"<= {fmt_ns(b['max_ns'])}"
     else:
-        gib = runs[0].doc["scenario"].get("size_bytes", 0) / (1 << 30)
+        gib = runs[0].scenario.size_bytes / (1 << 30)
         limit = b["max_ns_per_gib"] * gib + b.get("slack_ns", 0)
         limit_s = (f"<= {fmt_ns(b['max_ns_per_gib'])}/GiB x {gib:.3g} GiB + "
                    f"{fmt_ns(b.get('slack_ns', 0))} = {fmt_ns(limit)}")
-    sh = split.victim_share(runs, v, q, n)
+    sh = split.victim_share(runs, res.VictimName(v), q, n)
     if sh is not None:
         return [Verdict(b["id"], key, PASS if sh.value <= limit else FAIL,
                         _share_text(v, b["quantile"], sh, val, n), "share " + limit_s)]
@@ -303,21 +310,22 @@ def _victim_quantile(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]
                     limit_s, f"{split.UNAVAILABLE}: raw quantile judged")]
 
 
-def _thp_leaf_points(runs: list[res.Result], release: str, kind: str
+def _thp_leaf_points(runs: list[res.Result], release: str, kind: res.WalkKind
                      ) -> tuple[list[float], list[float]] | None:
     """THP runs of a kind: per run, the median PMD leaves of its walks and
     its fastest walk; None when a walk does not report pmd_leaves."""
     xs, ys = [], []
     for r in runs:
-        if r.release != release or r.doc["scenario"].get("backing") != "thp":
+        if r.release != release or r.scenario.backing != res.Backing.thp:
             continue
-        ws = [w for w in res.good_walks(r) if w["kind"] == kind]
+        ws = [w for w in res.good_walks(r) if w.kind == kind]
         if not ws:
             continue
-        if any("pmd_leaves" not in w for w in ws):
+        leaves = [w.pmd_leaves for w in ws]
+        if any(x is None for x in leaves):
             return None
-        xs.append(_median([float(w["pmd_leaves"]) for w in ws]))
-        ys.append(min(float(w["duration_ns"]) for w in ws))
+        xs.append(_median([float(x or 0) for x in leaves]))
+        ys.append(min(float(w.duration_ns) for w in ws))
     return xs, ys
 
 
@@ -341,16 +349,18 @@ def _cost_fit(b: dict, key: str, runs: list[res.Result]) -> list[Verdict]:
     from .report import cost_groups
     out = []
     for g in cost_groups(runs):
-        limit = _limit(b["max_ns_per_entry"], g.kind, g.backing)
-        bid, scen = f"{b['id']}[{g.kind}]", f"{g.kind}/{g.backing} across sizes"
-        unit, units = ("PMD leaf", "PMD leaves") if g.backing == "thp" else ("entry", "entries")
+        kind, backing = g.kind.value, g.backing.value
+        limit = _limit(b["max_ns_per_entry"], kind, backing)
+        bid, scen = f"{b['id']}[{kind}]", f"{kind}/{backing} across sizes"
+        thp = g.backing == res.Backing.thp
+        unit, units = ("PMD leaf", "PMD leaves") if thp else ("entry", "entries")
         lim_s = (f"log-log slope <= {b['max_loglog_slope']}, slope <= {limit} ns/{unit}"
                  + (f", R² >= {b['r2_min']}" if "r2_min" in b else ""))
         if limit is None:
             continue
         xs = [p.entries for p in g.runs]
         f = g.fastest_fit
-        if g.backing == "thp":
+        if thp:
             pts = _thp_leaf_points(runs, g.release, g.kind)
             if pts is None:
                 out.append(Verdict(bid, scen, SKIP, f"{len(g.runs)} runs", lim_s,
@@ -406,9 +416,7 @@ def planned_walks(runs: list[res.Result]) -> int:
     managed; cadvisor walks twice per iteration)."""
     n = 0
     for r in runs:
-        sc = r.doc.get("scenario", {})
-        iv = sc.get("interval_ns") or 0
-        n += int(sc.get("duration_ns", 0) // iv) if iv else 0
+        n += r.scenario.planned_walk_intervals
     return n
 
 
@@ -418,12 +426,12 @@ def lock_units(runs: list[res.Result]) -> set[str] | None:
     when a result does not say."""
     units: set[str] = set()
     for r in runs:
-        est = (r.doc.get("stall_estimate") or {}).get("kinds") or {}
-        for kind in {w["kind"] for w in res.good_walks(r)}:
-            u = (est.get(kind) or {}).get("lock_unit")
-            if not u:
+        est = r.stall_estimate.kinds if r.stall_estimate is not None else {}
+        for kind in {w.kind for w in res.good_walks(r)}:
+            k = est.get(kind)
+            if k is None:
                 return None
-            units.add(u)
+            units.add(k.lock_unit.value)
     return units
 
 
@@ -437,16 +445,17 @@ def out_of_scope(b: dict, runs: list[res.Result]) -> str | None:
     sc = _scope(b)
     if not sc or not runs:
         return None
-    scen = runs[0].doc.get("scenario", {})
-    for member, field in (("profiles", "profile"), ("backings", "backing")):
-        if member in sc and scen.get(field) not in sc[member]:
-            return f"{field} {scen.get(field)} not in {sc[member]}"
+    scen = runs[0].scenario
+    for member, field, value in (("profiles", "profile", scen.profile.value),
+                                 ("backings", "backing", scen.backing.value)):
+        if member in sc and value not in sc[member]:
+            return f"{field} {value} not in {sc[member]}"
     if "lock_units" in sc:
         units = lock_units(runs)
         if units is not None and not units <= set(sc["lock_units"]):
             return f"lock units {sorted(units)} not all in {sc['lock_units']}"
-    if scen.get("size_bytes", 0) < sc.get("min_size_mib", 0) << 20:
-        return f"{scen.get('size_bytes', 0) >> 20} MiB < {sc['min_size_mib']} MiB"
+    if scen.size_bytes < sc.get("min_size_mib", 0) << 20:
+        return f"{scen.size_bytes >> 20} MiB < {sc['min_size_mib']} MiB"
     if "min_walks" in sc and planned_walks(runs) < sc["min_walks"]:
         return f"{planned_walks(runs)} planned walks < {sc['min_walks']}"
     return None
@@ -501,8 +510,8 @@ def render(vs: list[Verdict]) -> str:
 
 def summary(vs: list[Verdict], results: list[res.Result], budgets_path: str,
             scoped: list[tuple[str, str, str]] | None = None) -> dict[str, Any]:
-    backends = sorted({r.backend for r in results})
-    details = sorted({f"{r.backend}: {r.doc.get('backend_detail', '')}" for r in results})
+    backends = sorted({r.backend.value for r in results})
+    details = sorted({f"{r.backend.value}: {r.backend_detail or ''}" for r in results})
     return {"schema": "ptwalk.qualify-summary/1", "verdict": overall(vs),
             "budgets": budgets_path, "backends": backends, "backend_details": details,
             "kernel": sorted({r.release for r in results}),
@@ -533,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     if scoped:
         print(f"not applicable by scope: {len(scoped)} (budget, scenario) pairs "
               "(summary.json not_applicable)")
-    print("backend: " + ", ".join(sorted({r.backend for r in results})))
+    print("backend: " + ", ".join(sorted({r.backend.value for r in results})))
     if args.summary:
         doc = summary(vs, results, args.budgets, scoped)
         doc.update(kv.split("=", 1) for kv in args.meta if "=" in kv)

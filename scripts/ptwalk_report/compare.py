@@ -35,7 +35,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from . import hist
 from . import layout
@@ -58,8 +58,10 @@ DEFAULT_MIN_CHANGE = 5.0  # percent, when the A/A calibration gives none
 # victim latency quantiles of the phase during walks: label, key, q
 VICTIM_QUANTILES = (("p90", "p90_ns", 0.90), ("p99", "p99_ns", 0.99),
                     ("p99.9", "p999_ns", 0.999), ("max", "max_ns", 1.0))
-WALK_FIELDS = (("ns/PTE", "ns_per_pte", "ns/PTE"), ("lock hold", "lock_hold_ns", "ns"),
-               ("max stall", "max_stall_ns", "ns"))
+# per-walk figures: label, the Walk member, unit
+WALK_FIELDS: tuple[tuple[str, Callable[[res.Walk], float | None], str], ...] = (
+    ("ns/PTE", lambda w: w.ns_per_pte, "ns/PTE"), ("lock hold", lambda w: w.lock_hold_ns, "ns"),
+    ("max stall", lambda w: w.max_stall_ns, "ns"))
 
 
 @dataclass
@@ -133,12 +135,12 @@ def series(runs: list[res.Result]) -> dict[str, Series]:
     """Per-run values of every compared metric for the runs of one scenario."""
     out: dict[str, Series] = {}
     for r in runs:
-        per_kind: dict[str, list[dict[str, Any]]] = {}
+        per_kind: dict[str, list[res.Walk]] = {}
         for w in res.good_walks(r):
-            per_kind.setdefault(str(w["kind"]), []).append(w)
+            per_kind.setdefault(w.kind.value, []).append(w)
         for kind, ws in sorted(per_kind.items()):
-            for label, key, unit in WALK_FIELDS:
-                vals = [float(w[key]) for w in ws if w.get(key) is not None]
+            for label, value, unit in WALK_FIELDS:
+                vals = [float(x) for x in map(value, ws) if x is not None]
                 if not vals:
                     continue
                 s = out.setdefault(f"walk {kind} {label}",
@@ -146,22 +148,21 @@ def series(runs: list[res.Result]) -> dict[str, Series]:
                 s.runs.append(stats.median(vals))
                 s.walks.append(len(vals))
                 s.within_pct.append(_pct_sd(vals) if len(vals) > 1 else 0.0)
-        for vname, v in sorted(r.doc.get("victims", {}).items()):
-            during = v.get("during", {})
-            if not during.get("count"):
+        for vname, v in sorted(r.victims.items(), key=lambda x: x[0].value):
+            if not v.during.count:
                 continue
             for label, key, q in VICTIM_QUANTILES:
-                if during.get(key) is None:
+                x = v.during.quantile(key)
+                if x is None:
                     continue
-                name = f"{vname} {label} during walks"
+                name = f"{vname.value} {label} during walks"
                 s = out.setdefault(name, Series(name, "ns", "run", q=q))
-                s.runs.append(float(during[key]))
-                s.ops.append(int(during["count"]))
+                s.runs.append(float(x))
+                s.ops.append(v.during.count)
     for name, s in out.items():
         if s.q is None:
             continue
-        vname = name.split(" ", 1)[0]
-        merged = res.victim_hist(runs, vname, "during")
+        merged = res.victim_hist(runs, res.VictimName(name.split(" ", 1)[0]), "during")
         s.pooled = hist.quantile(merged, s.q)
     return out
 

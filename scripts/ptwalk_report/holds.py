@@ -36,6 +36,7 @@ from typing import Any
 
 from . import results as res
 from . import split
+from .walk_kinds import LockUnit
 
 KEY_DOC = "kind/backing, kind, */backing, *"
 
@@ -49,22 +50,23 @@ class Held:
     split: bool
     wait_ns: float
     entries: float        # entries under one hold
-    unit: str
-    walk: dict[str, Any]
+    unit: LockUnit
+    walk: res.Walk
     run: res.Result
 
 
-def hold_entries(r: res.Result, w: dict[str, Any]) -> tuple[float, str] | None:
+def hold_entries(r: res.Result, w: res.Walk) -> tuple[float, LockUnit] | None:
     """Entries under one hold of the walk's lock unit, and the unit; None
     when the result does not say how its kind holds the lock."""
-    k = ((r.doc.get("stall_estimate") or {}).get("kinds") or {}).get(w.get("kind"))
-    size = (r.doc.get("scenario") or {}).get("size_bytes") or 0
-    if not isinstance(k, dict) or not k.get("lock_unit") or not size:
+    est = r.stall_estimate
+    k = est.kinds.get(w.kind) if est is not None else None
+    size = r.scenario.size_bytes
+    if k is None or not size:
         return None
-    hb = k.get("measured_hold_bytes")
-    if not isinstance(hb, (int, float)) or hb <= 0:
+    hb = k.measured_hold_bytes
+    if hb is None or hb <= 0:
         return None
-    return float(w.get("ptes") or 0) * min(1.0, float(hb) / float(size)), str(k["lock_unit"])
+    return float(w.ptes or 0) * min(1.0, float(hb) / float(size)), k.lock_unit
 
 
 def worst_per_walk(r: res.Result) -> list[Held]:
@@ -74,26 +76,25 @@ def worst_per_walk(r: res.Result) -> list[Held]:
     ss = split.stalls(r)
     if not ss:
         return []
-    walks = r.doc.get("walks", [])
     best: dict[int, Held] = {}
     for s in ss:
-        wi = s.get("walk")
-        if not isinstance(wi, int) or not 0 <= wi < len(walks):
+        w = r.walk_of(s)
+        if w is None:
             continue
-        w = walks[wi]
         he = hold_entries(r, w)
         if he is None:
             continue
-        has = split.has_split(s)
-        off = s.get("walker_off_cpu_ns") if has else None
-        off_f = float(off) if isinstance(off, (int, float)) else None
-        run = s.get("waiter_runnable_ns") if has else None
-        run_f = float(run) if isinstance(run, (int, float)) else None
-        held = (float(s["walker_held_ns"]) - (off_f or 0.0) - (run_f or 0.0)
-                if has else float(s["wait_ns"]))
-        if wi not in best or held > best[wi].held_ns:
-            best[wi] = Held(held_ns=held, off_cpu_ns=off_f, runnable_ns=run_f, split=has,
-                            wait_ns=float(s["wait_ns"]), entries=he[0], unit=he[1], walk=w, run=r)
+        has = s.split
+        off = s.walker_off_cpu_ns if has else None
+        off_f = float(off) if off is not None else None
+        run = s.waiter_runnable_ns if has else None
+        run_f = float(run) if run is not None else None
+        held = (float(s.walker_held_ns or 0) - (off_f or 0.0) - (run_f or 0.0)
+                if has else float(s.wait_ns))
+        if w.index not in best or held > best[w.index].held_ns:
+            best[w.index] = Held(held_ns=held, off_cpu_ns=off_f, runnable_ns=run_f, split=has,
+                                 wait_ns=float(s.wait_ns), entries=he[0], unit=he[1], walk=w,
+                                 run=r)
     return list(best.values())
 
 
@@ -109,8 +110,8 @@ def check(b: dict, key: str, runs: list[res.Result], verdict: Any) -> list[Any]:
     by_kind: dict[str, list[Held]] = {}
     for r in runs:
         for h in worst_per_walk(r):
-            by_kind.setdefault(h.walk["kind"], []).append(h)
-    backing = (runs[0].doc.get("scenario") or {}).get("backing", "?")
+            by_kind.setdefault(h.walk.kind.value, []).append(h)
+    backing = runs[0].scenario.backing.value
     slack, handoff = float(b.get("slack_ns", 0)), float(b.get("handoff_ns", 0))
     out = []
     for kind, hs in sorted(by_kind.items()):
@@ -122,13 +123,13 @@ def check(b: dict, key: str, runs: list[res.Result], verdict: Any) -> list[Any]:
 
         def allowed_for(h: Held) -> float:
             one = limit * h.entries
-            return (one if h.unit == "whole_walk" else max(one, handoff)) + slack
+            return (one if h.unit == LockUnit.whole_walk else max(one, handoff)) + slack
 
         def excess(h: Held) -> float:
             return h.held_ns - allowed_for(h)
         worst = max(hs, key=excess)
         allowed = allowed_for(worst)
-        by_handoff = worst.unit != "whole_walk" and handoff > limit * worst.entries
+        by_handoff = worst.unit != LockUnit.whole_walk and handoff > limit * worst.entries
         off = (f", walker off CPU {fmt_ns(worst.off_cpu_ns)} of its hold not counted"
                if worst.off_cpu_ns else "")
         if worst.runnable_ns:
@@ -137,20 +138,20 @@ def check(b: dict, key: str, runs: list[res.Result], verdict: Any) -> list[Any]:
         out.append(verdict(
             f"{b['id']}[{kind}]", key, PASS if excess(worst) <= 0 else FAIL,
             f"worst walk-held part {fmt_ns(worst.held_ns)} of a {fmt_ns(worst.wait_ns)} wait"
-            f"{off}; one {worst.unit} hold covers {worst.entries:,.0f} entries "
+            f"{off}; one {worst.unit.value} hold covers {worst.entries:,.0f} entries "
             f"({worst.held_ns / max(worst.entries, 1):.1f} ns/entry; {len(hs)} walks)",
             (f"<= rwsem handoff allowance {fmt_ns(handoff)} (one hold: {limit:g} ns/entry x "
              f"{worst.entries:,.0f}) + {fmt_ns(slack)} = {fmt_ns(allowed)}" if by_handoff else
              f"<= {limit:g} ns/entry x entries under one hold + {fmt_ns(slack)} "
              f"= {fmt_ns(allowed)}"),
-            f"{worst.run.path.name} iteration {worst.walk.get('iteration')}"
+            f"{worst.run.path.name} iteration {worst.walk.iteration}"
             + (f"; {split.UNAVAILABLE} for {unsplit} of {len(hs)} walks: the whole wait judged"
                if unsplit else "")))
-    if not out and all(split.stalls(r) == [] for r in runs):
+    if not out and all(split.stalls(r) == () for r in runs):
         out.append(verdict(b["id"], key, PASS, f"no attributed stall in {len(runs)} runs",
                            f"<= ns/entry x entries under one hold ({KEY_DOC})"))
     elif not out:
-        backends = sorted({r.backend for r in runs})
+        backends = sorted({r.backend.value for r in runs})
         listed = any(split.stalls(r) is not None for r in runs)
         out.append(verdict(b["id"], key, SKIP, "no stall with a known lock unit",
                            f"<= ns/entry x entries under one hold ({KEY_DOC})",

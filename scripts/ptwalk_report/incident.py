@@ -20,33 +20,32 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.0f} ms" if ns >= 1e7 else f"{ns / 1e6:.1f} ms"
 
 
-def summarize(docs: list[dict[str, Any]], min_size: int = 64 * GIB) -> list[dict[str, Any]]:
-    """One row per (profile, walk kind) over the runs of at least min_size."""
+def summarize(results: list[res.Result], min_size: int = 64 * GIB) -> list[dict[str, Any]]:
+    """One row per (profile, walk kind) over the runs of at least min_size:
+    the members of incident.json."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for d in docs:
-        sc = d.get("scenario", {})
-        if sc.get("size_bytes", 0) < min_size:
+    for d in results:
+        sc = d.scenario
+        if sc.size_bytes < min_size:
             continue
-        ratio = (d.get("alias_calibration") or {}).get("ratio") or {}
-        worst = 0
-        for v in (d.get("victims") or {}).values():
-            worst = max(worst, (v.get("during") or {}).get("max_ns", 0))
-        for w in d.get("walks", []):
-            if "error" in w or "incomplete" in w:
+        ratio = d.alias_calibration.ratio if d.alias_calibration is not None else {}
+        worst = max((v.during.max_ns or 0 for v in d.victims.values()), default=0)
+        for w in d.walks:
+            if w.error is not None or w.incomplete is not None:
                 continue
-            key = (sc.get("profile", "?"), w["kind"], sc.get("backing", "?"))
+            key = (sc.profile.value, w.kind.value, sc.backing.value)
             r = rows.setdefault(key, {
                 "profile": key[0], "kind": key[1], "backing": key[2],
-                "size_bytes": sc.get("size_bytes"), "ptes": w.get("ptes"),
-                "aliased": bool(sc.get("aliased")), "durations": [],
+                "size_bytes": sc.size_bytes, "ptes": w.ptes,
+                "aliased": sc.aliased, "durations": [],
                 "corrected": [], "worst_victim_stall_ns": 0, "max_attributed_stall_ns": 0,
-                "calibration_ratio": ratio.get(w["kind"])})
-            r["durations"].append(w["duration_ns"])
-            if ratio.get(w["kind"]):
-                r["corrected"].append(w["duration_ns"] * ratio[w["kind"]])
+                "calibration_ratio": ratio.get(w.kind)})
+            r["durations"].append(w.duration_ns)
+            if ratio.get(w.kind):
+                r["corrected"].append(w.duration_ns * ratio[w.kind])
             r["worst_victim_stall_ns"] = max(r["worst_victim_stall_ns"], worst)
             r["max_attributed_stall_ns"] = max(r["max_attributed_stall_ns"],
-                                               w.get("max_stall_ns", 0))
+                                               w.max_stall_ns or 0)
     out = []
     for r in rows.values():
         ds = sorted(r.pop("durations"))
@@ -87,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", type=Path)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    docs = [r.doc for r in res.load([a.runs], strict=False)] if a.runs.is_dir() else []
-    rows = summarize(docs)
+    try:
+        results = res.load([a.runs], strict=False) if a.runs.is_dir() else []
+    except res.InputError as e:
+        print(f"ptwalk_report.incident: error: {e}", file=sys.stderr)
+        return 2
+    rows = summarize(results)
     print(render(rows))
     if a.json:
         tmp = a.json.with_suffix(".tmp")

@@ -17,6 +17,7 @@ import matplotlib.ticker  # noqa: E402
 
 from . import hist  # noqa: E402
 from .fit import Fit  # noqa: E402
+from .result_types import Stall, Walk  # noqa: E402
 
 
 @dataclass
@@ -151,23 +152,23 @@ def victim_cdfs(path: Path, title: str,
     return path
 
 
-def timeline(path: Path, title: str, t0: int, walks: Sequence[dict],
-             stalls: Sequence[dict]) -> Path:
+def timeline(path: Path, title: str, t0: int, walks: Sequence[Walk],
+             stalls: Sequence[Stall]) -> Path:
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 5), sharex=True,
                                    gridspec_kw={"height_ratios": [1, 2]})
-    kinds = sorted({w["kind"] for w in walks})
+    kinds = sorted({w.kind.value for w in walks})
     for i, k in enumerate(kinds):
-        bars = [((w["start_ns"] - t0) / 1e9, w["duration_ns"] / 1e9)
-                for w in walks if w["kind"] == k]
+        bars = [((w.start_ns - t0) / 1e9, w.duration_ns / 1e9)
+                for w in walks if w.kind.value == k]
         ax1.broken_barh(bars, (i - 0.4, 0.8), color=f"C{i}")
     ax1.set_yticks(range(len(kinds)), kinds)
     ax1.set_title("walks (bar = walk duration)")
-    victims = sorted({s.get("victim", "?") for s in stalls})
+    victims = sorted({s.victim.value for s in stalls})
     for i, v in enumerate(victims):
-        pts = [s for s in stalls if s.get("victim", "?") == v]
-        ax2.scatter([(s["start_ns"] - t0) / 1e9 for s in pts], [s["wait_ns"] / 1e6 for s in pts],
+        pts = [s for s in stalls if s.victim.value == v]
+        ax2.scatter([(s.start_ns - t0) / 1e9 for s in pts], [s.wait_ns / 1e6 for s in pts],
                     s=14, color=f"C{i + 3}", label=f"{v} wait")
-    ax2.plot([(w["start_ns"] - t0) / 1e9 for w in walks], [w["duration_ns"] / 1e6 for w in walks],
+    ax2.plot([(w.start_ns - t0) / 1e9 for w in walks], [w.duration_ns / 1e6 for w in walks],
              "k_", ms=8, label="walk duration")
     ax2.set_ylabel("ms")
     ax2.set_xlabel("seconds since scanner start")

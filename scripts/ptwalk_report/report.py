@@ -14,6 +14,7 @@ from . import hist, split
 from . import results as res
 from .compare import fmt_ns
 from .stall_predict import UNIT_TEXT, _pi, _size, measured_stall, predict_stall
+from .walk_kinds import LockUnit
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -50,15 +51,15 @@ class RunPoint:
     walks: int
     fastest: float = 0.0         # shortest walk duration, ns: the least disturbed walk
     worst_held: float | None = None   # walker-held part of its stalls (split.py), if split
-    estimate: dict | None = None      # stall_estimate.kinds.KIND of the run
+    estimate: res.KindEstimate | None = None   # stall_estimate.kinds.KIND of the run
     layout: tuple[str, int, int] | None = None   # stall_estimate: text, VMAs, largest VMA
 
 
 @dataclass
 class CostGroup:
     release: str
-    kind: str
-    backing: str
+    kind: res.WalkKind
+    backing: res.Backing
     xs: list[float]          # entries per walk (every walk, for the plots)
     ys: list[float]          # duration ns per walk
     runs: list[RunPoint]
@@ -70,11 +71,11 @@ class CostGroup:
     held_fit: fitmod.Fit | None = None     # run worst walker-held part = a + b * entries
 
     @property
-    def lock_unit(self) -> str | None:
+    def lock_unit(self) -> LockUnit | None:
         """How the kind holds mmap_lock (stall_estimate.kinds.KIND.lock_unit,
         the C++ table userspace/model/src/vma_layout.cpp kLocking): None when
         a run lacks it or the runs disagree; never guessed here."""
-        units = {(p.estimate or {}).get("lock_unit") for p in self.runs}
+        units = {p.estimate.lock_unit if p.estimate is not None else None for p in self.runs}
         return units.pop() if len(units) == 1 and None not in units else None
 
     @property
@@ -103,36 +104,38 @@ class CostGroup:
 
 
 def cost_groups(results: list[res.Result]) -> list[CostGroup]:
-    acc: dict[tuple[str, str, str], CostGroup] = {}
-    ratios: dict[tuple[str, str, str], list[float]] = {}
+    acc: dict[tuple[str, res.WalkKind, res.Backing], CostGroup] = {}
+    ratios: dict[tuple[str, res.WalkKind, res.Backing], list[float]] = {}
     for r in results:
         if not r.usable:
             continue
-        sc = r.doc["scenario"]
-        by_kind: dict[str, list[dict]] = {}
+        sc = r.scenario
+        by_kind: dict[res.WalkKind, list[res.Walk]] = {}
         for w in res.good_walks(r):
-            by_kind.setdefault(w["kind"], []).append(w)
+            by_kind.setdefault(w.kind, []).append(w)
         for kind, ws in by_kind.items():
-            key = (r.release, kind, sc["backing"])
+            key = (r.release, kind, sc.backing)
             g = acc.setdefault(key, CostGroup(*key, [], [], [], 0.0))
-            g.xs += [float(w["ptes"]) for w in ws]
-            g.ys += [float(w["duration_ns"]) for w in ws]
-            stalls = [float(w["max_stall_ns"]) for w in ws if "max_stall_ns" in w]
-            held = [split.walk_held(r, w) for w in ws if "max_stall_ns" in w]
-            se = r.doc.get("stall_estimate") or {}
-            est = (se.get("kinds") or {}).get(kind)
-            g.runs.append(RunPoint(r.path.name, int(sc.get("size_bytes", 0)),
-                                   bool(sc.get("aliased") or sc["backing"] == "alias"),
-                                   _median([float(w["ptes"]) for w in ws]),
-                                   _median([float(w["duration_ns"]) for w in ws]),
+            ptes = [float(w.ptes or 0) for w in ws]     # good walks have entries
+            g.xs += ptes
+            g.ys += [float(w.duration_ns) for w in ws]
+            stalls = [float(w.max_stall_ns) for w in ws if w.max_stall_ns is not None]
+            held = [split.walk_held(r, w) for w in ws if w.max_stall_ns is not None]
+            se = r.stall_estimate
+            est = se.kinds.get(kind) if se is not None else None
+            g.runs.append(RunPoint(r.path.name, sc.size_bytes,
+                                   sc.aliased or sc.backing == res.Backing.alias,
+                                   _median(ptes),
+                                   _median([float(w.duration_ns) for w in ws]),
                                    max(stalls) if stalls else None, len(ws),
-                                   min(float(w["duration_ns"]) for w in ws),
-                                   max(held) if held and None not in held else None,  # type: ignore
-                                   est if isinstance(est, dict) else None,
-                                   (str(se.get("layout", "?")), int(se.get("layout_vmas", 1)),
-                                    int(se.get("layout_largest_vma_bytes", 0)))
-                                   if isinstance(est, dict) else None))
-            ratios.setdefault(key, []).extend(w["ptes"] / max(1, sc["size_bytes"]) for w in ws)
+                                   min(float(w.duration_ns) for w in ws),
+                                   max(h for h in held if h is not None)
+                                   if held and None not in held else None,
+                                   est,
+                                   (se.layout or "?", se.layout_vmas or 1,
+                                    se.layout_largest_vma_bytes or 0)
+                                   if se is not None and est is not None else None))
+            ratios.setdefault(key, []).extend(x / max(1, sc.size_bytes) for x in ptes)
     for key, g in acc.items():
         g.entries_per_byte = sum(ratios[key]) / len(ratios[key])
         # with several sizes: the process's own entries apart from those per byte
@@ -148,7 +151,7 @@ def cost_groups(results: list[res.Result]) -> list[CostGroup]:
         if g.split:  # every run of st has its worst_held then
             g.held_fit = fitmod.fit([p.entries for p in st],
                                     [p.worst_held for p in st if p.worst_held is not None])
-    return [acc[k] for k in sorted(acc)]
+    return [acc[k] for k in sorted(acc, key=lambda k: (k[0], k[1].value, k[2].value))]
 
 
 def _span(g: CostGroup) -> str:
@@ -206,31 +209,33 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         ff = g.fastest_fit
         fast = (f"{ff.b:.2f}, {ff.r2:.3f}, "
                 + ("-" if ff.exponent is None else f"{ff.exponent:.2f}")) if ff else "-"
-        md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {len(g.ys)} "
+        md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                  f"| {len(g.ys)} "
                   f"| {ent} | {fmt_ns(s[len(s) // 2])} | {fmt_ns(s[-1])} "
                   f"| {npe[len(npe) // 2]:.1f} | {fit_cols} | {fast} |")
     md.append("")
-    by_backing: dict[str, list[CostGroup]] = {}
+    by_backing: dict[res.Backing, list[CostGroup]] = {}
     for g in cgs:
         by_backing.setdefault(g.backing, []).append(g)
-    alias = {(g.release, g.kind): g for g in by_backing.get("alias", [])}
-    for backing, gs in sorted(by_backing.items()):
-        series = [plots.CostSeries(g.kind + (f" ({g.release})" if len(releases) > 1 else ""),
+    alias = {(g.release, g.kind): g for g in by_backing.get(res.Backing.alias, [])}
+    for backing, gs in sorted(by_backing.items(), key=lambda x: x[0].value):
+        series = [plots.CostSeries(g.kind.value
+                                   + (f" ({g.release})" if len(releases) > 1 else ""),
                                    g.xs, g.ys, [p.entries for p in g.runs],
                                    [p.duration for p in g.runs],
                                    g.stall_points, g.fit,
                                    (g.held_fit if g.split else g.stall_fit)
-                                   if g.lock_unit in ("whole_walk", None) else None,
+                                   if g.lock_unit in (LockUnit.whole_walk, None) else None,
                                    [(p.entries, p.duration, p.worst_stall)
                                     for p in alias[(g.release, g.kind)].runs]
-                                   if backing == "anon" and (g.release, g.kind) in alias
+                                   if backing == res.Backing.anon and (g.release, g.kind) in alias
                                    else []) for g in gs]
-        p = plots.walk_cost(out / f"walk_cost_{slug(backing)}.png",
-                            f"walk cost across sizes, {backing} backing"
-                            + (" (ALIASED pages)" if backing == "alias" else ""), series,
-                            [x for _, x in ENTRY_TARGETS])
+        p = plots.walk_cost(out / f"walk_cost_{slug(backing.value)}.png",
+                            f"walk cost across sizes, {backing.value} backing"
+                            + (" (ALIASED pages)" if backing == res.Backing.alias else ""),
+                            series, [x for _, x in ENTRY_TARGETS])
         pngs.append(p)
-        md.append(f"![walk cost {backing}]({p.name})")
+        md.append(f"![walk cost {backing.value}]({p.name})")
     md.append("")
 
     # --- extrapolation
@@ -258,13 +263,15 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
     for g in cgs:
         xs = [p.entries for p in g.runs]
         meas = f"{min(xs):,.0f}-{max(xs):,.0f} ({_span(g)})"
-        unit = UNIT_TEXT.get(g.lock_unit or "", g.lock_unit or "unknown")
+        unit = UNIT_TEXT[g.lock_unit] if g.lock_unit is not None else "unknown"
         if not g.extrapolates:
-            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} | - "
+            md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                      f"| {meas} | - "
                       f"| {_not_extrapolated(g)} | - | {unit} | {measured_stall(g)} |")
             continue
         for label, x in ENTRY_TARGETS:
-            md.append(f"| {g.release} | {g.kind} | {g.backing} | {len(g.runs)} | {meas} "
+            md.append(f"| {g.release} | {g.kind.value} | {g.backing.value} | {len(g.runs)} "
+                      f"| {meas} "
                       f"| {label} | {_pi(g.fit, x)} | {predict_stall(g, x).text} | {unit} "
                       f"| {measured_stall(g)} |")
     md.append("")
@@ -284,10 +291,10 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         vics = []
         for v in key.victims:
             o, d = res.victim_hist(runs, v, "outside"), res.victim_hist(runs, v, "during")
-            vics.append((v, o, d))
+            vics.append((v.value, o, d))
             for phase, h in (("outside", o), ("during", d)):
                 qs = [hist.quantile(h, q) for q in (0.5, 0.99, 0.999, 0.9999, 1.0)]
-                md.append(f"| {key} | {v} | {phase} | {hist.total(h):,} | "
+                md.append(f"| {key} | {v.value} | {phase} | {hist.total(h):,} | "
                           + " | ".join(_q(x) for x in qs) + " |")
         if vics and key in plotted:
             p = plots.victim_cdfs(out / f"victims_{slug(str(key))}.png",
@@ -310,10 +317,9 @@ def generate(results: list[res.Result], out: Path) -> tuple[Path, list[Path]]:
         walks = res.good_walks(r)
         if not walks:
             continue
-        stalls = r.doc.get("kernel_view", {}).get("stalls", []) or []
+        t0 = r.scan_start_ns if r.scan_start_ns is not None else walks[0].start_ns
         p = plots.timeline(out / f"timeline_{slug(str(key))}.png",
-                           f"{key}: {r.path.name} ({r.backend})",
-                           int(r.doc.get("scan_start_ns", walks[0]["start_ns"])), walks, stalls)
+                           f"{key}: {r.path.name} ({r.backend.value})", t0, walks, r.stalls)
         pngs.append(p)
         md.append(f"![timeline {key}]({p.name})")
     md.append("")
@@ -362,17 +368,18 @@ def _incident_check(results: list[res.Result], cgs: list[CostGroup]) -> list[str
     by = {(g.release, g.kind, g.backing): g for g in cgs}
     rows = []
     for g in cgs:
-        if g.backing != "alias":
+        if g.backing != res.Backing.alias:
             continue
-        ref = by.get((g.release, g.kind, "anon"))
+        ref = by.get((g.release, g.kind, res.Backing.anon))
         x = _median([p.entries for p in g.runs])
         raw = _median([p.duration for p in g.runs])
-        corr = [w["ns_per_pte_corrected"] * w["ptes"] for r in results
-                if r.release == g.release and r.doc["scenario"].get("backing") == "alias"
-                for w in res.good_walks(r) if w["kind"] == g.kind and "ns_per_pte_corrected" in w]
+        corr = [w.ns_per_pte_corrected * (w.ptes or 0) for r in results
+                if r.release == g.release and r.scenario.backing == res.Backing.alias
+                for w in res.good_walks(r)
+                if w.kind == g.kind and w.ns_per_pte_corrected is not None]
         pred = (_pi(ref.fit, x) if ref is not None and ref.extrapolates else
                 "no distinct fit spanning a decade")
-        rows.append(f"| {g.release} | {g.kind} | {x:,.0f} | {fmt_ns(raw)} | "
+        rows.append(f"| {g.release} | {g.kind.value} | {x:,.0f} | {fmt_ns(raw)} | "
                     f"{fmt_ns(_median(corr)) if corr else '-'} | {pred} |")
     if not rows:
         return []
@@ -388,7 +395,7 @@ def _plotted_keys(groups: dict[res.ScenarioKey, list[res.Result]]) -> set[res.Sc
     """One scenario per (profile, backing) gets latency plots and a timeline:
     the one with the most runs, then the largest size (a sweep adds sizes,
     not plots)."""
-    best: dict[tuple[str, str], res.ScenarioKey] = {}
+    best: dict[tuple[res.Profile, res.Backing], res.ScenarioKey] = {}
     for key, runs in groups.items():
         k = (key.profile, key.backing)
         b = best.get(k)
@@ -408,7 +415,7 @@ def _sizes_section(cgs: list[CostGroup]) -> list[str]:
     rows: dict[tuple[str, int, bool], list[RunPoint]] = {}
     for g in cgs:
         for p in g.runs:
-            rows.setdefault((g.backing, p.size_bytes, p.aliased), []).append(p)
+            rows.setdefault((g.backing.value, p.size_bytes, p.aliased), []).append(p)
     for (backing, size, aliased), ps in sorted(rows.items()):
         names = {p.name for p in ps}
         md.append(f"| {backing} | {_size(size)} | {'aliased' if aliased else 'distinct'} "
@@ -418,21 +425,20 @@ def _sizes_section(cgs: list[CostGroup]) -> list[str]:
 
 def _header(results: list[res.Result], releases: list[str]) -> list[str]:
     usable = [r for r in results if r.usable]
-    hosts = sorted({f"{r.doc.get('host', {}).get('hostname', '?')} "
-                    f"({r.doc.get('host', {}).get('cpu_model', '?')}, "
-                    f"{r.doc.get('host', {}).get('cpus', '?')} CPUs)" for r in usable})
-    backends = sorted({f"{r.backend}: {r.doc.get('backend_detail', '')}" for r in usable})
+    hosts = sorted({f"{r.host.hostname or '?'} ({r.host.cpu_model or '?'}, "
+                    f"{r.host.cpus if r.host.cpus is not None else '?'} CPUs)" for r in usable})
+    backends = sorted({f"{r.backend.value}: {r.backend_detail or ''}" for r in usable})
     md = [f"{len(results)} results ({len(usable)} complete), kernels: {', '.join(releases)}; "
           f"hosts: {'; '.join(hosts)}.", "", "Backends in use:", ""]
     md += [f"- {b}" for b in backends]
-    fallbacks = sorted({r.doc["backend_fallback"] for r in usable if "backend_fallback" in r.doc})
+    fallbacks = sorted({r.backend_fallback for r in usable if r.backend_fallback is not None})
     md += [f"- fallback: {f}" for f in fallbacks]
     bad = [r for r in results if not r.usable]
     if bad:
         md += ["", "Left out (incomplete or failed):", ""]
-        md += [f"- {r.path}: {r.doc.get('error') or r.doc.get('interrupted') or 'incomplete'}"
+        md += [f"- {r.path}: {r.error or r.interrupted or 'incomplete'}"
                for r in bad]
-    lost = [r for r in usable if r.doc.get("kernel_view", {}).get("lost_events")]
+    lost = [r for r in usable if r.kernel_view is not None and r.kernel_view.lost_events]
     if lost:
         md += ["", f"{len(lost)} results lost tracepoint events: their lock figures are partial."]
     return md + [""]
@@ -461,14 +467,15 @@ def _interval_section(groups: dict[res.ScenarioKey, list[res.Result]],
     skipped: list[str] = []
     for key, runs in groups.items():
         rel = runs[0].release
-        kinds = sorted({w["kind"] for r in runs for w in res.good_walks(r)})
+        kinds = sorted({w.kind for r in runs for w in res.good_walks(r)}, key=lambda k: k.value)
         gs = [by.get((rel, k, key.backing)) for k in kinds]
         if not kinds or any(g is None or not g.extrapolates for g in gs):
             skipped.append(str(key))
             continue
         # walks per interval of each kind (cadvisor: one smaps + one clear_refs)
-        per_iter = {k: max(1.0, sum(1 for r in runs for w in res.good_walks(r) if w["kind"] == k)
-                           / max(1, sum(len({w["iteration"] for w in res.good_walks(r)})
+        per_iter = {k: max(1.0, sum(1 for r in runs for w in res.good_walks(r)
+                                    if w.kind == k)
+                           / max(1, sum(len({w.iteration for w in res.good_walks(r)})
                                         for r in runs))) for k in kinds}
         for v in key.victims:
             o, d = res.victim_hist(runs, v, "outside"), res.victim_hist(runs, v, "during")
@@ -484,7 +491,7 @@ def _interval_section(groups: dict[res.ScenarioKey, list[res.Result]],
                 w_ns = sum(per_iter[g.kind] * g.fit.predict(g.entries_at(size))
                            for g in gs if g and g.fit)
                 t_ns = w_ns * q / EXTRA_TAIL
-                md.append(f"| {key} | {v} | {mark}{q:.2g} | {label} | {fmt_ns(w_ns)} "
+                md.append(f"| {key} | {v.value} | {mark}{q:.2g} | {label} | {fmt_ns(w_ns)} "
                           f"| {mark}{fmt_ns(max(t_ns, w_ns))} |")
     if skipped:
         md += ["", "Left out (a walk kind's fit does not extrapolate: sizes span less than a "
@@ -498,10 +505,10 @@ def _kernels_section(cgs: list[CostGroup], releases: list[str], out: Path,
     md = ["## Across kernels", "", "| kind/backing | " + " | ".join(releases) + " |",
           "| --- |" + " ---: |" * len(releases)]
     vals: dict[tuple[str, str], float] = {}
-    names = sorted({f"{g.kind}/{g.backing}" for g in cgs})
+    names = sorted({f"{g.kind.value}/{g.backing.value}" for g in cgs})
     for g in cgs:
         npe = sorted(y / x for x, y in zip(g.xs, g.ys))
-        vals[(f"{g.kind}/{g.backing}", g.release)] = npe[len(npe) // 2]
+        vals[(f"{g.kind.value}/{g.backing.value}", g.release)] = npe[len(npe) // 2]
     for nme in names:
         md.append(f"| {nme} | " + " | ".join(
             f"{vals[(nme, r)]:.1f}" if (nme, r) in vals else "-" for r in releases) + " |")

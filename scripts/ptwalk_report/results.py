@@ -1,71 +1,42 @@
-"""Load ptwalk result documents (ptwalk.result/1) and turn a set of them
-into per-scenario samples. Works offline on saved files (.json, .json.gz)."""
+"""Load ptwalk result documents (ptwalk.result/1) into typed Results
+(result_types.py) and turn a set of them into per-scenario samples. Works
+offline on saved files (.json, .json.gz)."""
 from __future__ import annotations
 
 import gzip
 import json
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import SCHEMA, hist
+from .result_types import (Backend, Backing, InputError, KindEstimate, Latency,  # noqa: F401
+                           MeasuredOn, Result, ResultError, SelfMemory, Stall, VictimName,
+                           Walk, parse)
+from .walk_kinds import Profile, WalkKind  # noqa: F401
 
 
-class InputError(Exception):
-    """Bad input: the CLI prints it on one line and exits 2."""
-
-
-@dataclass
-class Result:
-    path: Path
-    doc: dict[str, Any]
-
-    @property
-    def usable(self) -> bool:
-        return bool(self.doc.get("complete")) and "error" not in self.doc
-
-    @property
-    def release(self) -> str:
-        return str(self.doc.get("kernel", {}).get("release", "?"))
-
-    @property
-    def backend(self) -> str:
-        return str(self.doc.get("backend", "?"))
-
-    @property
-    def measured_on(self) -> MeasuredOn:
-        """How the figures were clocked: a ptwalk-vm guest's accelerator,
-        clock mode and QEMU (host.vm), or the machine itself."""
-        vm = self.doc.get("host", {}).get("vm")
-        if not isinstance(vm, dict):
-            return MeasuredOn()
-        return MeasuredOn(vm=True, accel=str(vm.get("accel")), clock=str(vm.get("clock")),
-                          qemu=str(vm.get("qemu")))
-
-
-@dataclass(frozen=True, order=True)
-class MeasuredOn:
-    vm: bool = False
-    accel: str = ""
-    clock: str = ""
-    qemu: str = ""
-
-    def __str__(self) -> str:
-        if not self.vm:
-            return "no VM (the machine's own clock)"
-        return f"VM: accel {self.accel}, clock {self.clock}, QEMU {self.qemu}"
-
-
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class ScenarioKey:
-    profile: str
-    backing: str
+    profile: Profile
+    backing: Backing
     size_bytes: int
-    victims: tuple[str, ...]
+    victims: tuple[VictimName, ...]
+
+    def _order(self) -> tuple[str, str, int, tuple[str, ...]]:
+        return (self.profile.value, self.backing.value, self.size_bytes,
+                tuple(v.value for v in self.victims))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, ScenarioKey):
+            return NotImplemented
+        return self._order() < other._order()
 
     def __str__(self) -> str:
-        v = ",".join(self.victims) or "none"
-        return f"{self.profile}/{self.backing}/{human_size(self.size_bytes)}/{v}"
+        v = ",".join(x.value for x in self.victims) or "none"
+        return f"{self.profile.value}/{self.backing.value}/{human_size(self.size_bytes)}/{v}"
 
 
 def human_size(n: float) -> str:
@@ -98,7 +69,8 @@ def _read(path: Path) -> dict[str, Any]:
 def load(args: Iterable[str | Path], *, strict: bool = True) -> list[Result]:
     """Results from files and directories (searched recursively). In a
     directory, JSON files of another schema (summaries) are skipped; a file
-    named explicitly must be a ptwalk result."""
+    named explicitly must be a ptwalk result. A result that does not parse
+    raises ResultError (an InputError) naming the file and the member."""
     out: list[Result] = []
     for a in args:
         p = Path(a)
@@ -106,27 +78,23 @@ def load(args: Iterable[str | Path], *, strict: bool = True) -> list[Result]:
             for f in sorted(x for x in p.rglob("*") if x.is_file() and _is_result_name(x)):
                 doc = _read(f)
                 if doc.get("schema") == SCHEMA:
-                    out.append(Result(f, doc))
+                    out.append(parse(f, doc))
         elif p.is_file():
             doc = _read(p)
             if doc.get("schema") != SCHEMA:
                 raise InputError(f"{p}: schema is {doc.get('schema')!r}, want {SCHEMA!r}")
-            out.append(Result(p, doc))
+            out.append(parse(p, doc))
         else:
             raise InputError(f"{p}: no such file or directory")
     if strict and not out:
         raise InputError(f"no {SCHEMA} documents in {' '.join(map(str, args))}")
-    for r in out:
-        for member in ("scenario", "walks", "victims"):
-            if member not in r.doc:
-                raise InputError(f"{r.path}: missing '{member}'")
     return out
 
 
 def scenario_key(r: Result) -> ScenarioKey:
-    s = r.doc["scenario"]
-    return ScenarioKey(str(s.get("profile", "?")), str(s.get("backing", "?")),
-                       int(s.get("size_bytes", 0)), tuple(sorted(s.get("victims", []))))
+    s = r.scenario
+    return ScenarioKey(s.profile, s.backing, s.size_bytes,
+                       tuple(sorted(s.victims, key=lambda v: v.value)))
 
 
 def group(results: Iterable[Result]) -> dict[ScenarioKey, list[Result]]:
@@ -136,11 +104,10 @@ def group(results: Iterable[Result]) -> dict[ScenarioKey, list[Result]]:
     return dict(sorted(g.items()))
 
 
-def good_walks(r: Result) -> list[dict[str, Any]]:
+def good_walks(r: Result) -> list[Walk]:
     """Walks whose cost is the mapping's: not failed, and not "incomplete"
     (a 6.1 smaps_rollup that skipped VMAs after yielding mmap_lock)."""
-    return [w for w in r.doc.get("walks", [])
-            if "error" not in w and "incomplete" not in w and w.get("ptes")]
+    return r.good_walks()
 
 
 @dataclass
@@ -152,6 +119,7 @@ class Metric:
     pooled: float | None = None   # quantile of the merged histogram, if any
 
 
+# (label, the Latency member, quantile)
 VICTIM_QUANTILES = (("p99", "p99_ns", 0.99), ("p99.9", "p999_ns", 0.999), ("max", "max_ns", 1.0))
 
 
@@ -159,33 +127,35 @@ def metrics(runs: list[Result]) -> dict[str, Metric]:
     """Samples of every compared metric for the runs of one scenario."""
     m: dict[str, Metric] = {}
 
-    def add(name: str, unit: str, per: str, value: Any) -> None:
+    def add(name: str, unit: str, per: str, value: float | None) -> None:
         if value is None:
             return
         m.setdefault(name, Metric(name, unit, per)).samples.append(float(value))
 
     for r in runs:
         for w in good_walks(r):
-            k = w["kind"]
-            add(f"walk {k} ns/PTE", "ns/PTE", "walk", w.get("ns_per_pte"))
-            add(f"walk {k} lock hold", "ns", "walk", w.get("lock_hold_ns"))
-            add(f"walk {k} max stall", "ns", "walk", w.get("max_stall_ns"))
-        for vname, v in sorted(r.doc.get("victims", {}).items()):
-            during = v.get("during", {})
-            if not during.get("count"):
+            k = w.kind.value
+            add(f"walk {k} ns/PTE", "ns/PTE", "walk", w.ns_per_pte)
+            add(f"walk {k} lock hold", "ns", "walk", w.lock_hold_ns)
+            add(f"walk {k} max stall", "ns", "walk", w.max_stall_ns)
+        for vname, v in sorted(r.victims.items(), key=lambda x: x[0].value):
+            if not v.during.count:
                 continue
             for label, key, _ in VICTIM_QUANTILES:
-                add(f"{vname} {label} during walks", "ns", "run", during.get(key))
-    for vname in sorted({v for r in runs for v in r.doc.get("victims", {})}):
-        merged = hist.merge(r.doc["victims"][vname].get("during", {}).get("buckets", [])
-                            for r in runs if vname in r.doc.get("victims", {}))
+                add(f"{vname.value} {label} during walks", "ns", "run", v.during.quantile(key))
+    for vname in sorted({v for r in runs for v in r.victims}, key=lambda v: v.value):
+        merged = hist.merge(list(r.victims[vname].during.buckets)
+                            for r in runs if vname in r.victims)
         for label, _, q in VICTIM_QUANTILES:
-            name = f"{vname} {label} during walks"
+            name = f"{vname.value} {label} during walks"
             if name in m:
                 m[name].pooled = hist.quantile(merged, q)
     return m
 
 
-def victim_hist(runs: list[Result], victim: str, phase: str) -> list[list[int]]:
-    return hist.merge(r.doc["victims"][victim].get(phase, {}).get("buckets", [])
-                      for r in runs if victim in r.doc.get("victims", {}))
+def victim_hist(runs: list[Result], victim: VictimName, phase: str) -> list[list[int]]:
+    """The merged histogram of a victim's `outside` or `during` operations."""
+    def lat(r: Result) -> Latency:
+        v = r.victims[victim]
+        return v.during if phase == "during" else v.outside
+    return hist.merge([list(b) for b in lat(r).buckets] for r in runs if victim in r.victims)

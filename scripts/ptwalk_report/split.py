@@ -8,46 +8,47 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from . import results as res
 
-KEYS = ("walker_held_ns", "others_held_ns", "free_ns")
 UNAVAILABLE = "split unavailable"
 
 
-def has_split(s: dict[str, Any]) -> bool:
-    return all(isinstance(s.get(k), (int, float)) for k in KEYS)
+def has_split(s: res.Stall) -> bool:
+    return s.split
 
 
-def stalls(r: res.Result) -> list[dict[str, Any]] | None:
+def stalls(r: res.Result) -> tuple[res.Stall, ...] | None:
     """The run's attributed stalls, or None when its backend lists none."""
-    ss = (r.doc.get("kernel_view") or {}).get("stalls")
-    return ss if isinstance(ss, list) else None
+    kv = r.kernel_view
+    return kv.stalls if kv is not None else None
 
 
-def walk_held(r: res.Result, w: dict[str, Any]) -> float | None:
+def _complete_above(r: res.Result) -> float:
+    kv = r.kernel_view
+    return float(kv.stalls_complete_above_ns or 0) if kv is not None else 0.0
+
+
+def walk_held(r: res.Result, w: res.Walk) -> float | None:
     """The walker-held part of the walk's attributed stalls: the walk's own
     `max_stall_walker_held_ns`, else the largest `walker_held_ns` of its
     stalls in kernel_view.stalls. When the list misses some of the walk's
     stalls (it is complete only above `stalls_complete_above_ns`), the
     missing ones held less than that threshold, which then bounds the
     figure from above. None when the split is unavailable."""
-    if isinstance(w.get("max_stall_walker_held_ns"), (int, float)):
-        return float(w["max_stall_walker_held_ns"])
+    if w.max_stall_walker_held_ns is not None:
+        return float(w.max_stall_walker_held_ns)
     ss = stalls(r)
     if ss is None:
         return None
-    try:
-        idx = next(i for i, x in enumerate(r.doc.get("walks", [])) if x is w)
-    except StopIteration:
+    mine = [s for s in ss if s.walk == w.index]
+    held = [s.walker_held_ns for s in mine if s.split]
+    if not mine or len(held) != len(mine):
         return None
-    mine = [s for s in ss if s.get("walk") == idx]
-    if not mine or not all(has_split(s) for s in mine):
-        return None
-    v = float(max(s["walker_held_ns"] for s in mine))
-    if int(w.get("stalls", len(mine))) > len(mine):
-        v = max(v, float((r.doc.get("kernel_view") or {}).get("stalls_complete_above_ns", 0)))
+    v = float(max(h for h in held if h is not None))
+    if (w.stalls if w.stalls is not None else len(mine)) > len(mine):
+        v = max(v, _complete_above(r))
     return v
 
 
@@ -80,21 +81,19 @@ def worst_split(runs: Iterable[res.Result], kind: str | None = None,
     """The n longest split stalls of the runs (of one walk kind if given)."""
     out: list[Worst] = []
     for r in runs:
-        walks = r.doc.get("walks", [])
-        for s in stalls(r) or []:
-            if not has_split(s):
+        for s in stalls(r) or ():
+            if (s.walker_held_ns is None or s.others_held_ns is None
+                    or s.free_ns is None):
                 continue
-            wi = s.get("walk")
-            k = walks[wi]["kind"] if isinstance(wi, int) and 0 <= wi < len(walks) else "?"
+            w = r.walk_of(s)
+            k = w.kind.value if w is not None else "?"
             if kind is not None and k != kind:
                 continue
-            off = s.get("walker_off_cpu_ns")
-            run = s.get("waiter_runnable_ns")
-            out.append(Worst(float(s["wait_ns"]), float(s["walker_held_ns"]),
-                             float(s["others_held_ns"]), float(s["free_ns"]),
-                             float(off) if isinstance(off, (int, float)) else None,
-                             k, r.path.name,
-                             float(run) if isinstance(run, (int, float)) else None))
+            off, run = s.walker_off_cpu_ns, s.waiter_runnable_ns
+            out.append(Worst(float(s.wait_ns), float(s.walker_held_ns),
+                             float(s.others_held_ns), float(s.free_ns),
+                             float(off) if off is not None else None, k, r.path.name,
+                             float(run) if run is not None else None))
     out.sort(key=lambda x: -x.wait)
     return out[:n]
 
@@ -108,7 +107,8 @@ class Share:
     bound: bool        # value is an upper bound (the list was incomplete below it)
 
 
-def victim_share(runs: list[res.Result], victim: str, q: float, n_ops: int) -> Share | None:
+def victim_share(runs: list[res.Result], victim: res.VictimName, q: float,
+                 n_ops: int) -> Share | None:
     """A victim's latency quantile q during walks has n_ops operations; the
     walk's share of it is the k-th largest walker-held part among that
     victim's stalls (k = the operations at or above the nearest-rank
@@ -120,14 +120,15 @@ def victim_share(runs: list[res.Result], victim: str, q: float, n_ops: int) -> S
     threshold, incomplete, seen = 0.0, False, False
     for r in runs:
         ss = stalls(r)
-        if ss is None or not all(has_split(s) for s in ss):
+        if ss is None or not all(s.split for s in ss):
             return None
         seen |= bool(ss)
-        mine = [s for s in ss if s.get("victim") == victim]
-        held += [float(s["walker_held_ns"]) for s in mine]
-        kv = r.doc.get("kernel_view") or {}
-        threshold = max(threshold, float(kv.get("stalls_complete_above_ns", 0) or 0))
-        incomplete |= int(kv.get("stalls_total", len(ss))) > len(ss)
+        held += [float(s.walker_held_ns) for s in ss
+                 if s.victim == victim and s.walker_held_ns is not None]
+        threshold = max(threshold, _complete_above(r))
+        kv = r.kernel_view
+        total = kv.stalls_total if kv is not None else None
+        incomplete |= (total if total is not None else len(ss)) > len(ss)
     if n_ops <= 0 or not seen:
         return None
     k = 1 if q >= 1.0 else n_ops - max(1, math.ceil(q * n_ops)) + 1

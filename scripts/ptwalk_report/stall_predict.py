@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from . import split
 from .compare import fmt_ns
+from .walk_kinds import LockUnit
 
 if TYPE_CHECKING:
     from . import fit as fitmod
@@ -33,20 +34,22 @@ def _size(b: float) -> str:
     return f"{b / GIB:.3g} GiB" if b >= GIB else f"{b / MIB:.3g} MiB"
 
 
-UNIT_TEXT = {"whole_walk": "whole walk", "vma_when_contended": "VMA (writer waits)",
-             "read_chunk": "read() of VMAs", "pmd_chunk": "2 MiB range",
-             "vma_per_call": "VMA (per ioctl)"}
+UNIT_TEXT = {LockUnit.whole_walk: "whole walk", LockUnit.vma_when_contended: "VMA (writer waits)",
+             LockUnit.read_chunk: "read() of VMAs", LockUnit.pmd_chunk: "2 MiB range",
+             LockUnit.vma_per_call: "VMA (per ioctl)"}
 _BYTES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
 
 
 def _est_max(p: RunPoint) -> float | None:
     """The run's stall_estimate for its layout: estimate_max_ns, or the top
     of estimate_max_range_ns (aliased runs whose calibration disagreed)."""
-    e = p.estimate or {}
-    if isinstance(e.get("estimate_max_ns"), (int, float)):
-        return float(e["estimate_max_ns"])
-    rg = e.get("estimate_max_range_ns")
-    return float(rg[1]) if isinstance(rg, list) and len(rg) == 2 else None
+    e = p.estimate
+    if e is None:
+        return None
+    if e.estimate_max_ns is not None:
+        return float(e.estimate_max_ns)
+    rg = e.estimate_max_range_ns
+    return rg[1] if rg is not None else None
 
 
 def _vma_bytes(layout: tuple[str, int, int]) -> float | None:
@@ -80,7 +83,7 @@ def predict_stall(g: CostGroup, x: float) -> StallPrediction:
     if unit is None:
         return StallPrediction("lock unit unknown (the results carry no stall_estimate."
                                "kinds.KIND.lock_unit): the stall is not extrapolated", None)
-    if unit == "whole_walk":
+    if unit == LockUnit.whole_walk:
         f = g.held_fit if g.split else g.stall_fit
         if f is None:
             return StallPrediction("n/a (no stall attribution)" if g.stall_fit is None and
@@ -90,7 +93,7 @@ def predict_stall(g: CostGroup, x: float) -> StallPrediction:
         what = "walk held" if g.split else f"whole wait, {split.UNAVAILABLE}"
         return StallPrediction(f"{_pi(f, x)} ({what}; linear in entries)", f.predict(x))
     ests = [e for p in g.runs if (e := _est_max(p)) is not None]
-    if unit == "pmd_chunk":
+    if unit == LockUnit.pmd_chunk:
         held = [p.worst_held for p in g.runs if p.worst_held is not None]
         if not held and not ests:
             return StallPrediction("n/a (no hold of a 2 MiB range measured)", None)
@@ -106,15 +109,17 @@ def predict_stall(g: CostGroup, x: float) -> StallPrediction:
     vma = _vma_bytes(lay)
     target_bytes = max(0.0, (x - g.entries_base) / g.entries_per_byte) \
         if g.entries_per_byte > 0 else math.inf
-    if vma is not None and unit == "read_chunk":
-        vpr = max(int((p.estimate or {}).get("vmas_per_read", 1)) for p in g.runs)
+    if vma is not None and unit == LockUnit.read_chunk:
+        vpr = max(int(p.estimate.vmas_per_read or 1) if p.estimate is not None else 1
+                  for p in g.runs)
         vma *= max(1, vpr)
     if vma is None or vma >= target_bytes:
         if g.fit is None or not g.extrapolates:
             return StallPrediction("not extrapolated", None)
         return StallPrediction(f"{_pi(g.fit, x)} (the walk of one VMA holding the whole "
                                f"mapping: {lay[0]}; linear in entries)", g.fit.predict(x))
-    measured = max(float((p.estimate or {}).get("layout_hold_bytes", 0)) for p in g.runs)
+    measured = max(float(p.estimate.layout_hold_bytes or 0) if p.estimate is not None else 0.0
+                   for p in g.runs)
     if vma <= measured and ests:
         v = max(ests)
         return StallPrediction(f"{fmt_ns(v)} flat (the largest hold of {lay[0]}: "

@@ -109,6 +109,21 @@ def make_result(*, rng: random.Random, profile: str = "clear_refs", backing: str
     return doc
 
 
+def minimal(walks: list[dict[str, Any]], **members: Any) -> dict[str, Any]:
+    """A document of the members a result must have (result_types.parse)
+    around WALKS (each given a start and a duration when it lacks them),
+    plus MEMBERS: for tests of one reader."""
+    ws = [{"start_ns": i * 100_000_000, "duration_ns": 1_000_000, "kind": "smaps_rollup", **w}
+          for i, w in enumerate(walks)]
+    doc: dict[str, Any] = {
+        "schema": SCHEMA, "complete": True, "backend": "module",
+        "scenario": {"size_bytes": 1 << 30, "backing": "alias", "profile": "smaps_rollup",
+                     "victims": []},
+        "walks": ws, "victims": {}}
+    doc.update(members)
+    return doc
+
+
 def read(path: Path) -> dict[str, Any]:
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]

@@ -55,6 +55,8 @@ def _gib(n: float) -> str:
 
 
 def _perf(doc: dict[str, Any]) -> list[str]:
+    """perf's summary, read from the raw document: its shape follows perf's
+    own output (and older results'), so it is not modelled in result_types."""
     perf = doc.get("perf")
     if not perf:
         why = ("perf is not installed here" if shutil.which("perf") is None
@@ -88,7 +90,7 @@ def _split_lines(r: res.Result) -> list[str]:
     walk's share of each victim's p99.9 during walks (split.py)."""
     if not split.stalls(r):
         return []
-    kinds = sorted({w["kind"] for w in r.doc.get("walks", [])})
+    kinds = sorted({w.kind.value for w in r.walks})
     rows = [f"{k}: longest wait {x.text()}" for k in kinds
             for x in split.worst_split([r], k)]
     if not rows:
@@ -100,13 +102,12 @@ def _split_lines(r: res.Result) -> list[str]:
                                "waiter not yet running):", WIDTH)
     for line in rows:
         out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
-    for name, v in sorted(r.doc.get("victims", {}).items()):
-        du = v.get("during", {})
-        n, raw = int(du.get("count", 0)), du.get("p999_ns")
+    for name, v in sorted(r.victims.items(), key=lambda x: x[0].value):
+        n, raw = v.during.count, v.during.p999_ns
         sh = split.victim_share([r], name, 0.999, n) if n >= 1000 else None
         if sh is None or raw is None:
             continue
-        out += textwrap.wrap(f"{name} p99.9 during walks {fmt_ns(raw)}, the walk's share "
+        out += textwrap.wrap(f"{name.value} p99.9 during walks {fmt_ns(raw)}, the walk's share "
                              f"{'<= ' if sh.bound else ''}{fmt_ns(sh.value)}", WIDTH,
                              initial_indent="  ", subsequent_indent="    ")
     return out
@@ -116,86 +117,88 @@ def _incomplete_lines(r: res.Result) -> list[str]:
     """Walks that covered less than the workload: the finding itself when
     the kernel skips VMAs (6.1's show_smaps_rollup() after yielding
     mmap_lock), so the text a maintainer reads says it, with an example."""
-    d = r.doc
     out: list[str] = []
-    for kind, s in sorted(d.get("walk_summary", {}).items()):
-        n = s.get("incomplete", 0)
+    for kind, s in sorted(r.walk_summary.items(), key=lambda x: x[0].value):
+        n = s.incomplete
         if not n:
             continue
-        ws = [w for w in d.get("walks", []) if w.get("kind", kind) == kind]
-        short = [w for w in ws if "incomplete" in w]
-        yielded = sum(1 for w in short if w.get("lock_acquisitions", 0) > 1)
-        val = d.get("validation", {}).get("walks", {})
-        conf = val.get("short_after_yielding_lock")
-        line = (f"{kind}: {n} of {s.get('count', len(ws))} walks covered less than the "
+        ws = [w for w in r.walks if w.kind == kind]
+        short = [w for w in ws if w.incomplete is not None]
+        yielded = sum(1 for w in short if (w.lock_acquisitions or 0) > 1)
+        val = r.validation.walks if r.validation is not None else None
+        conf = val.short_after_yielding_lock if val is not None else None
+        line = (f"{kind.value}: {n} of {s.count} walks covered less than the "
                 f"workload ({yielded} of them after taking mmap_lock again)")
         if conf is not None:
             line += f"; ptwalk.ko's count of such walks: {conf}"
         out += ["", "Incomplete walks:"]
         out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
         if short:
-            out += textwrap.wrap(f"e.g. {short[0]['incomplete']}", WIDTH,
+            out += textwrap.wrap(f"e.g. {short[0].incomplete}", WIDTH,
                                  initial_indent="    ", subsequent_indent="    ")
     return out
 
 
+def _ns(v: float | None) -> str:
+    return fmt_ns(v) if v is not None else "-"
+
+
 def render_upstream(r: res.Result) -> str:
-    d = r.doc
-    k, h, sc = d.get("kernel", {}), d.get("host", {}), d["scenario"]
-    size = d.get("workload", {}).get("size_start", {})
+    k, h, sc = r.kernel, r.host, r.scenario
+    size = r.workload.size_start if r.workload is not None else None
+    entries = size.entries if size is not None else None
     out: list[str] = []
-    title = (f"ptwalk: {sc.get('profile')} walks of {res.human_size(sc.get('size_bytes', 0))}iB "
-             f"{sc.get('backing')} ({size.get('entries', 0):,} entries) on {k.get('release')}")
+    title = (f"ptwalk: {sc.profile.value} walks of {res.human_size(sc.size_bytes)}iB "
+             f"{sc.backing.value} ({f'{entries:,}' if entries is not None else '?'} entries) "
+             f"on {r.release}")
     out += textwrap.wrap(title, WIDTH) + [""]
-    out += _wrap("Kernel:", f"{k.get('release')} {k.get('version', '')} ({k.get('machine', '')})")
-    cfg = k.get("config") or {}
+    out += _wrap("Kernel:", f"{r.release} {k.version or ''} ({k.machine or ''})")
+    cfg = k.config
     shown = [f"{c}={cfg[c]}" for c in CONFIG_KEYS if c in cfg]
     out += _wrap("Config:", " ".join(shown) if shown else
-                 f"not available ({k.get('config_note', 'no config source')})")
-    virt = h.get("virtualized")
-    out += _wrap("Hardware:", f"{h.get('cpu_model', '?')}, {h.get('cpus', '?')} CPUs, "
-                 f"{_gib(h.get('mem_total_bytes', 0))} RAM"
-                 + (f", virtualized ({virt})" if virt else ", bare metal"))
-    thp = h.get("thp", {})
-    out += _wrap("THP:", " ".join(f"{a}: {b}" for a, b in thp.items()))
-    out += _wrap("Backend:", f"{d.get('backend')}: {d.get('backend_detail', '')}")
-    if "backend_fallback" in d:
-        out += _wrap("Fallback:", d["backend_fallback"])
+                 f"not available ({k.config_note or 'no config source'})")
+    virt = h.virtualized
+    mem = _gib(h.mem_total_bytes) if h.mem_total_bytes is not None else "?"
+    out += _wrap("Hardware:", f"{h.cpu_model or '?'}, {h.cpus if h.cpus is not None else '?'} "
+                 f"CPUs, {mem} RAM" + (f", virtualized ({virt})" if virt else ", bare metal"))
+    out += _wrap("THP:", " ".join(f"{a}: {b}" for a, b in h.thp.items()))
+    out += _wrap("Backend:", f"{r.backend.value}: {r.backend_detail or ''}")
+    if r.backend_fallback is not None:
+        out += _wrap("Fallback:", r.backend_fallback)
     if not r.usable:
-        out += _wrap("NOTE:", "incomplete run: "
-                     + str(d.get("error") or d.get("interrupted") or "complete=false"))
+        out += _wrap("NOTE:", "incomplete run: " + (r.error or r.interrupted or "complete=false"))
     out += ["", "Reproducer (as root, from a ptwalk build):"]
-    out += _command(d.get("argv", ["ptwalk", "run"]))
+    out += _command(list(r.argv) or ["ptwalk", "run"])
     out += ["", "Walks:", f"  {'kind':<13}{'walks':>6}{'entries':>11}{'p50':>9}{'max':>9}"
             f"{'ns/ent':>8}{'hold p50':>10}"]
-    for kind, s in sorted(d.get("walk_summary", {}).items()):
-        hold = s.get("lock_hold_p50_ns")
-        out.append(f"  {kind[:12]:<13}{s.get('count', 0):>6}{s.get('ptes', 0):>11,}"
-                   f"{fmt_ns(s.get('duration_p50_ns', 0)):>9}"
-                   f"{fmt_ns(s.get('duration_max_ns', 0)):>9}"
-                   f"{s.get('ns_per_pte_p50', 0):>8.1f}{fmt_ns(hold) if hold else '-':>10}")
-    locks = [f"{kind}: {s['lock_mode']} lock, longest attributed wait "
-             f"{fmt_ns(s.get('max_stall_ns', 0))}"
-             for kind, s in sorted(d.get("walk_summary", {}).items()) if "lock_mode" in s]
+    summary = sorted(r.walk_summary.items(), key=lambda x: x[0].value)
+    for kind, s in summary:
+        hold = s.lock_hold_p50_ns
+        npe = f"{s.ns_per_pte_p50:.1f}" if s.ns_per_pte_p50 is not None else "-"
+        ptes = f"{s.ptes:,}" if s.ptes is not None else "-"
+        out.append(f"  {kind.value[:12]:<13}{s.count:>6}{ptes:>11}"
+                   f"{_ns(s.duration_p50_ns):>9}{_ns(s.duration_max_ns):>9}"
+                   f"{npe:>8}{fmt_ns(hold) if hold else '-':>10}")
+    locks = [f"{kind.value}: {s.lock_mode.value} lock, longest attributed wait "
+             f"{_ns(s.max_stall_ns)}" for kind, s in summary if s.lock_mode is not None]
     for line in locks:
         out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
     out += _incomplete_lines(r)
     out += _split_lines(r)
     out += ["", "Victim latency, outside walks -> during walks:",
             f"  {'victim':<7}{'ops out/during':>17}{'p99':>19}{'p99.9':>19}"]
-    for name, v in sorted(d.get("victims", {}).items()):
-        o, du = v.get("outside", {}), v.get("during", {})
+    for name, v in sorted(r.victims.items(), key=lambda x: x[0].value):
+        o, du = v.outside, v.during
 
         def pair(key: str) -> str:
-            a, b = o.get(key), du.get(key)
-            return f"{fmt_ns(a) if a is not None else '-'}->{fmt_ns(b) if b is not None else '-'}"
-        out.append(f"  {name[:6]:<7}{o.get('count', 0):>10,}/{du.get('count', 0):<6,}"
+            return f"{_ns(o.quantile(key))}->{_ns(du.quantile(key))}"
+        out.append(f"  {name.value[:6]:<7}{o.count:>10,}/{du.count:<6,}"
                    f"{pair('p99_ns'):>19}{pair('p999_ns'):>19}")
         out.append(f"  {'':<7}{'max':>17}{pair('max_ns'):>19}")
-    lost = d.get("kernel_view", {}).get("lost_events")
+    lost = r.kernel_view.lost_events if r.kernel_view is not None else None
     if lost:
         out += ["", f"Note: {lost} tracepoint events lost; lock figures are partial."]
-    out += [""] + _perf(d) + [""]
-    out += textwrap.wrap(f"Result: {r.path.name}, ptwalk {d.get('tool', {}).get('version', '?')}, "
-                         f"started {d.get('started_at', '?')}.", WIDTH)
+    out += [""] + _perf(r.doc) + [""]
+    out += textwrap.wrap(f"Result: {r.path.name}, ptwalk {r.tool_version or '?'}, "
+                         f"started {r.started_at or '?'}.", WIDTH)
     return "\n".join(line.rstrip() for line in out) + "\n"

@@ -5,7 +5,6 @@ with a writer (S), judged by results/budgets/vm-tcg-icount.json. Shared by
 scripts/tests/test_vm_stall_budget.py and make bench."""
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +34,9 @@ class Outcome:
 
 
 def _hold(d: Path) -> float:
-    return statistics.median(w["lock_hold_ns"] for f in sorted(d.glob("*.json"))
-                             for w in json.loads(f.read_text())["walks"] if "lock_hold_ns" in w)
+    from ptwalk_report import results as res
+    return statistics.median(w.lock_hold_ns for r in res.load(sorted(d.glob("*.json")))
+                             for w in r.walks if w.lock_hold_ns is not None)
 
 
 def run(run_in_vm: Callable[..., Any], kernel: Any, out: Path, runs: int = 1) -> Outcome:

@@ -2,7 +2,6 @@
 then one test per budget of results/budgets/*.json over all its results."""
 from __future__ import annotations
 
-import json
 import shlex
 
 import pytest
@@ -21,9 +20,9 @@ def test_scenario(scenario: matrix.Scenario, qualify, record_property) -> None:
     if rc == EXIT_SKIP:
         pytest.skip(f"ptwalk: unsupported here: {err}")
     assert rc == 0, f"ptwalk exit {rc}: {err}"
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    record_property("backend", doc.get("backend"))
-    assert doc.get("complete"), f"incomplete result: {doc.get('error') or doc.get('interrupted')}"
+    r = res.load([path])[0]
+    record_property("backend", r.backend.value)
+    assert r.complete, f"incomplete result: {r.error or r.interrupted}"
 
 
 @pytest.mark.parametrize("budget", bud.load_budgets(matrix.qualify_config().budgets),
@@ -53,12 +52,12 @@ def test_sweep_spans_two_decades(qualify) -> None:
     planned = matrix.entries_span(matrix.select(m, qualify.mode, matrix.mem_available()),
                                   m["sweep"]["base_entries"])
     need = 10 ** m["sweep"]["min_decades"]
-    spans = {(g.kind, g.backing): g.span for g in cost_groups(results)}
+    spans = {(g.kind.value, g.backing.value): g.span for g in cost_groups(results)}
     leaves: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        if r.usable and r.doc["scenario"].get("backing") == "thp":
+        if r.usable and r.scenario.backing == res.Backing.thp:
             for w in res.good_walks(r):
-                leaves.setdefault((w["kind"], "thp"), []).append(w.get("pmd_leaves", 0))
+                leaves.setdefault((w.kind.value, "thp"), []).append(w.pmd_leaves or 0)
     for k, xs in leaves.items():
         spans[k] = max(xs) / min(xs) if min(xs) > 0 else 0.0
     for (kind, backing), want in sorted(planned.items()):

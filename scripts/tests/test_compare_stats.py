@@ -217,10 +217,10 @@ def test_good_walks_leave_out_failed_and_incomplete_walks() -> None:
     # an incomplete smaps_rollup walk skipped VMAs: its duration is not the
     # mapping's cost and must not reach the comparison
     from pathlib import Path
-    from ptwalk_report import results
+    from ptwalk_report import results, synthetic
     walks = [{"kind": "smaps_rollup", "ptes": 65536, "duration_ns": 10_000_000},
              {"kind": "smaps_rollup", "ptes": 65536, "duration_ns": 100_000,
               "incomplete": "smaps_rollup reported Rss 4.3 MiB of 260.0 MiB"},
              {"kind": "smaps_rollup", "ptes": 65536, "duration_ns": 1, "error": "ESRCH"}]
-    r = results.Result(Path("r.json"), {"walks": walks})
-    assert [w["duration_ns"] for w in results.good_walks(r)] == [10_000_000]
+    r = results.parse(Path("r.json"), synthetic.minimal(walks))
+    assert [w.duration_ns for w in results.good_walks(r)] == [10_000_000]

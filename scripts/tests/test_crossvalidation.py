@@ -103,8 +103,13 @@ def compare_splits(name: str, res: dict[str, Any]) -> tuple[list[str], int]:
     the mmap_lock tracepoints in one guest) split it alike: ptwalk's own
     figure (validation.views.split_*) and, recomputed here from both lists,
     every stall both views list, split by both, has walker_held_ns within
-    SPLIT_SLACK_NS + 2% of its wait in the other view. Problems, and how
-    many stalls were compared."""
+    SPLIT_SLACK_NS + 2% of its wait + the module's clock_spread_ns in the
+    other view: each view reads the clock in its own probe of each event,
+    and whatever holds the CPU between the probes (in a TCG guest on a busy
+    host, the vCPU not running: up to 11.7 ms measured) moves a boundary in
+    one view only; ptwalk.ko brackets the other probes and reports by how
+    much (module/KERNEL-FACTS.md entry 26). Problems, and how many stalls
+    were compared."""
     views = res["validation"].get("views") or {}
     mod = [s for s in res["kernel_view"]["stalls"] if s.get("walker_held_ns") is not None]
     tp = [s for s in (res.get("kernel_view_tracepoint") or {}).get("stalls", [])
@@ -118,9 +123,14 @@ def compare_splits(name: str, res: dict[str, Any]) -> tuple[list[str], int]:
             continue
         n += 1
         t = twin[0]
-        if abs(t["walker_held_ns"] - m["walker_held_ns"]) > SPLIT_SLACK_NS + 0.02 * m["wait_ns"]:
+        if "clock_spread_ns" not in m:
+            bad.append(f"{name}: a split module stall without clock_spread_ns: {m}")
+            continue
+        if abs(t["walker_held_ns"] - m["walker_held_ns"]) > \
+                SPLIT_SLACK_NS + 0.02 * m["wait_ns"] + m["clock_spread_ns"]:
             bad.append(f"{name}: walker_held_ns module {m['walker_held_ns']} vs tracepoint "
-                       f"{t['walker_held_ns']} for the same {m['wait_ns']} ns wait: {m} / {t}")
+                       f"{t['walker_held_ns']} for the same {m['wait_ns']} ns wait "
+                       f"(clock spread {m['clock_spread_ns']} ns): {m} / {t}")
     if views.get("split_compared") != n:
         bad.append(f"{name}: ptwalk compared {views.get('split_compared')} splits, "
                    f"the test {n}: {views}")
@@ -142,6 +152,7 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     assert r.returncode == 0, r.problem()
     bad: list[str] = []
     split_total = compared_total = 0
+    spread_total = 0
     split_disagree: list[str] = []
     for k in KINDS:
         assert f"{k}.json" in r.files, f"{k}.json not returned ({sorted(r.files)})"
@@ -164,13 +175,18 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
         bad += problems
         split_total += split
         problems, compared = compare_splits(f"{k} (module vs tracepoint)", res)
-        # ptwalk's own count must match the test's; a split the views
-        # disagree on is the known bug below
+        # ptwalk's own count must match the test's, and every split module
+        # stall says its clock spread; a split the views disagree on beyond
+        # that spread is the residual below
         bad += [x for x in problems if "walker_held_ns module" not in x]
         split_disagree += [x for x in problems if "walker_held_ns module" in x]
         compared_total += compared
+        spread = [s["clock_spread_ns"] for s in res["kernel_view"]["stalls"]
+                  if "clock_spread_ns" in s]
+        spread_total += sum(spread)
         print(f"{vm_kernel.id if vm_kernel else '?'} {k} split compared across views: "
-              f"{compared}, disagreeing {len(problems)}")
+              f"{compared}, disagreeing {len(problems)}; clock spread "
+              f"{sum(spread) / 1e6:.1f} ms in all, largest {max(spread, default=0) / 1e6:.2f} ms")
         listed = res["kernel_view"]["stalls"]
         print(f"{vm_kernel.id if vm_kernel else '?'} {k} module split: {split}/{len(listed)} "
               f"stalls, walker_held {sum(x.get('walker_held_ns', 0) for x in listed) / 1e6:.1f} ms "
@@ -184,17 +200,30 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
         bad.append("no module stall carries a split")
     if not compared_total:
         bad.append("no stall split by both views to compare")
+    # the spread is measured, not vacuous: the probes of some boundary
+    # within a compared wait read the clock apart
+    if compared_total and not spread_total:
+        bad.append("no module stall has a clock spread: the bracketing probes did not run")
+    print(f"clock spread over the split stalls: {spread_total / 1e6:.1f} ms")
     assert not bad, "\n".join(bad)
     if split_disagree:
-        # A known bug, not understood yet: 65 of 712 stalls on 6.1 cloud and
-        # 75 of 470 on 6.12 cloud
-        # split by both views differ in walker_held_ns beyond 50 us + 2%
-        # of the wait, in both directions (module 79.3 ms vs tracepoint
-        # 3.4 ms of a 99.1 ms wait; 0 vs 3.8 ms of 9.3 ms). Every result
-        # shows it (validation.views.split_agree, a DISAGREE line in the
-        # table); this stays an expected failure until the cause is found.
+        # Not understood yet. With the clock spread allowed and the
+        # tracepoint view attributing a stall to the walk that first
+        # blocked it, runs here split 17 of 698, 9 of 627, 4 of 503, 4 of
+        # 516 and 0 of 445 stalls apart on 6.1 cloud, 5 of 508, 2 of 430,
+        # 1 of 489, 4 of 464 and 1 of 371 on 6.12 cloud (the last two of
+        # each with the module timing events at its first probe again;
+        # before: 65 of 712 and 75 of 470), by 1-4 ms mostly,
+        # in the same walk: read waits queued behind a writer (the
+        # writer's own boundaries bound the chain part and are not in the
+        # spread), and write waits with a small spread (pagemap on 6.12:
+        # module 15.8 ms vs tracepoint 2.7 ms of a 20.9 ms wait, spread
+        # 0.6 ms; smaps on 6.1: module 0 vs 1.63 ms of 6.25 ms, the walk's
+        # last hold, not used by a hooked call, being others' in the
+        # module).
         pytest.xfail(f"known: the views split {len(split_disagree)} of {compared_total} "
-                     "stalls differently; first: " + "; ".join(split_disagree[:3]))
+                     "stalls apart beyond the clock spread; first: "
+                     + "; ".join(split_disagree[:3]))
 
 
 def _skip_or_fail(why: str) -> None:

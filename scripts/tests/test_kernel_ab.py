@@ -17,6 +17,7 @@ import pytest
 
 import kernel_ab
 from ptwalk_report import results as res
+from ptwalk_report import synthetic
 from ptwalk_vm import config
 from ptwalk_vm.pytest_plugin import skip_or_fail, vm_unavailable
 
@@ -94,14 +95,14 @@ def test_skip_figures_count_walks_and_module(tmp_path: Path) -> None:
     """The skip figure: walks of rollup_alias runs only; a walk the module
     did not confirm is a disagreement, not a skip to believe."""
     def doc(walks: list[dict], confirmed: int) -> dict:
-        return {"walks": walks, "validation": {"walks": {
-            "short_after_yielding_lock": confirmed, "agree": True}}}
+        return synthetic.minimal(walks, validation={"walks": {
+            "short_after_yielding_lock": confirmed, "agree": True}})
     w_ok = {"lock_acquisitions": 1}
     w_yield = {"lock_acquisitions": 3}
     w_skip = {"lock_acquisitions": 2, "incomplete": "short"}
-    rs = [res.Result(tmp_path / "rollup_alias-1.json", doc([w_ok, w_yield, w_skip], 1)),
-          res.Result(tmp_path / "rollup_alias-2.json", doc([w_skip, w_skip], 1)),
-          res.Result(tmp_path / "clear_refs-1.json", doc([w_skip], 1))]
+    rs = [res.parse(tmp_path / "rollup_alias-1.json", doc([w_ok, w_yield, w_skip], 1)),
+          res.parse(tmp_path / "rollup_alias-2.json", doc([w_skip, w_skip], 1)),
+          res.parse(tmp_path / "clear_refs-1.json", doc([w_skip], 1))]
     f = kernel_ab.skip_figures(rs)
     assert (f["runs"], f["walks"], f["yielded"], f["skipped"]) == (2, 5, 4, 3)
     assert f["module_confirmed"] == 2

@@ -15,7 +15,7 @@ import pytest
 from ptwalk_report import budgets as bud
 from ptwalk_report import matrix
 from ptwalk_report import results as res
-from ptwalk_report import walk_kinds
+from ptwalk_report import synthetic, walk_kinds
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "results"
@@ -91,6 +91,7 @@ def test_stall_budget_skips_without_attribution() -> None:
     for w in r.doc["walks"]:
         w.pop("max_stall_ns", None)
     r.doc["backend"] = "syscall"
+    r = res.parse(r.path, r.doc)
     vs = bud.evaluate([{"id": "s", "check": "stall_vs_walk", "factor": 1, "slack_ns": 0}], [r])
     assert [v.verdict for v in vs] == [bud.SKIP] and "syscall" in vs[0].detail
 
@@ -98,6 +99,11 @@ def test_stall_budget_skips_without_attribution() -> None:
 def test_bad_budgets_file(tmp_path: Path) -> None:
     with pytest.raises(res.InputError):
         bud.load_budgets(_budgets(tmp_path, [{"id": "x", "check": "no_such_check"}]))
+    bad: list[dict[str, Any]] = [{"victim": "sleep"}, {"victims": ["mmap", "sleep"]}]
+    for b in bad:
+        with pytest.raises(res.InputError, match="budget 'v': unknown victim 'sleep'"):
+            bud.load_budgets(_budgets(tmp_path, [{"id": "v", "check": "victim_during_quantile",
+                                                  "quantile": "p99", **b}]))
 
 
 def test_matrix_selection_fits_time_budgets() -> None:
@@ -236,11 +242,12 @@ def test_qualify_collects_the_matrix(tmp_path: Path) -> None:
 
 def test_busy_periods_chain_back_to_back_walks() -> None:
     ms = 1_000_000
-    walks = [{"start_ns": 0, "duration_ns": 10 * ms},          # alone
-             {"start_ns": 100 * ms, "duration_ns": 30 * ms},   # overruns into the next
-             {"start_ns": 130 * ms, "duration_ns": 20 * ms},
-             {"start_ns": 150 * ms + ms // 2, "duration_ns": 5 * ms},  # 0.5 ms gap: chained
-             {"start_ns": 300 * ms, "duration_ns": 1 * ms}]
+    walks = list(res.parse(Path("r.json"), synthetic.minimal([
+        {"start_ns": 0, "duration_ns": 10 * ms},          # alone
+        {"start_ns": 100 * ms, "duration_ns": 30 * ms},   # overruns into the next
+        {"start_ns": 130 * ms, "duration_ns": 20 * ms},
+        {"start_ns": 150 * ms + ms // 2, "duration_ns": 5 * ms},  # 0.5 ms gap: chained
+        {"start_ns": 300 * ms, "duration_ns": 1 * ms}])).walks)
     assert bud.busy_periods(walks, 1 * ms) == [10 * ms, 55.5 * ms, 55.5 * ms, 55.5 * ms, 1 * ms]
     assert bud.busy_periods(walks, 0)[3] == 5 * ms
 
@@ -261,7 +268,6 @@ def test_cost_fit_budget_across_sizes(tmp_path: Path) -> None:
     size; PASS on a recorded sweep, FAIL when walks grow with the square of
     the entries, SKIP (with the reason) when sizes span less than a decade."""
     import random
-    from ptwalk_report import synthetic
     b = [{"id": "fit", "check": "cost_fit", "max_loglog_slope": 1.3,
           "max_ns_per_entry": {"*": 100_000}}]
     vs = bud.evaluate(b, res.load(sorted((DATA / "sizes").glob("*.json.gz"))))
@@ -374,7 +380,7 @@ def test_scope_by_lock_unit_read_from_the_result(tmp_path: Path) -> None:
     assert [v.verdict for v in _scoped(b, unsaid)[0]] == [bud.PASS]
     # cadvisor: every kind must be in scope (its clear_refs is whole_walk)
     r = res.load([DATA / "a"])
-    assert all("stall_estimate" not in x.doc or x.doc["stall_estimate"] for x in r)
+    assert all(x.stall_estimate is None or x.stall_estimate.kinds for x in r)
 
 
 def test_scope_by_profile_backing_and_planned_walks(tmp_path: Path) -> None:

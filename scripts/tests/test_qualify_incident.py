@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ptwalk_report import incident, matrix  # noqa: E402
+from ptwalk_report import results as res  # noqa: E402
 
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +52,8 @@ def test_summary_shows_raw_and_corrected(tmp_path: Path) -> None:
                         "--quiet", "--out", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    rows = incident.summarize([doc], min_size=GIB)
+    result = res.parse(out, doc)
+    rows = incident.summarize([result], min_size=GIB)
     assert {r["kind"] for r in rows} == {"smaps", "clear_refs"}
     for r in rows:
         assert r["aliased"] is True
@@ -70,5 +72,5 @@ def test_summary_shows_raw_and_corrected(tmp_path: Path) -> None:
         assert "for distinct pages" in text
     else:
         assert "uncorrected" in text
-    assert incident.summarize([doc]) == []  # below incident scale: not reported
+    assert incident.summarize([result]) == []  # below incident scale: not reported
     assert "no run at incident scale" in incident.render([])

@@ -34,8 +34,7 @@ def test_fit_known_values() -> None:
     assert f.a == pytest.approx(0.035714285714284026, abs=1e-9)
     assert f.b == pytest.approx(1.9976190476190483, rel=1e-12)
     y, lo, hi = f.interval(20)
-    assert (lo, hi) == (pytest.approx(38.83467123565515, rel=1e-9),
-                        pytest.approx(41.141519240535345, rel=1e-9))
+    assert (lo, hi) == pytest.approx((38.83467123565515, 41.141519240535345), rel=1e-9)
 
 
 def test_fit_synthetic_sweep_against_scipy() -> None:
@@ -59,7 +58,7 @@ def test_fit_synthetic_sweep_against_scipy() -> None:
     half = stats.t.ppf(0.975, xs.size - 2) * s * np.sqrt(
         1 + 1 / xs.size + (x0 - xs.mean()) ** 2 / ((xs - xs.mean()) ** 2).sum())
     y, lo, hi = f.interval(x0)
-    assert (lo, hi) == (pytest.approx(y - half, rel=1e-9), pytest.approx(y + half, rel=1e-9))
+    assert (lo, hi) == pytest.approx((y - half, y + half), rel=1e-9)
     assert f.exponent == pytest.approx(stats.linregress(np.log(xs), np.log(ys)).slope, rel=1e-9)
     assert f.exponent is not None
     assert 0.7 < f.exponent < 0.9      # the fixed cost bends the small sizes
@@ -161,7 +160,7 @@ def test_report_on_recorded_results(tmp_path: Path) -> None:
 
 def test_extrapolation_and_interval_figures() -> None:
     rs = res.load(SIZES)
-    g = next(c for c in report.cost_groups(rs) if c.kind == "clear_refs")
+    g = next(c for c in report.cost_groups(rs) if c.kind == res.WalkKind.clear_refs)
     assert g.fit is not None and g.extrapolates and g.span >= 100
     y, lo, hi = g.fit.interval(25_000_000)
     assert 0 < lo < y < hi and 1e8 < y < 1e11           # 0.1 s .. 100 s, not ms or hours
@@ -261,7 +260,7 @@ def test_report_says_distinct_and_aliased_and_checks_the_fit(tmp_path: Path) -> 
     md = md_path.read_text()
     sizes = md.split("## Sizes measured")[1].split("\n## ")[0]
     assert "| alias | 100 GiB | aliased | 1 |" in sizes and "| anon | 1 MiB | distinct |" in sizes
-    anon = next(g for g in report.cost_groups(res.load(files)) if g.backing == "anon")
+    anon = next(g for g in report.cost_groups(res.load(files)) if g.backing == res.Backing.anon)
     assert anon.fit is not None and anon.fit.n == 6           # the aliased run is not in it
     row = next(x for x in md.splitlines() if x.startswith("| 6.18.0 | clear_refs | 26,214,400 |"))
     cells = [c.strip() for c in row.split("|")]

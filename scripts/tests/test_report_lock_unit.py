@@ -12,6 +12,7 @@ import pytest
 from ptwalk_report import report, synthetic
 from ptwalk_report import results as res
 from ptwalk_report.upstream import render_upstream
+from ptwalk_report.walk_kinds import LockUnit
 
 MS = 1_000_000
 US = 1_000
@@ -40,7 +41,7 @@ def _sweep(tmp: Path, kind: str, **kw) -> list[res.Result]:
 
 
 def _group(rs: list[res.Result], kind: str) -> report.CostGroup:
-    return next(g for g in report.cost_groups(rs) if g.kind == kind)
+    return next(g for g in report.cost_groups(rs) if g.kind == res.WalkKind(kind))
 
 
 def test_pagemap_stall_stays_flat_at_a_chunk_hold(tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_pagemap_stall_stays_flat_at_a_chunk_hold(tmp_path: Path) -> None:
     rs = _sweep(tmp_path, "pagemap", held_ns=40 * US, lock_unit="pmd_chunk",
                 hold_bytes=CHUNK)
     g = _group(rs, "pagemap")
-    assert g.lock_unit == "pmd_chunk" and g.split and g.extrapolates and g.span > 100
+    assert g.lock_unit == LockUnit.pmd_chunk and g.split and g.extrapolates and g.span > 100
     largest_hold = max(p.worst_held or 0.0 for p in g.runs)
     assert largest_hold == 40 * US
     p = report.predict_stall(g, 25_000_000)
@@ -69,9 +70,10 @@ def test_pagemap_stall_stays_flat_at_a_chunk_hold(tmp_path: Path) -> None:
 
 def test_whole_walk_extrapolates_the_walk_held_part_linearly(tmp_path: Path) -> None:
     rs = _sweep(tmp_path, "clear_refs", held_ns=0, lock_unit="whole_walk")
-    for r in rs:                 # the walk held the lock for half its duration
+    for i, r in enumerate(rs):   # the walk held the lock for half its duration
         for w in r.doc["walks"]:
             w["max_stall_walker_held_ns"] = w["duration_ns"] // 2
+        rs[i] = res.parse(r.path, r.doc)
     g = _group(rs, "clear_refs")
     p = report.predict_stall(g, 25_000_000)
     assert g.held_fit is not None and "walk held; linear in entries" in p.text

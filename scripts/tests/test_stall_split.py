@@ -13,6 +13,7 @@ from ptwalk_report import results as res
 from ptwalk_report import split, synthetic
 
 MS = 1_000_000
+MMAP = res.VictimName.mmap
 MIB = 1 << 20
 STALL = {"id": "stall-within-walk", "check": "stall_vs_walk", "factor": 1.5,
          "slack_ns": 10 * MS, "gap_ns": MS}
@@ -67,14 +68,15 @@ def test_a_walk_holding_the_lock_too_long_still_fails(tmp_path: Path) -> None:
 
 def test_the_walk_part_from_kernel_view_when_the_walk_lacks_it(tmp_path: Path) -> None:
     rs = _load(tmp_path, "kv", stall_ns=18.1 * MS, held_ns=2.4 * MS, walk_member=False)
-    assert all("max_stall_walker_held_ns" not in w for w in rs[0].doc["walks"])
+    assert all(w.max_stall_walker_held_ns is None for w in rs[0].walks)
     vs = bud.evaluate([STALL], rs)
     assert vs[0].verdict == bud.PASS and "walk-held stall 2.4ms" in vs[0].figure
     # a walk with more stalls than the list holds: the unlisted ones waited
     # less than stalls_complete_above_ns, which bounds their walker-held part
-    r = rs[0]
-    r.doc["walks"][3]["stalls"] = 5
-    r.doc["kernel_view"]["stalls_complete_above_ns"] = 14 * MS
+    doc = rs[0].doc
+    doc["walks"][3]["stalls"] = 5
+    doc["kernel_view"]["stalls_complete_above_ns"] = 14 * MS
+    rs[0] = res.parse(rs[0].path, doc)
     vs = bud.evaluate([STALL], rs)
     assert vs[0].verdict == bud.FAIL and "walk-held stall 14ms" in vs[0].figure
 
@@ -88,6 +90,7 @@ def _victim_results(tmp: Path, name: str, held: bool) -> list[res.Result]:
         for i, s in enumerate(sorted(rs[0].doc["kernel_view"]["stalls"], key=lambda s: s["walk"])):
             s["walker_held_ns"] = (i + 1) * MS
             s["free_ns"] = s["wait_ns"] - s["walker_held_ns"] - s["others_held_ns"]
+        rs[0] = res.parse(rs[0].path, rs[0].doc)
     return rs
 
 
@@ -97,14 +100,14 @@ def test_victim_budgets_judge_the_walks_share(tmp_path: Path) -> None:
     rs = _victim_results(tmp_path, "v", held=True)
     # p99.9 of 1000 ops is the 2nd longest: the walk's share is the 2nd
     # largest walker-held part, 9 ms, against a raw quantile of ~20 ms
-    sh = split.victim_share(rs, "mmap", 0.999, 1000)
+    sh = split.victim_share(rs, MMAP, 0.999, 1000)
     assert sh is not None and (sh.k, sh.stalls, sh.value, sh.bound) == (2, 10, 9 * MS, False)
     v = bud.evaluate([q999], rs)[0]
     assert v.verdict == bud.FAIL and "raw 2" in v.figure
     assert "the walk's share 9ms (the 2nd largest walk-held part of 10 stalls)" in v.figure
     assert bud.evaluate([dict(q999, max_ns=9 * MS)], rs)[0].verdict == bud.PASS
     # p99 of 1000 ops: 11 operations at or above it, only 10 stalls: share 0
-    share = split.victim_share(rs, "mmap", 0.99, 1000)
+    share = split.victim_share(rs, MMAP, 0.99, 1000)
     assert share is not None and share.value == 0.0
     v = bud.evaluate([dict(q999, quantile="p99")], rs)[0]
     assert v.verdict == bud.PASS and "share 0ns" in v.figure, v.figure
@@ -117,7 +120,7 @@ def test_victim_budgets_judge_the_walks_share(tmp_path: Path) -> None:
 
     # without the split: the raw quantile (~20 ms) as before, said so
     rs = _victim_results(tmp_path, "raw", held=False)
-    assert split.victim_share(rs, "mmap", 0.999, 1000) is None
+    assert split.victim_share(rs, MMAP, 0.999, 1000) is None
     for b in (dict(q999, max_ns=9 * MS), dict(vw, factor=4.0)):
         v = bud.evaluate([b], rs)[0]
         assert v.verdict == bud.FAIL and split.UNAVAILABLE in v.detail, v
@@ -128,7 +131,8 @@ def test_victim_share_is_a_bound_when_the_stall_list_is_incomplete(tmp_path: Pat
     rs = _victim_results(tmp_path, "inc", held=True)
     kv = rs[0].doc["kernel_view"]
     kv["stalls_total"], kv["stalls_complete_above_ns"] = 500, 12 * MS
-    sh = split.victim_share(rs, "mmap", 0.999, 1000)
+    rs[0] = res.parse(rs[0].path, rs[0].doc)
+    sh = split.victim_share(rs, MMAP, 0.999, 1000)
     assert sh is not None and sh.bound and sh.value == 12 * MS
     v = bud.evaluate([{"id": "q", "check": "victim_during_quantile", "victim": "mmap",
                        "quantile": "p99.9", "max_ns": 10 * MS}], rs)[0]
@@ -138,7 +142,8 @@ def test_victim_share_is_a_bound_when_the_stall_list_is_incomplete(tmp_path: Pat
 def test_no_stall_at_all_is_not_evidence_of_a_split(tmp_path: Path) -> None:
     rs = _victim_results(tmp_path, "none", held=True)
     rs[0].doc["kernel_view"]["stalls"] = []
-    assert split.victim_share(rs, "mmap", 0.999, 1000) is None
+    rs[0] = res.parse(rs[0].path, rs[0].doc)
+    assert split.victim_share(rs, MMAP, 0.999, 1000) is None
 
 
 def test_an_incomplete_walk_fails_runs_complete(tmp_path: Path) -> None:

@@ -39,6 +39,23 @@ std::string s(const Record &r, const char *k)
 	auto it = r.find(k);
 	return it == r.end() ? "" : it->second;
 }
+// a record's kind: one of the module's own (PTW_KINDS), each a walk kind
+std::optional<WalkKind> module_record_kind(const Record &r, const char *key)
+{
+	auto it = r.find(key);
+	if (it == r.end())
+		return std::nullopt;
+	const auto k = parse_walk_kind(it->second);
+	return k && module_kind(*k) == k ? k : std::nullopt;
+}
+// a lock mode by the contract's names (PTW_LOCK_MODES); none when absent
+// or not one of them
+LockMode mode(const Record &r, const char *key)
+{
+	auto it = r.find(key);
+	return it == r.end() ? LockMode::none
+			     : module_lock_mode(it->second).value_or(LockMode::none);
+}
 
 } // namespace
 
@@ -106,11 +123,12 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 {
 	std::vector<ModuleWalk> out;
 	for (const Record &r : parse_records(text)) {
-		if (!r.count(W(seq)) || !r.count(W(kind)))
+		const auto kind = module_record_kind(r, W(kind));
+		if (!r.count(W(seq)) || !kind)
 			continue;
 		ModuleWalk w;
 		w.seq = u64(r, W(seq));
-		w.kind = s(r, W(kind));
+		w.kind = *kind;
 		w.walker_pid = i32(r, W(walker_pid));
 		w.walker_comm = s(r, W(walker_comm));
 		w.target_tgid = i32(r, W(target_tgid));
@@ -129,7 +147,7 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 		w.pte_tables = u64(r, W(pte_tables));
 		w.pte_slots = u64(r, W(pte_slots));
 		w.lock_hold_ns = u64(r, W(lock_hold_ns));
-		w.lock_mode = s(r, W(lock_mode));
+		w.lock_mode = mode(r, W(lock_mode));
 		w.tlb_flushes = u64(r, W(tlb_flushes));
 		w.calls = u64(r, W(calls));
 		w.stalls = u64(r, W(stalls));
@@ -142,19 +160,20 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 {
 	std::vector<ModuleStall> out;
 	for (const Record &r : parse_records(text)) {
-		if (!r.count(S(walk_seq)))
+		const auto kind = module_record_kind(r, S(kind));
+		if (!r.count(S(walk_seq)) || !kind)
 			continue;
 		ModuleStall st;
 		st.walk_seq = u64(r, S(walk_seq));
-		st.kind = s(r, S(kind));
+		st.kind = *kind;
 		st.waiter_pid = i32(r, S(waiter_pid));
 		st.waiter_comm = s(r, S(waiter_comm));
 		st.target_tgid = i32(r, S(target_tgid));
 		st.start_ns = u64(r, S(start_ns));
 		st.wait_ns = u64(r, S(wait_ns));
-		st.mode = s(r, S(mode));
+		st.mode = mode(r, S(mode));
 		st.walker_pid = i32(r, S(walker_pid));
-		st.walker_mode = s(r, S(walker_mode));
+		st.walker_mode = mode(r, S(walker_mode));
 		st.acquired = s(r, S(acquired)) != "0";
 		// split_complete=0: a hold within the wait was not seen, no split
 		if (r.count(S(walker_held_ns)) && r.count(S(others_held_ns)) &&
@@ -165,6 +184,8 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 			if (wh <= st.wait_ns && oh <= st.wait_ns - wh) {
 				st.walker_held_ns = wh;
 				st.others_held_ns = oh;
+				if (r.count(S(clock_spread_ns)))
+					st.clock_spread_ns = u64(r, S(clock_spread_ns));
 			}
 		}
 		out.push_back(std::move(st));
@@ -175,25 +196,19 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 #undef W
 #undef S
 
-std::string module_kind(std::string_view k)
-{
-	const WalkKindInfo *w = walk_kind_info(k);
-	return w ? w->module : "";
-}
-
 std::vector<int> match_walks(const std::vector<WalkSpan> &spans, const std::vector<ModuleWalk> &mw,
 			     uint64_t slack_ns)
 {
 	std::vector<int> out(spans.size(), -1);
 	std::vector<bool> used(mw.size(), false);
 	for (size_t i = 0; i < spans.size(); i++) {
-		const std::string mk = module_kind(spans[i].kind);
-		if (mk.empty())
+		const auto mk = module_kind(spans[i].kind);
+		if (!mk)
 			continue;
 		const uint64_t lo = spans[i].start_ns > slack_ns ? spans[i].start_ns - slack_ns : 0;
 		const uint64_t hi = spans[i].end_ns + slack_ns;
 		for (size_t j = 0; j < mw.size(); j++) {
-			if (used[j] || mw[j].kind != mk || mw[j].walker_pid != spans[i].walker_pid)
+			if (used[j] || mw[j].kind != *mk || mw[j].walker_pid != spans[i].walker_pid)
 				continue;
 			if (mw[j].start_ns >= lo && mw[j].end_ns <= hi) {
 				out[i] = int(j);
@@ -223,7 +238,7 @@ void fill_walk_view(WalkKernelView &v, const ModuleWalk &m)
 	v.pte_slots = m.pte_slots;
 	v.tlb_flushes = m.tlb_flushes;
 	v.lock_hold_ns = m.lock_hold_ns;
-	v.lock_mode = m.lock_mode == "mixed" ? "read+write" : m.lock_mode;
+	v.lock_mode = m.lock_mode;
 }
 
 // The stalls of matched walks, longest first: each into its walk's view,
@@ -265,6 +280,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				k.walker_held_ns = x.walker_held_ns;
 				k.others_held_ns = x.others_held_ns;
 				k.free_ns = x.wait_ns - *x.walker_held_ns - *x.others_held_ns;
+				k.clock_spread_ns = x.clock_spread_ns;
 			}
 			sv.list.push_back(std::move(k));
 		}
@@ -321,7 +337,7 @@ std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &span
 		if (m.walker_pid == rec.walker)
 			mine.push_back(m);
 		if (m.walker_pid == rec.self && m.target_tgid == rec.target &&
-		    m.kind == "smaps_rollup")
+		    m.kind == WalkKind::smaps_rollup)
 			ref = &m;
 	}
 	if (ref)
@@ -329,7 +345,7 @@ std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &span
 	auto match = match_walks(spans, mine, 1000000);
 	std::map<uint64_t, size_t> seq_to_span;
 	for (size_t i = 0; i < spans.size(); i++) {
-		if (!module_kind(spans[i].kind).empty())
+		if (module_kind(spans[i].kind))
 			mv.walks_hookable++;
 		if (match[i] < 0)
 			continue;

@@ -117,13 +117,12 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 }
 
 // Share of a `size` mapping of `vmas` equal VMAs walked under the longest
-// hold of `kind`'s lock (1 for unknown kinds: the whole walk).
-double hold_fraction(const char *kind, uint64_t size, uint64_t vmas, uint64_t vpr)
+// hold of `kind`'s lock.
+double hold_fraction(WalkKind kind, uint64_t size, uint64_t vmas, uint64_t vpr)
 {
-	const KindLocking *kl = kind_locking(kind);
-	if (!kl || !size)
+	if (!size)
 		return 1;
-	return double(hold_bytes(kl->unit, size, vmas, (size + vmas - 1) / vmas, vpr)) /
+	return double(hold_bytes(info(kind).unit, size, vmas, (size + vmas - 1) / vmas, vpr)) /
 	       double(size);
 }
 
@@ -151,7 +150,7 @@ namespace {
 // One kind at one size: distinct pages (each mapped once, one VMA) against
 // pages aliased onto `phys` bytes. Empty, and *skipped says why, when
 // either side could not be measured.
-std::optional<KindCalibration> calibrate_kind(const Scenario &sc, const char *k, uint64_t size,
+std::optional<KindCalibration> calibrate_kind(const Scenario &sc, WalkKind k, uint64_t size,
 					      uint64_t phys, int reps,
 					      const volatile sig_atomic_t *stop,
 					      std::string *skipped)
@@ -159,7 +158,7 @@ std::optional<KindCalibration> calibrate_kind(const Scenario &sc, const char *k,
 	Scenario c = sc;
 	c.size = size;
 	c.victims = {Victim::mmap};
-	c.profile = parse_profile(k).value_or(sc.profile);
+	c.profile = profile_of(k);
 	c.interval_ns = 10000000;                // the victim runs between walks too
 	c.duration_ns = 3600ull * 1000000000ull; // bounded by max_iterations
 	c.max_iterations = uint64_t(reps);
@@ -171,15 +170,15 @@ std::optional<KindCalibration> calibrate_kind(const Scenario &sc, const char *k,
 	c.physical = size; // every page mapped once: distinct pages, one VMA
 	Measured d = measure(c, stop, &why);
 	if (!d.ok) {
-		*skipped = "distinct-page calibration (" + std::string(k) + ", " +
+		*skipped = "distinct-page calibration (" + std::string(name(k)) + ", " +
 			   format_bytes(size) + "): " + why;
 		return std::nullopt;
 	}
 	c.physical = phys;
 	Measured a = measure(c, stop, &why);
 	if (!a.ok) {
-		*skipped = "aliased calibration (" + std::string(k) + ", " + format_bytes(size) +
-			   "): " + why;
+		*skipped = "aliased calibration (" + std::string(name(k)) + ", " +
+			   format_bytes(size) + "): " + why;
 		return std::nullopt;
 	}
 	const uint64_t nvmas = (size + phys - 1) / phys;
@@ -228,15 +227,14 @@ AliasCalibration measure_alias_bias(const Scenario &sc, const std::vector<uint64
 		cal.skipped = "no calibration size";
 		return cal;
 	}
-	std::vector<const char *> kinds;
-	for (const char *k : profile_walks(sc.profile))
-		if (std::find_if(kinds.begin(), kinds.end(),
-				 [&](const char *x) { return !strcmp(x, k); }) == kinds.end())
+	std::vector<WalkKind> kinds;
+	for (WalkKind k : profile_walks(sc.profile))
+		if (std::find(kinds.begin(), kinds.end(), k) == kinds.end())
 			kinds.push_back(k);
 	for (uint64_t size : sizes) {
 		const uint64_t phys = aliased_physical(sc, size);
 		SizeCalibration s{size, phys, (size + phys - 1) / phys, {}};
-		for (const char *k : kinds) {
+		for (WalkKind k : kinds) {
 			std::string skipped;
 			auto e = calibrate_kind(sc, k, size, phys, reps, stop, &skipped);
 			if (!e)

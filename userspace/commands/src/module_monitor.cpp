@@ -119,7 +119,7 @@ void print_row(const ModuleWalk &w, const ModuleHold &h, const std::string &cell
 	snprintf(walker, sizeof(walker), "%d %s", w.walker_pid, w.walker_comm.c_str());
 	snprintf(target, sizeof(target), "%d %s", w.target_tgid, h.target.comm.c_str());
 	printf("%9.3f %-13s %-22s %-22s %10.2f %10llu %9.2f%s\n",
-	       double(int64_t(w.start_ns - t0)) / 1e9, w.kind.c_str(), walker, target,
+	       double(int64_t(w.start_ns - t0)) / 1e9, name(w.kind), walker, target,
 	       double(w.duration_ns) / 1e6, (unsigned long long)w.pte_slots,
 	       double(w.lock_hold_ns) / 1e6, cells.c_str());
 }

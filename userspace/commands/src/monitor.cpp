@@ -269,7 +269,7 @@ private:
 			waits.push_back(double(x.ns()) / 1e9);
 		metrics_.add_walk(names_.comm(w.hold.tgid),
 				  w.target_tgid ? target_comm(w.target_tgid) : "", w.kind,
-				  lock_mode_name(w.hold.write), double(w.hold.ns()) / 1e9, waits,
+				  name(held_mode(w.hold.write)), double(w.hold.ns()) / 1e9, waits,
 				  w.waiters_total, w.target_tgid != 0, w.self, name(w.basis),
 				  double(now_ns()) / 1e9);
 		if (continuous_ && o_.out_path.empty())
@@ -384,7 +384,7 @@ MonitorHold Session::hold(const Walk &w, MmIndex &mmi)
 	MonitorHold x;
 	x.start_ns = w.hold.start_ns;
 	x.hold_ns = w.hold.ns();
-	x.mode = lock_mode_name(w.hold.write);
+	x.mode = held_mode(w.hold.write);
 	x.kind = w.kind;
 	x.mm = mmi.label(w.hold.mm);
 	x.holder = {w.hold.tid, w.hold.tgid, names_.comm(w.hold.tid), names_.comm(w.hold.tgid)};
@@ -399,7 +399,7 @@ MonitorHold Session::hold(const Walk &w, MmIndex &mmi)
 	x.waiters_total = w.waiters_total;
 	for (const auto &ws : w.waiters)
 		x.waiters.push_back({ws.tid, ws.tgid, names_.comm(ws.tid), ws.start_ns, ws.ns(),
-				     lock_mode_name(ws.write)});
+				     held_mode(ws.write)});
 	return x;
 }
 
@@ -439,7 +439,7 @@ std::string Session::table_row(const Walk &w, MmIndex &pmi)
 	auto row = [&](char *buf, size_t n) {
 		return snprintf(buf, n, "%9.3f %11s %-6s %-12s %-24s %-28s %-6s %s\n",
 				double(w.hold.start_ns - std::min(w.hold.start_ns, t0_)) / 1e9,
-				ms(w.hold.ns()).c_str(), lock_mode_name(w.hold.write),
+				ms(w.hold.ns()).c_str(), name(held_mode(w.hold.write)),
 				w.kind.c_str(), holder.c_str(), target.c_str(), mm.c_str(),
 				waiters.c_str());
 	};

@@ -32,7 +32,7 @@ void to_json(Json::Value &j, const MonitorWaiter &w)
 	j["comm"] = w.comm;
 	put_optional(j, "start_ns", w.start_ns);
 	j["wait_ns"] = w.wait_ns;
-	j["mode"] = w.mode;
+	j["mode"] = name(w.mode);
 }
 
 void to_json(Json::Value &j, const MonitorHold &h)
@@ -40,7 +40,7 @@ void to_json(Json::Value &j, const MonitorHold &h)
 	j = Json::Value::object();
 	j["start_ns"] = h.start_ns;
 	j["hold_ns"] = h.hold_ns;
-	j["mode"] = h.mode;
+	j["mode"] = name(h.mode);
 	j["kind"] = h.kind;
 	j["mm"] = h.mm;
 	j["holder"] = h.holder;
@@ -54,14 +54,14 @@ void to_json(Json::Value &j, const ModuleHold &h)
 {
 	j = Json::Value::object();
 	j["seq"] = h.seq;
-	j["kind"] = h.kind;
+	j["kind"] = name(h.kind);
 	j["start_ns"] = h.start_ns;
 	j["duration_ns"] = h.duration_ns;
 	j["span_ns"] = h.span_ns;
 	j["pte_tables"] = h.pte_tables;
 	j["pte_slots"] = h.pte_slots;
 	j["lock_hold_ns"] = h.lock_hold_ns;
-	j["mode"] = h.mode;
+	j["mode"] = name(h.mode);
 	j["tlb_flushes"] = h.tlb_flushes;
 	j["holder"] = h.holder;
 	j["target"] = h.target;

@@ -110,9 +110,9 @@ WalkEntry walk_entry(const WalkRecord &w, const WalkSize *ws, const AliasCalibra
 	}
 	if (w.bytes)
 		j.bytes_read = w.bytes;
-	if (j.kind == "smaps" && w.error == 0)
+	if (j.kind == WalkKind::smaps && w.error == 0)
 		j.referenced_bytes = w.referenced;
-	if (j.kind == "smaps_rollup" && w.error == 0) {
+	if (j.kind == WalkKind::smaps_rollup && w.error == 0) {
 		j.rollup_rss_bytes = w.rollup_rss;
 		const std::string gap = rollup_coverage_gap(w.rollup_rss, rss_ref);
 		if (!gap.empty())

@@ -12,7 +12,7 @@ namespace ptwalk {
 
 namespace {
 
-std::optional<double> of(const PerKind &p, std::string_view kind)
+std::optional<double> of(const PerKind &p, WalkKind kind)
 {
 	for (const auto &[k, v] : p)
 		if (k == kind)
@@ -42,7 +42,7 @@ struct Judged {
 	std::optional<double> ratio, stall_ratio;
 };
 
-Judged judge_kind(const std::string &kind, const Ratios &v, double tol)
+Judged judge_kind(WalkKind kind, const Ratios &v, double tol)
 {
 	double clo = INFINITY, chi = -INFINITY, slo = INFINITY, shi = -INFINITY;
 	double flo = INFINITY, fhi = -INFINITY, csum = 0, ssum = 0;
@@ -105,17 +105,17 @@ Judged judge_kind(const std::string &kind, const Ratios &v, double tol)
 
 } // namespace
 
-std::optional<double> AliasCalibration::ratio_of(std::string_view kind) const
+std::optional<double> AliasCalibration::ratio_of(WalkKind kind) const
 {
 	return of(ratio, kind);
 }
 
-std::optional<double> AliasCalibration::stall_ratio_of(std::string_view kind) const
+std::optional<double> AliasCalibration::stall_ratio_of(WalkKind kind) const
 {
 	return of(stall_ratio, kind);
 }
 
-const KindVerdict *AliasCalibration::verdict(std::string_view kind) const
+const KindVerdict *AliasCalibration::verdict(WalkKind kind) const
 {
 	for (const auto &k : kinds)
 		if (k.kind == kind)
@@ -125,11 +125,11 @@ const KindVerdict *AliasCalibration::verdict(std::string_view kind) const
 
 void judge_alias_bias(AliasCalibration &cal, double tol)
 {
-	std::map<std::string, Ratios> per;
-	std::vector<std::string> order;
+	std::map<WalkKind, Ratios> per;
+	std::vector<WalkKind> order;
 	for (const auto &s : cal.sizes)
-		for (const char *k : kWalkKinds)
-			for (const auto &e : s.kinds) {
+		for (const WalkKindInfo &ki : kWalkKindInfo)
+			for (const WalkKind k = ki.id; const auto &e : s.kinds) {
 				if (e.kind != k)
 					continue;
 				if (!per.count(k))
@@ -157,7 +157,7 @@ Json::Value per_kind(const PerKind &p)
 {
 	Json::Value j = Json::Value::object();
 	for (const auto &[k, v] : p)
-		j[k] = v;
+		j[name(k)] = v;
 	return j;
 }
 
@@ -187,7 +187,7 @@ void to_json(Json::Value &j, const SizeCalibration &s)
 	j["aliased_vmas"] = s.aliased_vmas;
 	Json::Value kinds = Json::Value::object();
 	for (const auto &k : s.kinds)
-		to_json(kinds[k.kind], k);
+		to_json(kinds[name(k.kind)], k);
 	j["kinds"] = std::move(kinds);
 }
 
@@ -226,7 +226,7 @@ void to_json(Json::Value &j, const AliasCalibration &c)
 	j["tolerance"] = c.tolerance;
 	Json::Value kinds = Json::Value::object();
 	for (const auto &k : c.kinds)
-		to_json(kinds[k.kind], k);
+		to_json(kinds[name(k.kind)], k);
 	j["kinds"] = std::move(kinds);
 	j["ratio"] = per_kind(c.ratio);
 	j["stall_ratio"] = per_kind(c.stall_ratio);

@@ -13,12 +13,13 @@ void to_json(Json::Value &j, const KernelStall &s)
 	j["victim"] = s.victim;
 	j["start_ns"] = s.start_ns;
 	j["wait_ns"] = s.wait_ns;
-	j["mode"] = s.mode;
+	j["mode"] = name(s.mode);
 	j["walk"] = s.walk;
 	put_optional(j, "acquired", s.acquired);
 	put_optional(j, "walker_held_ns", s.walker_held_ns);
 	put_optional(j, "others_held_ns", s.others_held_ns);
 	put_optional(j, "free_ns", s.free_ns);
+	put_optional(j, "clock_spread_ns", s.clock_spread_ns);
 	put_optional(j, "walker_off_cpu_ns", s.walker_off_cpu_ns);
 	put_optional(j, "waiter_runnable_ns", s.waiter_runnable_ns);
 }

@@ -46,8 +46,7 @@ std::string grouped(uint64_t v)
 // The figures of one kind's walks: a failed walk is only counted; an
 // incomplete one gives only its stall (real), not its cost (not the
 // mapping's).
-KindSummary summarize_kind(const std::string &kind, const std::vector<const WalkEntry *> &ws,
-			   double gib)
+KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &ws, double gib)
 {
 	KindSummary s;
 	s.kind = kind;
@@ -86,7 +85,7 @@ KindSummary summarize_kind(const std::string &kind, const std::vector<const Walk
 		s.ns_per_pte_corrected_p50 = quantile(corr, 0.5);
 	if (!hold.empty())
 		s.lock_hold = {uint64_t(quantile(hold, 0.5)), uint64_t(quantile(hold, 1.0)),
-			       ws.front()->lock ? ws.front()->lock->mode : std::string()};
+			       ws.front()->lock ? ws.front()->lock->mode : LockMode::none};
 	if (!stall.empty())
 		s.max_stall_ns = uint64_t(quantile(stall, 1.0));
 	return s;
@@ -118,8 +117,8 @@ uint64_t workload_rss_reference(const WorkloadInfo &w)
 std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes)
 {
 	const double gib = double(size_bytes) / double(1u << 30);
-	std::map<std::string, std::vector<const WalkEntry *>> by_kind;
-	std::vector<std::string> order;
+	std::map<WalkKind, std::vector<const WalkEntry *>> by_kind;
+	std::vector<WalkKind> order;
 	for (const auto &w : walks) {
 		if (!by_kind.count(w.kind))
 			order.push_back(w.kind);
@@ -163,10 +162,12 @@ void print_calibration(const AliasCalibration &cal, FILE *out)
 	}
 	fprintf(out, "  calibration up to %s, same run: distinct/aliased ns/PTE =",
 		format_bytes(cal.size_bytes).c_str());
-	for (const char *k : kWalkKinds) {
-		if (auto v = cal.ratio_of(k)) {
+	for (const WalkKindInfo &ki : kWalkKindInfo) {
+		const WalkKind id = ki.id;
+		const char *k = ki.kind;
+		if (auto v = cal.ratio_of(id)) {
 			fprintf(out, " %s %.2f", k, *v);
-		} else if (const KindVerdict *e = cal.verdict(k)) {
+		} else if (const KindVerdict *e = cal.verdict(id)) {
 			fprintf(out, " %s %.2f-%.2f (not applied)", k, e->cost_ratio_range.first,
 				e->cost_ratio_range.second);
 		}
@@ -176,9 +177,9 @@ void print_calibration(const AliasCalibration &cal, FILE *out)
 		"for distinct pages, only where the calibrated sizes agree "
 		"within %.0f%%\n",
 		cal.tolerance * 100);
-	for (const char *k : kWalkKinds)
-		if (const KindVerdict *e = cal.verdict(k); e && e->why)
-			fprintf(out, "  %s: %s\n", k, e->why->c_str());
+	for (const WalkKindInfo &ki : kWalkKindInfo)
+		if (const KindVerdict *e = cal.verdict(ki.id); e && e->why)
+			fprintf(out, "  %s: %s\n", ki.kind, e->why->c_str());
 }
 
 // An aliased run: what it is, and the calibration of its bias.
@@ -206,13 +207,14 @@ void print_walks(const RunResult &r, FILE *out)
 	fprintf(out, "\n%-16s %6s %12s %10s %10s %8s %8s %16s%s\n", "walk kind", "walks", "PTEs",
 		"dur p50", "dur max", "ns/PTE", "ms/GiB", "lock hold p50",
 		r.scenario.alias ? "  ns/PTE corr." : "");
-	for (const char *k : kWalkKinds) {
-		const KindSummary *s = find_kind(r.walk_summary, k);
+	for (const WalkKindInfo &ki : kWalkKindInfo) {
+		const char *k = ki.kind;
+		const KindSummary *s = find_kind(r.walk_summary, ki.id);
 		if (!s)
 			continue;
 		std::string hold = "-";
 		if (s->lock_hold)
-			hold = format_ns(s->lock_hold->p50_ns) + " " + s->lock_hold->mode;
+			hold = format_ns(s->lock_hold->p50_ns) + " " + name(s->lock_hold->mode);
 		char nspte[32] = "-", mspg[32] = "-";
 		if (s->ns_per_pte)
 			snprintf(nspte, sizeof(nspte), "%.1f", s->ns_per_pte->p50);
@@ -227,8 +229,9 @@ void print_walks(const RunResult &r, FILE *out)
 			format_ns(s->duration ? s->duration->max_ns : 0).c_str(), nspte, mspg,
 			hold.c_str(), corr);
 	}
-	for (const char *k : kWalkKinds) {
-		const KindSummary *s = find_kind(r.walk_summary, k);
+	for (const WalkKindInfo &ki : kWalkKindInfo) {
+		const char *k = ki.kind;
+		const KindSummary *s = find_kind(r.walk_summary, ki.id);
 		if (s && s->incomplete > 0)
 			fprintf(out,
 				"  %s: %llu of %llu walks skipped VMAs after yielding "

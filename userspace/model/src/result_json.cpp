@@ -6,7 +6,7 @@
 
 namespace ptwalk {
 
-const KindSummary *find_kind(const std::vector<KindSummary> &s, std::string_view kind)
+const KindSummary *find_kind(const std::vector<KindSummary> &s, WalkKind kind)
 {
 	for (const auto &k : s)
 		if (k.kind == kind)
@@ -106,7 +106,7 @@ void put_module(Json::Value &j, const WalkEntry::Module &m)
 void to_json(Json::Value &j, const WalkEntry &w)
 {
 	j = Json::Value::object();
-	j["kind"] = w.kind;
+	j["kind"] = name(w.kind);
 	j["iteration"] = w.iteration;
 	j["walker_pid"] = w.walker_pid;
 	j["start_ns"] = w.start_ns;
@@ -129,7 +129,7 @@ void to_json(Json::Value &j, const WalkEntry &w)
 		j["lock_hold_ns"] = w.lock->hold_ns;
 		j["lock_wait_ns"] = w.lock->wait_ns;
 		j["lock_acquisitions"] = w.lock->acquisitions;
-		j["lock_mode"] = w.lock->mode;
+		j["lock_mode"] = name(w.lock->mode);
 	}
 	if (w.stalls) {
 		j["stalls"] = w.stalls->count;
@@ -161,7 +161,7 @@ void to_json(Json::Value &j, const KindSummary &s)
 	if (s.lock_hold) {
 		j["lock_hold_p50_ns"] = s.lock_hold->p50_ns;
 		j["lock_hold_max_ns"] = s.lock_hold->max_ns;
-		j["lock_mode"] = s.lock_hold->mode;
+		j["lock_mode"] = name(s.lock_hold->mode);
 	}
 	put_optional(j, "max_stall_ns", s.max_stall_ns);
 }
@@ -270,8 +270,8 @@ namespace {
 void to_json(Json::Value &j, const StallEstimate::Kind &e)
 {
 	j = Json::Value::object();
-	j["lock_unit"] = e.lock_unit;
-	j["lock_mode"] = e.lock_mode;
+	j["lock_unit"] = name(e.lock_unit);
+	j["lock_mode"] = name(e.lock_mode);
 	j["source"] = e.source;
 	j["layout_dependent"] = e.layout_dependent;
 	put_optional(j, "vmas_per_read", e.vmas_per_read);
@@ -300,7 +300,7 @@ void to_json(Json::Value &j, const StallEstimate &e)
 	j["layout_largest_vma_bytes"] = e.layout_largest_vma_bytes;
 	Json::Value kinds = Json::Value::object();
 	for (const auto &k : e.kinds)
-		to_json(kinds[k.kind], k);
+		to_json(kinds[name(k.kind)], k);
 	j["kinds"] = std::move(kinds);
 }
 
@@ -326,7 +326,7 @@ void put_figures(Json::Value &j, const RunResult &r)
 	put_optional(j, "kernel_view_tracepoint", r.kernel_view_tracepoint);
 	Json::Value summary = Json::Value::object();
 	for (const auto &s : r.walk_summary)
-		summary[s.kind] = s;
+		summary[name(s.kind)] = s;
 	j["walk_summary"] = std::move(summary);
 	put_optional(j, "stall_estimate", r.stall_estimate);
 }

@@ -177,24 +177,18 @@ uint64_t page_table_bytes(const Scenario &sc)
 	}
 }
 
-std::vector<const char *> profile_walks(Profile p)
+std::vector<WalkKind> profile_walks(Profile p)
 {
-	auto names = [](std::initializer_list<WalkKind> kinds) {
-		std::vector<const char *> out;
-		for (WalkKind k : kinds)
-			out.push_back(name(k));
-		return out;
-	};
 	switch (p) {
-#define PTW_X(profile, ...)                  \
-	case Profile::profile: {             \
-		using enum WalkKind;         \
-		return names({__VA_ARGS__}); \
+#define PTW_X(profile, ...)           \
+	case Profile::profile: {      \
+		using enum WalkKind;  \
+		return {__VA_ARGS__}; \
 	}
 		PTW_PROFILES(PTW_X)
 #undef PTW_X
 	default:
-		return {name(p)};
+		return {WalkKind(size_t(p))};
 	}
 }
 

@@ -245,7 +245,7 @@ std::vector<WalkHold> walk_holds(const StallAccumulator &acc, const std::vector<
 		v.has_lock = v.lock_acquisitions > 0;
 		v.seen = v.has_lock || waited;
 		if (v.has_lock)
-			v.lock_mode = rd && wr ? "read+write" : wr ? "write" : "read";
+			v.lock_mode = lock_mode(rd, wr);
 	}
 	std::sort(wh.begin(), wh.end(),
 		  [](const WalkHold &a, const WalkHold &b) { return a.h.start_ns < b.h.start_ns; });
@@ -266,16 +266,19 @@ struct Attribution {
 	std::vector<std::optional<uint64_t>> max_held; // per watched thread
 };
 
-// The walk whose hold excludes the wait (a write hold excludes every wait,
-// a read hold a write wait) and overlaps it most; SIZE_MAX: none.
+// The walk that first blocked the wait: the walk of the earliest hold that
+// excludes it (a write hold excludes every wait, a read hold a write wait)
+// and overlaps it, as ptwalk.ko marks a waiter at the first excluding hold
+// (the one held when the wait began, or the first taken during it); a wait
+// that outlives its walk into the walker's next one stays the first's.
+// SIZE_MAX: none; since: when that hold began.
 size_t excluding_walk(const StallAccumulator::WatchedWait &c, const std::vector<WalkHold> &wh,
-		      uint64_t longest)
+		      uint64_t longest, uint64_t &since)
 {
 	// holds starting before the wait ends, back to the longest hold
 	auto hi = std::lower_bound(wh.begin(), wh.end(), c.span.end_ns,
 				   [](const WalkHold &a, uint64_t t) { return a.h.start_ns < t; });
-	uint64_t best_ov = 0;
-	size_t best_walk = SIZE_MAX;
+	size_t first = SIZE_MAX;
 	for (auto it = hi; it != wh.begin();) {
 		--it;
 		if (it->h.start_ns + longest < c.span.start_ns)
@@ -284,14 +287,10 @@ size_t excluding_walk(const StallAccumulator::WatchedWait &c, const std::vector<
 			continue;
 		if (!it->h.write && !c.span.write)
 			continue; // read beside read: not excluded
-		uint64_t ov = std::min(it->h.end_ns, c.span.end_ns) -
-			      std::max(it->h.start_ns, c.span.start_ns);
-		if (best_walk == SIZE_MAX || ov > best_ov) {
-			best_ov = ov;
-			best_walk = it->walk;
-		}
+		first = it->walk; // by start, descending: the last found is first
+		since = it->h.start_ns;
 	}
-	return best_walk;
+	return first;
 }
 
 using Interval = StallAccumulator::Interval;
@@ -365,12 +364,18 @@ void split_stall(Stall &st, const SplitInput &in)
 		if (it->h.tid == c.span.tid)
 			continue;
 		Interval x = excluding(it->h.write, it->h.start_ns, it->h.end_ns);
-		if (x.end_ns > x.start_ns) {
-			walker.push_back(x);
-			pieces.push_back({it->h.tid, x});
+		if (x.end_ns <= x.start_ns)
+			continue;
+		// another walk's hold, the walker's next walk included, is
+		// another holder's (ptwalk.ko splits it so)
+		if (it->walk != st.walk) {
+			all.push_back(x);
+			continue;
 		}
+		walker.push_back(x);
+		pieces.push_back({it->h.tid, x});
 	}
-	all = walker;
+	all.insert(all.end(), walker.begin(), walker.end());
 	for (const auto &x : c.others_write)
 		all.push_back(clip(x.start_ns, x.end_ns, s, e));
 	for (const auto &x : c.others_read)
@@ -430,11 +435,17 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		longest = std::max(longest, x.h.ns());
 	std::vector<const StallAccumulator::WatchedWait *> readers;
 	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> writers;
-	std::vector<std::pair<const StallAccumulator::WatchedWait *, size_t>> direct;
+	struct Direct {
+		const StallAccumulator::WatchedWait *c;
+		size_t walk;
+		uint64_t since; // the excluding hold began
+	};
+	std::vector<Direct> direct;
 	for (const auto &c : acc.candidates()) {
 		if (c.span.mm != tmm)
 			continue;
-		const size_t walk = excluding_walk(c, wh, longest);
+		uint64_t since = 0;
+		const size_t walk = excluding_walk(c, wh, longest, since);
 		if (walk == SIZE_MAX) {
 			if (!c.span.write)
 				readers.push_back(&c);
@@ -442,7 +453,7 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		}
 		if (c.span.write)
 			writers.push_back({&c, walk});
-		direct.push_back({&c, walk});
+		direct.push_back({&c, walk, since});
 	}
 	// the attributed writer a read wait queued behind
 	auto writer_of = [&](const StallAccumulator::WatchedWait &r)
@@ -456,9 +467,15 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 				return &x;
 		return nullptr;
 	};
-	for (const auto &[c, walk] : direct) {
-		const auto *w = writer_of(*c);
-		at.stalls.push_back({c, walk, w ? w->first : nullptr});
+	for (const auto &d : direct) {
+		const auto *w = writer_of(*d.c);
+		// a reader queued behind a blocked writer from its start is that
+		// writer's walk's before a write hold taken later excludes it
+		// directly (a clear_refs after an smaps walk): ptwalk.ko marks
+		// it at the first of the two
+		const bool chain_first = w && d.since > d.c->span.start_ns;
+		at.stalls.push_back(
+			{d.c, chain_first ? w->second : d.walk, w ? w->first : nullptr});
 	}
 	for (const auto *r : readers)
 		if (const auto *w = writer_of(*r))
@@ -539,9 +556,9 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
 			break;
 		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
-				   lock_mode_name(s.w->span.write), s.w->span.start_ns,
-				   s.w->span.ns(), s.walk, std::nullopt, s.walker_held,
-				   s.others_held, s.free, s.off_cpu, s.runnable});
+				   held_mode(s.w->span.write), s.w->span.start_ns, s.w->span.ns(),
+				   s.walk, std::nullopt, s.walker_held, s.others_held, s.free,
+				   s.off_cpu, s.runnable});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;

@@ -20,7 +20,7 @@ constexpr uint64_t kPmdBytes = 2ull << 20;
 constexpr uint64_t kSeqBuf = 4096;
 
 // Mean bytes per VMA of the read walks of `kind` (the seq_file record size).
-double record_bytes(const std::vector<WalkEntry> &walks, std::string_view kind, double vmas)
+double record_bytes(const std::vector<WalkEntry> &walks, WalkKind kind, double vmas)
 {
 	if (vmas <= 0)
 		return 0;
@@ -260,12 +260,12 @@ StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 	const auto *cal = result.alias_calibration ? &*result.alias_calibration : nullptr;
 	const uint64_t vpr =
 		kl.unit == LockUnit::read_chunk
-			? smaps_vmas_per_read(record_bytes(result.walks, kl.kind, L.all_vmas))
+			? smaps_vmas_per_read(record_bytes(result.walks, kl.id, L.all_vmas))
 			: 1;
 	const uint64_t size = uint64_t(L.size);
 	StallEstimate::Kind e;
-	e.kind = kl.kind;
-	e.lock_unit = name(kl.unit);
+	e.kind = kl.id;
+	e.lock_unit = kl.unit;
 	e.lock_mode = kl.lock_mode;
 	e.source = kl.source;
 	e.layout_dependent = layout_dependent(kl.unit);
@@ -304,18 +304,17 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 		L.u_largest = std::min<uint64_t>(spec.bytes, uint64_t(L.size));
 		L.u_vmas = (uint64_t(L.size) + L.u_largest - 1) / L.u_largest;
 	}
-	for (const char *k : kWalkKinds)
-		L.nkinds += find_kind(result.walk_summary, k) != nullptr;
+	for (const WalkKindInfo &ki : kWalkKindInfo)
+		L.nkinds += find_kind(result.walk_summary, ki.id) != nullptr;
 
 	StallEstimate out;
 	out.layout = describe(spec);
 	out.layout_vmas = L.u_vmas;
 	out.layout_largest_vma_bytes = L.u_largest;
-	for (const char *k : kWalkKinds) {
-		const KindSummary *s = find_kind(result.walk_summary, k);
-		const KindLocking *kl = kind_locking(k);
-		if (kl && s && s->duration)
-			out.kinds.push_back(estimate_kind(result, *s, *kl, L));
+	for (const WalkKindInfo &kl : kWalkKindInfo) {
+		const KindSummary *s = find_kind(result.walk_summary, kl.id);
+		if (s && s->duration)
+			out.kinds.push_back(estimate_kind(result, *s, kl, L));
 	}
 	result.stall_estimate = std::move(out);
 }
@@ -333,18 +332,18 @@ void print_stall_estimates(const StallEstimate &se, FILE *out)
 	fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", "walk kind", "lock held per", "stall here",
 		"model here", "estimate", "status");
 	for (const StallEstimate::Kind &e : se.kinds) {
-		const std::string unit = e.lock_unit;
-		const char *per = unit == "whole_walk"           ? "whole walk"
-				  : unit == "vma_when_contended" ? "VMA (writer waits)"
-				  : unit == "read_chunk"         ? "read() of VMAs"
-				  : unit == "pmd_chunk"          ? "2 MiB range"
-								 : "VMA (per ioctl)";
+		const char *per = e.lock_unit == LockUnit::whole_walk ? "whole walk"
+				  : e.lock_unit == LockUnit::vma_when_contended
+					  ? "VMA (writer waits)"
+				  : e.lock_unit == LockUnit::read_chunk ? "read() of VMAs"
+				  : e.lock_unit == LockUnit::pmd_chunk  ? "2 MiB range"
+									: "VMA (per ioctl)";
 		std::string est;
 		if (const auto &rg = e.estimate_max_range_ns)
 			est = format_ns(rg->first) + " - " + format_ns(rg->second);
 		else
 			est = ns(e.estimate_max_ns);
-		fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", e.kind.c_str(), per,
+		fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", name(e.kind), per,
 			ns(e.measured_stall_max_ns).c_str(), ns(e.model_stall_max_ns).c_str(),
 			est.c_str(), e.status.c_str());
 		if (e.why && !e.why->empty() && e.status != "distinct")

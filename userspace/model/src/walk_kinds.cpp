@@ -20,7 +20,8 @@ constexpr bool names(const A &a, std::string_view s)
 
 // The table's facts against the module's contract (module/ptwalk_abi.h):
 // each module kind one the module has, each of the module's kinds a walk
-// kind that the module sees as itself, each lock mode one the module names.
+// kind that the module sees as itself (a lock mode is a LockMode, the
+// module's list, or the table does not compile).
 constexpr bool module_kinds_known()
 {
 	for (const auto &k : kWalkKindInfo)
@@ -39,13 +40,6 @@ constexpr bool module_kinds_covered()
 	}
 	return true;
 }
-constexpr bool lock_modes_known()
-{
-	for (const auto &k : kWalkKindInfo)
-		if (!names(contract::kLockModes, k.lock_mode))
-			return false;
-	return true;
-}
 constexpr bool in_order()
 {
 	for (size_t i = 0; i < std::size(kWalkKindInfo); i++)
@@ -55,7 +49,6 @@ constexpr bool in_order()
 }
 static_assert(module_kinds_known(), "walk_kinds.def: a module kind not in PTW_KINDS");
 static_assert(module_kinds_covered(), "walk_kinds.def: a PTW_KINDS kind without its walk kind");
-static_assert(lock_modes_known(), "walk_kinds.def: a lock mode not in PTW_LOCK_MODES");
 static_assert(in_order());
 
 } // namespace
@@ -83,6 +76,11 @@ std::optional<WalkKind> parse_walk_kind(std::string_view s)
 	if (const WalkKindInfo *k = walk_kind_info(s))
 		return k->id;
 	return std::nullopt;
+}
+
+std::optional<WalkKind> module_kind(WalkKind k)
+{
+	return *info(k).module ? parse_walk_kind(info(k).module) : std::nullopt;
 }
 
 } // namespace ptwalk

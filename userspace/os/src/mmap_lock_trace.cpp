@@ -5,11 +5,6 @@
 
 namespace ptwalk {
 
-const char *lock_mode_name(bool write)
-{
-	return write ? "write" : "read";
-}
-
 void LockPairer::feed(const LockEvent &e)
 {
 	State &st = states_[Key{e.tid, e.mm}];

@@ -57,12 +57,12 @@ public:
 private:
 	// One timed walk: marks the shared sequence odd around it.
 	template <typename F>
-	int walk(const char *kind, F &&body);
+	int walk(WalkKind kind, F &&body);
 	int read_file_walk(const char *file, WalkRecord *r, bool keep);
 	int clear_refs(const char *value, WalkRecord *r);
 	int pagemap(WalkRecord *r);
 	int pagemap_scan(WalkRecord *r);
-	int do_kind(const char *kind, WalkRecord *r);
+	int do_kind(WalkKind kind, WalkRecord *r);
 	bool sleep_until(uint64_t t);
 
 	const Scenario &sc_;
@@ -76,10 +76,10 @@ private:
 };
 
 template <typename F>
-int Scanner::walk(const char *kind, F &&body)
+int Scanner::walk(WalkKind kind, F &&body)
 {
 	WalkRecord r{};
-	snprintf(r.kind, sizeof(r.kind), "%s", kind);
+	r.kind = kind;
 	r.walker_pid = int32_t(getpid());
 	r.iteration = iteration_;
 	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // odd: walking
@@ -92,11 +92,11 @@ int Scanner::walk(const char *kind, F &&body)
 		// what the walk's text says, parsed after its clock stopped and
 		// before the record is published
 		const std::string_view text(static_cast<char *>(buf_.get()), kept_);
-		if (std::string_view(kind) == "smaps_rollup")
+		if (kind == WalkKind::smaps_rollup)
 			// an independent view of the walk's coverage: 6.1
 			// skips a VMA each time it yields mmap_lock
 			r.rollup_rss = parse_smaps_rollup(text).rss;
-		else if (std::string_view(kind) == "smaps")
+		else if (kind == WalkKind::smaps)
 			// cAdvisor/wss sum Referenced: after reading the file
 			r.referenced = sum_smaps_referenced(text);
 	}
@@ -183,27 +183,31 @@ int Scanner::pagemap_scan(WalkRecord *r)
 	return 0;
 }
 
-int Scanner::do_kind(const char *kind, WalkRecord *r)
+int Scanner::do_kind(WalkKind kind, WalkRecord *r)
 {
-	std::string_view k(kind);
-	if (k == "clear_refs")
+	switch (kind) {
+	case WalkKind::clear_refs:
 		return clear_refs("1\n", r);
-	if (k == "clear_refs_anon")
+	case WalkKind::clear_refs_anon:
 		return clear_refs("2\n", r);
-	if (k == "clear_refs_file")
+	case WalkKind::clear_refs_file:
 		return clear_refs("3\n", r);
-	if (k == "softdirty")
+	case WalkKind::softdirty:
 		return clear_refs("4\n", r);
-	if (k == "smaps") {
-		int e = read_file_walk("smaps", r, true);
-		return e;
-	}
-	if (k == "pagemap")
+	case WalkKind::pagemap:
 		return pagemap(r);
-	if (k == "pagemap_scan")
+	case WalkKind::pagemap_scan:
 		return pagemap_scan(r);
-	// smaps_rollup keeps its text: its Rss says what the kernel walked
-	return read_file_walk(kind, r, k == "smaps_rollup");
+	case WalkKind::smaps:
+	case WalkKind::smaps_rollup:
+		// each keeps its text: smaps' Referenced, smaps_rollup's Rss
+		// (what the kernel walked)
+		return read_file_walk(info(kind).file, r, true);
+	case WalkKind::maps:
+	case WalkKind::numa_maps:
+		return read_file_walk(info(kind).file, r, false);
+	}
+	return EINVAL;
 }
 
 bool Scanner::sleep_until(uint64_t t)
@@ -244,11 +248,12 @@ int Scanner::run()
 			if (sc_.profile == Profile::wss && i == 1 &&
 			    !sleep_until(std::min(now_ns() + sc_.interval_ns, end)))
 				break;
-			const char *kind = kinds[i];
+			const WalkKind kind = kinds[i];
 			int err = walk(kind, [&](WalkRecord *r) { return do_kind(kind, r); });
 			if (err) {
 				snprintf(sh_->scanner_message, sizeof(sh_->scanner_message),
-					 "%s walk of %s: %s", kind, proc_.c_str(), strerror(err));
+					 "%s walk of %s: %s", name(kind), proc_.c_str(),
+					 strerror(err));
 				return 1;
 			}
 		}

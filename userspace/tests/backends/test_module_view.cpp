@@ -33,14 +33,14 @@ TEST(ModuleView, ParsesWalksIgnoringUnknownKeys)
 	auto w = parse_module_walks(data("walks-doc-sample.txt"));
 	ASSERT_EQ(w.size(), 3u);
 	EXPECT_EQ(w[0].seq, 7u);
-	EXPECT_EQ(w[0].kind, "clear_refs");
+	EXPECT_EQ(w[0].kind, WalkKind::clear_refs);
 	EXPECT_EQ(w[0].walker_pid, 812);
 	EXPECT_EQ(w[0].target_tgid, 800);
 	EXPECT_EQ(w[0].pte_slots, 65536u);
 	EXPECT_EQ(w[0].pte_tables, 128u);
-	EXPECT_EQ(w[0].lock_mode, "write");
+	EXPECT_EQ(w[0].lock_mode, LockMode::write);
 	EXPECT_EQ(w[0].stalls, 2u);
-	EXPECT_EQ(w[1].kind, "smaps_rollup");
+	EXPECT_EQ(w[1].kind, WalkKind::smaps_rollup);
 	EXPECT_EQ(w[2].walker_comm, "my monitor%x");
 }
 
@@ -86,8 +86,8 @@ TEST(ModuleView, KernelViewSplitsStalls)
 	rec.walker = 812;
 	rec.target = 800;
 	rec.threads = {{805, "mmap"}, {806, "fault"}, {807, "fault"}};
-	const std::vector<WalkSpan> spans = {{"clear_refs", 812, 900000, 9100000},
-					     {"smaps_rollup", 812, 19900000, 26100000}};
+	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 812, 900000, 9100000},
+					     {WalkKind::smaps_rollup, 812, 19900000, 26100000}};
 	KernelView kv;
 	auto views = module_kernel_view(spans, rec, kv);
 	ASSERT_EQ(views.size(), 2u);
@@ -136,29 +136,52 @@ TEST(ModuleView, KernelViewSplitsStalls)
 	EXPECT_NE(j.find("\"max_attributed_walker_held_ns\":6000000"), std::string::npos) << j;
 }
 
+// Kinds and modes become enums where the records are read: a record of a
+// kind the module does not have is left out, a mode it does not name is none.
+TEST(ModuleView, RecordsOfUnknownKindsAreLeftOut)
+{
+	const char *text = "seq=1 kind=clear_refs walker_pid=5 lock_mode=mixed lock_hold_ns=9\n"
+			   "seq=2 kind=maps walker_pid=5 lock_mode=read\n"
+			   "seq=3 kind=nope walker_pid=5 lock_mode=read\n"
+			   "seq=4 kind=smaps walker_pid=5 lock_mode=bogus\n";
+	auto w = parse_module_walks(text);
+	ASSERT_EQ(w.size(), 2u);
+	EXPECT_EQ(w[0].kind, WalkKind::clear_refs);
+	EXPECT_EQ(w[0].lock_mode, LockMode::mixed);
+	EXPECT_EQ(w[1].seq, 4u);
+	EXPECT_EQ(w[1].kind, WalkKind::smaps);
+	EXPECT_EQ(w[1].lock_mode, LockMode::none);
+	auto s = parse_module_stalls("walk_seq=1 kind=pagemap mode=write walker_mode=read\n"
+				     "walk_seq=2 kind=numa_maps mode=write walker_mode=read\n");
+	ASSERT_EQ(s.size(), 1u);
+	EXPECT_EQ(s[0].kind, WalkKind::pagemap);
+	EXPECT_EQ(s[0].mode, LockMode::write);
+	EXPECT_EQ(s[0].walker_mode, LockMode::read);
+}
+
 TEST(ModuleView, KindMapping)
 {
-	EXPECT_EQ(module_kind("clear_refs_anon"), "clear_refs");
-	EXPECT_EQ(module_kind("softdirty"), "clear_refs");
-	EXPECT_EQ(module_kind("smaps_rollup"), "smaps_rollup");
-	EXPECT_EQ(module_kind("maps"), "");
-	EXPECT_EQ(module_kind("numa_maps"), "");
+	EXPECT_EQ(module_kind(WalkKind::clear_refs_anon), WalkKind::clear_refs);
+	EXPECT_EQ(module_kind(WalkKind::softdirty), WalkKind::clear_refs);
+	EXPECT_EQ(module_kind(WalkKind::smaps_rollup), WalkKind::smaps_rollup);
+	EXPECT_EQ(module_kind(WalkKind::maps), std::nullopt);
+	EXPECT_EQ(module_kind(WalkKind::numa_maps), std::nullopt);
 }
 
 TEST(ModuleView, MatchesEachWalkOnceByWalkerKindAndTime)
 {
 	auto w = parse_module_walks(data("walks-doc-sample.txt"));
 	std::vector<WalkSpan> spans = {
-		{"clear_refs", 812, 900000, 9100000},      // -> seq 7
-		{"smaps_rollup", 812, 19000000, 27000000}, // -> seq 8
-		{"clear_refs", 812, 29000000, 32000000},   // seq 9 is another walker
-		{"maps", 812, 40000000, 41000000},         // not hooked
-		{"clear_refs", 812, 900000, 9100000},      // seq 7 already used
+		{WalkKind::clear_refs, 812, 900000, 9100000},      // -> seq 7
+		{WalkKind::smaps_rollup, 812, 19000000, 27000000}, // -> seq 8
+		{WalkKind::clear_refs, 812, 29000000, 32000000},   // seq 9 is another walker
+		{WalkKind::maps, 812, 40000000, 41000000},         // not hooked
+		{WalkKind::clear_refs, 812, 900000, 9100000},      // seq 7 already used
 	};
 	auto m = match_walks(spans, w, 0);
 	EXPECT_EQ(m, (std::vector<int>{0, 1, -1, -1, -1}));
 	// outside the span (beyond the slack): no match
-	std::vector<WalkSpan> late = {{"clear_refs", 812, 2000000, 8000000}};
+	std::vector<WalkSpan> late = {{WalkKind::clear_refs, 812, 2000000, 8000000}};
 	EXPECT_EQ(match_walks(late, w, 0), std::vector<int>{-1});
 	EXPECT_EQ(match_walks(late, w, 1000000), std::vector<int>{0});
 }
@@ -177,17 +200,17 @@ TEST(ModuleView, ParsesRecordedModuleOutput)
 		lines += c == '\n';
 	EXPECT_EQ(w.size(), lines); // every line a walk record
 	for (auto &x : w) {
-		EXPECT_FALSE(module_kind(x.kind).empty()) << x.kind;
+		EXPECT_EQ(module_kind(x.kind), x.kind) << name(x.kind);
 		EXPECT_GT(x.walker_pid, 0);
 		EXPECT_LE(x.start_ns, x.end_ns);
 		EXPECT_LE(x.duration_ns, x.end_ns - x.start_ns + 1);
 		EXPECT_GT(x.pte_slots, 0u);
-		EXPECT_FALSE(x.lock_mode.empty());
+		EXPECT_EQ(x.lock_mode == LockMode::none, x.lock_hold_ns == 0) << x.seq;
 	}
 	auto s = parse_module_stalls(*stalls_txt);
 	for (auto &x : s) {
 		EXPECT_GT(x.wait_ns, 0u);
-		EXPECT_TRUE(x.mode == "read" || x.mode == "write") << x.mode;
+		EXPECT_TRUE(x.mode == LockMode::read || x.mode == LockMode::write) << name(x.mode);
 	}
 }
 
@@ -207,11 +230,11 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 	rec.target = 97;
 	rec.self = 96; // its smaps_rollup of 97 is the reference walk
 	rec.threads = {{100, "mmap"}};
-	const std::vector<WalkSpan> spans = {{"clear_refs", 98, 3971474000, 4132208000},
-					     {"maps", 98, 4132300000, 4132600000},
-					     {"clear_refs", 98, 4132697000, 4275779000},
-					     {"smaps", 98, 4275800000, 4276000000},
-					     {"clear_refs", 98, 4280773000, 4423559000}};
+	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 98, 3971474000, 4132208000},
+					     {WalkKind::maps, 98, 4132300000, 4132600000},
+					     {WalkKind::clear_refs, 98, 4132697000, 4275779000},
+					     {WalkKind::smaps, 98, 4275800000, 4276000000},
+					     {WalkKind::clear_refs, 98, 4280773000, 4423559000}};
 	KernelView kv;
 	auto views = module_kernel_view(spans, rec, kv);
 	ASSERT_EQ(views.size(), spans.size());
@@ -254,12 +277,12 @@ std::string fields(const ModuleWalk &w)
 	snprintf(b, sizeof(b),
 		 "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
 		 "%llu %llu %llu %llu %llu %llu",
-		 (unsigned long long)w.seq, w.kind.c_str(), w.walker_pid, w.walker_comm.c_str(),
+		 (unsigned long long)w.seq, name(w.kind), w.walker_pid, w.walker_comm.c_str(),
 		 w.target_tgid, (unsigned long long)w.start_ns, (unsigned long long)w.end_ns,
 		 (unsigned long long)w.call_ns, (unsigned long long)w.walk_ns, int(w.walk_timed),
 		 (unsigned long long)w.pte_tables, (unsigned long long)w.pte_slots,
 		 (unsigned long long)w.pte_revisits, (unsigned long long)w.lock_hold_ns,
-		 (unsigned long long)w.lock_holds, w.lock_mode.c_str(),
+		 (unsigned long long)w.lock_holds, name(w.lock_mode),
 		 (unsigned long long)w.tlb_flushes, (unsigned long long)w.tlb_ipis,
 		 (unsigned long long)w.calls, (unsigned long long)w.stalls,
 		 (unsigned long long)w.lock_wait_ns, (unsigned long long)w.probe_missed);
@@ -269,12 +292,13 @@ std::string fields(const ModuleWalk &w)
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld",
-		 (unsigned long long)s.walk_seq, s.kind.c_str(), s.waiter_pid,
-		 s.waiter_comm.c_str(), s.target_tgid, (unsigned long long)s.start_ns,
-		 (unsigned long long)s.wait_ns, s.mode.c_str(), s.walker_pid, s.walker_mode.c_str(),
-		 int(s.acquired), s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
-		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL);
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld",
+		 (unsigned long long)s.walk_seq, name(s.kind), s.waiter_pid, s.waiter_comm.c_str(),
+		 s.target_tgid, (unsigned long long)s.start_ns, (unsigned long long)s.wait_ns,
+		 name(s.mode), s.walker_pid, name(s.walker_mode), int(s.acquired),
+		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
+		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
+		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL);
 	return b;
 }
 
@@ -324,8 +348,11 @@ TEST(ModuleAbi, EveryStallKeyIsRead)
 TEST(ModuleAbi, KindsAndModesAreKnown)
 {
 	// every kind the module records is one a scanner walk maps to
-	for (auto k : contract::kKinds)
-		EXPECT_EQ(module_kind(k), k);
+	for (auto k : contract::kKinds) {
+		const auto w = parse_walk_kind(k);
+		ASSERT_TRUE(w) << k;
+		EXPECT_EQ(module_kind(*w), w) << k;
+	}
 	// the reader's "mixed" (read+write) is a mode the module prints
 	EXPECT_NE(std::find(contract::kLockModes.begin(), contract::kLockModes.end(), "mixed"),
 		  contract::kLockModes.end());

@@ -15,21 +15,21 @@ MonitorHold hold_a()
 {
 	return {.start_ns = 1000,
 		.hold_ns = 2500000,
-		.mode = "read",
+		.mode = LockMode::read,
 		.kind = "smaps",
 		.mm = "mm1",
 		.holder = {101, 100, "cadvisor", "cadvisor"},
 		.target = {200, "postgres", Basis::fd_table, false, std::nullopt},
 		.walk_file = "/proc/200/smaps",
 		.waiters_total = 3,
-		.waiters = {{201, 200, "pg_worker", 1100, 2000000, "write"}}};
+		.waiters = {{201, 200, "pg_worker", 1100, 2000000, LockMode::write}}};
 }
 
 MonitorHold hold_b()
 {
 	return {.start_ns = 5000,
 		.hold_ns = 1000000,
-		.mode = "write",
+		.mode = LockMode::write,
 		.kind = "?",
 		.mm = "mm2",
 		.holder = {300, 300, "x\"y", "x\"y"},
@@ -178,19 +178,20 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 	o.duration_ns = 2000000000ull;
 	o.min_hold_ns = 500000;
 	MonitorResult r = monitor_result("module", o, 7, 2000000009ull, false);
-	const ModuleHold h{.seq = 42,
-			   .kind = "smaps_rollup",
-			   .start_ns = 8,
-			   .duration_ns = 900,
-			   .span_ns = 950,
-			   .pte_tables = 3,
-			   .pte_slots = 1536,
-			   .lock_hold_ns = 800,
-			   .mode = "read",
-			   .tlb_flushes = 1,
-			   .holder = {55, std::nullopt, "walker", std::nullopt},
-			   .target = {66, "victim", Basis::module, std::nullopt, std::nullopt},
-			   .waiters = {{67, std::nullopt, "victim", std::nullopt, 700, "write"}}};
+	const ModuleHold h{
+		.seq = 42,
+		.kind = WalkKind::smaps_rollup,
+		.start_ns = 8,
+		.duration_ns = 900,
+		.span_ns = 950,
+		.pte_tables = 3,
+		.pte_slots = 1536,
+		.lock_hold_ns = 800,
+		.mode = LockMode::read,
+		.tlb_flushes = 1,
+		.holder = {55, std::nullopt, "walker", std::nullopt},
+		.target = {66, "victim", Basis::module, std::nullopt, std::nullopt},
+		.waiters = {{67, std::nullopt, "victim", std::nullopt, 700, LockMode::write}}};
 	r.walks.emplace().push_back(h);
 	EXPECT_EQ(monitor_result_json(r).dump(1), R"({
  "schema": "ptwalk.monitor/1",

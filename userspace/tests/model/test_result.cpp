@@ -34,7 +34,7 @@ std::string summary_text(const RunResult &r)
 {
 	Json::Value j = Json::Value::object();
 	for (const auto &s : r.walk_summary)
-		j[s.kind] = s;
+		j[name(s.kind)] = s;
 	return Json(j).dump(1) + "\n";
 }
 
@@ -51,7 +51,7 @@ std::string table(const RunResult &r)
 }
 
 // variant: 1 corrected ns/PTE, 2 incomplete, 3 failed
-WalkEntry walk(const char *kind, uint64_t dur, bool lock, int variant)
+WalkEntry walk(WalkKind kind, uint64_t dur, bool lock, int variant)
 {
 	WalkEntry w;
 	w.kind = kind;
@@ -69,7 +69,7 @@ WalkEntry walk(const char *kind, uint64_t dur, bool lock, int variant)
 	if (variant == 3)
 		w.error = "No such process";
 	if (lock)
-		w.lock = {dur / 2, 5, 2, "read"};
+		w.lock = {dur / 2, 5, 2, LockMode::read};
 	w.stalls = {1, dur / 3};
 	return w;
 }
@@ -126,10 +126,13 @@ RunResult anon_run()
 	r.kernel.uname = KernelInfo::Uname{"6.1.0-test", "", ""};
 	r.workload.size_start = size(3, uint64_t(1) << 30, 0);
 	r.workload.vma_layout = layout(20, 1, uint64_t(1) << 30);
-	r.walks = {walk("smaps", 3000000, false, 0),     walk("smaps", 1000000, true, 1),
-		   walk("smaps", 2000000, true, 1),      walk("clear_refs", 5000000, true, 2),
-		   walk("clear_refs", 4000000, true, 0), walk("clear_refs", 6000000, true, 3),
-		   walk("pagemap", 7000000, false, 3)};
+	r.walks = {walk(WalkKind::smaps, 3000000, false, 0),
+		   walk(WalkKind::smaps, 1000000, true, 1),
+		   walk(WalkKind::smaps, 2000000, true, 1),
+		   walk(WalkKind::clear_refs, 5000000, true, 2),
+		   walk(WalkKind::clear_refs, 4000000, true, 0),
+		   walk(WalkKind::clear_refs, 6000000, true, 3),
+		   walk(WalkKind::pagemap, 7000000, false, 3)};
 	r.kernel_view.tracepoint.emplace().lost_events = 3;
 	r.kernel_view.stalls = StallsView{};
 	r.kernel_view.stalls->list = {stall(11, 1000, 2000000), stall(12, 50000000, 3000000)};
@@ -177,16 +180,16 @@ RunResult alias_run()
 	cal.size_bytes = uint64_t(8) << 30;
 	cal.tolerance = 0.15;
 	KindVerdict cr;
-	cr.kind = "clear_refs";
+	cr.kind = WalkKind::clear_refs;
 	cr.cost_ratio_range = {0.6, 0.9};
 	cr.factor_range = {0.5, 0.95};
 	cr.why = "cost ratio differs";
 	KindVerdict sm;
-	sm.kind = "smaps";
+	sm.kind = WalkKind::smaps;
 	sm.cost_ratio_range = {0.8, 0.84};
 	cal.kinds = {cr, sm};
-	cal.ratio = {{"smaps", 0.82}};
-	cal.stall_ratio = {{"smaps", 1.1}};
+	cal.ratio = {{WalkKind::smaps, 0.82}};
+	cal.stall_ratio = {{WalkKind::smaps, 1.1}};
 	a.alias_calibration = cal;
 	a.backend = "module";
 	a.backend_detail = "ptwalk.ko";
@@ -196,8 +199,8 @@ RunResult alias_run()
 	a.workload.vma_layout = layout(24, 4, uint64_t(1) << 28);
 	a.workload.size_end = size(0, uint64_t(260) << 20, 0);
 	for (int i = 0; i < 4; i++) {
-		WalkEntry w = walk(i == 3 ? "clear_refs" : "smaps", 2000000 + i * 1000, true,
-				   i == 1 ? 1 : 0);
+		WalkEntry w = walk(i == 3 ? WalkKind::clear_refs : WalkKind::smaps,
+				   2000000 + i * 1000, true, i == 1 ? 1 : 0);
 		w.bytes_read = 3000 + i;
 		w.module = WalkEntry::Module{};
 		w.module->call_ns = 1500000;
@@ -335,7 +338,7 @@ TEST(ResultJson, MembersInTheirOrder)
 
 namespace {
 
-KindCalibration measured(const char *kind, double d, double a, bool stall, bool astall)
+KindCalibration measured(WalkKind kind, double d, double a, bool stall, bool astall)
 {
 	KindCalibration e;
 	e.kind = kind;
@@ -368,23 +371,24 @@ TEST(ResultGolden, CalibrationAsAssembledByKeys)
 	cal.size_bytes = uint64_t(8) << 30;
 	cal.reps = 5;
 	cal.aliased_physical_bytes = uint64_t(1) << 30;
-	cal.distinct_ns_per_pte = {{"smaps", 40.0}, {"clear_refs", 10.0}};
-	cal.aliased_ns_per_pte = {{"smaps", 50.0}, {"clear_refs", 12.5}};
+	cal.distinct_ns_per_pte = {{WalkKind::smaps, 40.0}, {WalkKind::clear_refs, 10.0}};
+	cal.aliased_ns_per_pte = {{WalkKind::smaps, 50.0}, {WalkKind::clear_refs, 12.5}};
 	const double d[2][2] = {{39.0, 10.0}, {40.0, 10.0}};
 	const double a[2][2] = {{50.0, 12.0}, {50.0, 12.5}};
 	for (int i = 0; i < 2; i++)
-		cal.sizes.push_back({uint64_t(2 + 6 * i) << 30,
-				     uint64_t(1) << 30,
-				     uint64_t(2 + 6 * i),
-				     {measured("smaps", d[i][0], a[i][0], true, i == 0),
-				      measured("clear_refs", d[i][1], a[i][1], i == 1, true)}});
+		cal.sizes.push_back(
+			{uint64_t(2 + 6 * i) << 30,
+			 uint64_t(1) << 30,
+			 uint64_t(2 + 6 * i),
+			 {measured(WalkKind::smaps, d[i][0], a[i][0], true, i == 0),
+			  measured(WalkKind::clear_refs, d[i][1], a[i][1], i == 1, true)}});
 	judge_alias_bias(cal);
 	EXPECT_EQ(text(cal), golden("alias_calibration.json"));
 
 	// one size: nothing corrected, and the tolerance given
 	AliasCalibration one;
 	KindCalibration pm;
-	pm.kind = "pagemap";
+	pm.kind = WalkKind::pagemap;
 	pm.cost_ratio = 0.9;
 	pm.stall_model_ratio = 1.0;
 	one.sizes.push_back({uint64_t(2) << 30, 0, 0, {pm}});

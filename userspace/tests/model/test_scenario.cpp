@@ -29,13 +29,13 @@ TEST(Scenario, ProfilesDoWhatTheMonitorsDo)
 {
 	// cAdvisor: read smaps (sum Referenced:), then clear the bits
 	EXPECT_EQ(profile_walks(Profile::cadvisor),
-		  (std::vector<const char *>{"smaps", "clear_refs"}));
+		  (std::vector<WalkKind>{WalkKind::smaps, WalkKind::clear_refs}));
 	// wss.pl: clear, sleep, read
 	auto w = profile_walks(Profile::wss);
 	ASSERT_EQ(w.size(), 2u);
-	EXPECT_STREQ(w[0], "clear_refs");
-	EXPECT_STREQ(w[1], "smaps");
-	EXPECT_STREQ(profile_walks(Profile::smaps_rollup)[0], "smaps_rollup");
+	EXPECT_EQ(w[0], WalkKind::clear_refs);
+	EXPECT_EQ(w[1], WalkKind::smaps);
+	EXPECT_EQ(profile_walks(Profile::smaps_rollup)[0], WalkKind::smaps_rollup);
 }
 
 TEST(Scenario, PagemapScanSupportMatchesKernel)
@@ -68,19 +68,19 @@ TEST(Result, SummaryPerKind)
 	std::vector<WalkEntry> walks;
 	for (int i = 0; i < 4; i++) {
 		WalkEntry w;
-		w.kind = i % 2 ? "smaps" : "clear_refs";
+		w.kind = i % 2 ? WalkKind::smaps : WalkKind::clear_refs;
 		w.duration_ns = uint64_t(1000000 * (i + 1));
 		w.size = WalkEntry::Size{262144, 262144, 0, 0};
 		w.ns_per_pte = double(1000000 * (i + 1)) / 262144;
 		walks.push_back(w);
 	}
 	WalkEntry bad;
-	bad.kind = "smaps";
+	bad.kind = WalkKind::smaps;
 	bad.duration_ns = 1;
 	bad.error = "No such process";
 	walks.push_back(bad);
 	const auto sum = summarize_walks(walks, uint64_t(1) << 30);
-	const KindSummary *cr = find_kind(sum, "clear_refs");
+	const KindSummary *cr = find_kind(sum, WalkKind::clear_refs);
 	ASSERT_NE(cr, nullptr);
 	EXPECT_EQ(cr->count, 2u);
 	EXPECT_EQ(cr->ptes, 262144u);
@@ -89,11 +89,11 @@ TEST(Result, SummaryPerKind)
 	EXPECT_EQ(cr->duration->max_ns, 3000000u);
 	EXPECT_DOUBLE_EQ(cr->duration->ms_per_gib_p50.value(), 1.0);
 	EXPECT_FALSE(cr->lock_hold); // no lock-aware backend
-	const KindSummary *sm = find_kind(sum, "smaps");
+	const KindSummary *sm = find_kind(sum, WalkKind::smaps);
 	EXPECT_EQ(sm->count, 3u);
 	EXPECT_EQ(sm->errors, 1u);
 	EXPECT_EQ(sm->duration->max_ns, 4000000u);
-	EXPECT_EQ(sum.front().kind, "clear_refs"); // in the order the walks show them
+	EXPECT_EQ(sum.front().kind, WalkKind::clear_refs); // in the order the walks show them
 }
 
 TEST(Result, RollupCoverageGapFromItsOwnRss)
@@ -118,23 +118,23 @@ TEST(Result, IncompleteWalksAreCountedButLeftOutOfTheFigures)
 	r.scenario.size_bytes = uint64_t(1) << 30;
 	for (int i = 0; i < 3; i++) {
 		WalkEntry w;
-		w.kind = "smaps_rollup";
+		w.kind = WalkKind::smaps_rollup;
 		w.duration_ns = uint64_t(10000000 * (i + 1));
 		w.ns_per_pte = double(10000000 * (i + 1)) / 262144;
-		w.lock = WalkEntry::Lock{uint64_t(9000000 * (i + 1)), 0, 1, "read"};
+		w.lock = WalkEntry::Lock{uint64_t(9000000 * (i + 1)), 0, 1, LockMode::read};
 		w.stalls = WalkEntry::Stalls{1, 1000000};
 		r.walks.push_back(w);
 	}
 	WalkEntry skipped;
-	skipped.kind = "smaps_rollup";
+	skipped.kind = WalkKind::smaps_rollup;
 	skipped.duration_ns = 100000;
 	skipped.ns_per_pte = 0.4;
-	skipped.lock = WalkEntry::Lock{50000, 0, 2, "read"};
+	skipped.lock = WalkEntry::Lock{50000, 0, 2, LockMode::read};
 	skipped.stalls = WalkEntry::Stalls{1, 7000000};
 	skipped.incomplete = "smaps_rollup reported Rss 4.3 MiB of the workload's 260.0 MiB";
 	r.walks.push_back(skipped);
 	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);
-	const KindSummary *s = find_kind(r.walk_summary, "smaps_rollup");
+	const KindSummary *s = find_kind(r.walk_summary, WalkKind::smaps_rollup);
 	ASSERT_NE(s, nullptr);
 	EXPECT_EQ(s->count, 4u);
 	EXPECT_EQ(s->incomplete, 1u);

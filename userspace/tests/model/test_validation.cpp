@@ -204,7 +204,7 @@ RunResult walks_result(std::initializer_list<std::tuple<uint64_t, uint64_t, uint
 	for (auto [slots, holds, rss_mib] : ws) {
 		const bool incomplete = rss_mib < 258;
 		WalkEntry w;
-		w.kind = "smaps_rollup";
+		w.kind = WalkKind::smaps_rollup;
 		w.syscall_ns = 2 * ms;
 		w.module = WalkEntry::Module{};
 		w.module->call_ns = 1 * ms;

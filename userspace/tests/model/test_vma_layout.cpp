@@ -84,7 +84,7 @@ TEST(VmaLayout, EveryWalkKindHasACitedLockUnit)
 	EXPECT_NE(std::string(kind_locking("smaps_rollup")->source).find("ff9f47f6f00c"),
 		  std::string::npos);
 	EXPECT_EQ(kind_locking("clear_refs")->unit, LockUnit::whole_walk);
-	EXPECT_STREQ(kind_locking("clear_refs")->lock_mode, "write");
+	EXPECT_EQ(kind_locking("clear_refs")->lock_mode, LockMode::write);
 	EXPECT_FALSE(layout_dependent(LockUnit::whole_walk));
 	EXPECT_FALSE(layout_dependent(LockUnit::pmd_chunk));
 	EXPECT_TRUE(layout_dependent(LockUnit::vma_when_contended));
@@ -113,7 +113,7 @@ namespace {
 
 // A result of an aliased run: 8 GiB in 8 VMAs, smaps_rollup and clear_refs
 // walks of 100 ms max, 80 ms p50.
-const StallEstimate::Kind *kind(const RunResult &r, std::string_view k)
+const StallEstimate::Kind *kind(const RunResult &r, WalkKind k)
 {
 	if (r.stall_estimate)
 		for (const auto &e : r.stall_estimate->kinds)
@@ -127,7 +127,7 @@ RunResult aliased_result(AliasCalibration cal)
 	RunResult r;
 	r.scenario.size_bytes = 8 * GiB;
 	r.scenario.alias = ScenarioInfo::Alias{GiB, 8};
-	for (const char *k : {"smaps_rollup", "clear_refs"}) {
+	for (WalkKind k : {WalkKind::smaps_rollup, WalkKind::clear_refs}) {
 		KindSummary s;
 		s.kind = k;
 		s.duration = KindSummary::Durations{80000000, 100000000, 0, std::nullopt};
@@ -148,24 +148,24 @@ TEST(StallEstimate, OneVmaLayoutScalesTheYieldingKindOnly)
 {
 	RunResult r = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r, LayoutSpec{});
-	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
+	const StallEstimate::Kind *sr = kind(r, WalkKind::smaps_rollup);
 	ASSERT_TRUE(sr);
 	// aliased: one VMA of eight under a hold; one VMA: the whole walk
 	EXPECT_EQ(sr->model_stall_max_ns, 12500000u);
 	EXPECT_EQ(sr->estimate_max_ns, 100000000u);
 	EXPECT_EQ(sr->status, "uncorrected");
 	EXPECT_NEAR(sr->model_check_ratio.value(), 13.0 / 12.5, 1e-9);
-	const StallEstimate::Kind *cr = kind(r, "clear_refs");
+	const StallEstimate::Kind *cr = kind(r, WalkKind::clear_refs);
 	EXPECT_EQ(cr->model_stall_max_ns, 100000000u);
 	EXPECT_EQ(cr->estimate_max_ns, 100000000u);
 	// the layout as measured reproduces the model for it
 	RunResult r2 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r2, LayoutSpec{LayoutSpec::aliased, 0});
-	EXPECT_EQ(kind(r2, "smaps_rollup")->estimate_max_ns, 12500000u);
+	EXPECT_EQ(kind(r2, WalkKind::smaps_rollup)->estimate_max_ns, 12500000u);
 	// VMAs of 2 GiB: a quarter
 	RunResult r3 = aliased_result(AliasCalibration{"disabled"});
 	add_stall_estimates(r3, LayoutSpec{LayoutSpec::size, 2 * GiB});
-	EXPECT_EQ(kind(r3, "smaps_rollup")->estimate_max_ns, 25000000u);
+	EXPECT_EQ(kind(r3, WalkKind::smaps_rollup)->estimate_max_ns, 25000000u);
 }
 
 namespace {
@@ -173,7 +173,7 @@ namespace {
 SizeCalibration one_size(uint64_t size, double cost_ratio, double stall_ratio)
 {
 	KindCalibration k;
-	k.kind = "smaps_rollup";
+	k.kind = WalkKind::smaps_rollup;
 	k.cost_ratio = cost_ratio;
 	k.stall_model_ratio = stall_ratio;
 	return SizeCalibration{size, 0, 0, {k}};
@@ -194,15 +194,15 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 	const AliasCalibration cal =
 		judged({one_size(2 * GiB, 0.80, 1.00), one_size(8 * GiB, 0.88, 1.10)});
 	// 10% apart: corrected, by the mean
-	EXPECT_NEAR(cal.ratio_of("smaps_rollup").value(), 0.84, 1e-9);
-	EXPECT_NEAR(cal.stall_ratio_of("smaps_rollup").value(), 1.05, 1e-9);
-	EXPECT_FALSE(cal.verdict("smaps_rollup")->why);
+	EXPECT_NEAR(cal.ratio_of(WalkKind::smaps_rollup).value(), 0.84, 1e-9);
+	EXPECT_NEAR(cal.stall_ratio_of(WalkKind::smaps_rollup).value(), 1.05, 1e-9);
+	EXPECT_FALSE(cal.verdict(WalkKind::smaps_rollup)->why);
 
 	const AliasCalibration bad =
 		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)});
-	EXPECT_FALSE(bad.ratio_of("smaps_rollup"));
-	EXPECT_FALSE(bad.stall_ratio_of("smaps_rollup"));
-	const KindVerdict *e = bad.verdict("smaps_rollup");
+	EXPECT_FALSE(bad.ratio_of(WalkKind::smaps_rollup));
+	EXPECT_FALSE(bad.stall_ratio_of(WalkKind::smaps_rollup));
+	const KindVerdict *e = bad.verdict(WalkKind::smaps_rollup);
 	EXPECT_NE(e->why.value().find("cost ratio differs"), std::string::npos);
 	EXPECT_NEAR(e->factor_range.first, 0.60, 1e-9);
 	EXPECT_NEAR(e->factor_range.second, 0.90, 1e-9);
@@ -210,13 +210,13 @@ TEST(Calibration, CorrectedOnlyWhereSizesAgree)
 	// the stall disagreeing alone keeps the cost correction, not the stall one
 	const AliasCalibration st =
 		judged({one_size(2 * GiB, 0.9, 0.5), one_size(8 * GiB, 0.9, 1.0)});
-	EXPECT_TRUE(st.ratio_of("smaps_rollup"));
-	EXPECT_FALSE(st.stall_ratio_of("smaps_rollup"));
-	EXPECT_NE(st.verdict("smaps_rollup")->why.value().find("stall vs model"),
+	EXPECT_TRUE(st.ratio_of(WalkKind::smaps_rollup));
+	EXPECT_FALSE(st.stall_ratio_of(WalkKind::smaps_rollup));
+	EXPECT_NE(st.verdict(WalkKind::smaps_rollup)->why.value().find("stall vs model"),
 		  std::string::npos);
 
 	// one size: nothing is called corrected
-	EXPECT_FALSE(judged({one_size(2 * GiB, 0.9, 1.0)}).ratio_of("smaps_rollup"));
+	EXPECT_FALSE(judged({one_size(2 * GiB, 0.9, 1.0)}).ratio_of(WalkKind::smaps_rollup));
 }
 
 TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
@@ -224,7 +224,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 	RunResult r = aliased_result(
 		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)}));
 	add_stall_estimates(r, LayoutSpec{});
-	const StallEstimate::Kind *sr = kind(r, "smaps_rollup");
+	const StallEstimate::Kind *sr = kind(r, WalkKind::smaps_rollup);
 	EXPECT_EQ(sr->status, "range");
 	EXPECT_FALSE(sr->estimate_max_ns);
 	EXPECT_EQ(sr->estimate_max_range_ns->first, 60000000u);
@@ -234,7 +234,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 	RunResult r2 = aliased_result(
 		judged({one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)}));
 	add_stall_estimates(r2, LayoutSpec{});
-	const StallEstimate::Kind *c = kind(r2, "smaps_rollup");
+	const StallEstimate::Kind *c = kind(r2, WalkKind::smaps_rollup);
 	EXPECT_EQ(c->status, "corrected");
 	EXPECT_NEAR(double(c->estimate_max_ns.value()), 100e6 * 0.82 * 1.05, 2);
 }

@@ -22,8 +22,7 @@ TEST(WalkKinds, EnumNamesAndTableAgree)
 		EXPECT_STREQ(name(k.id), k.kind);
 		EXPECT_EQ(parse_walk_kind(k.kind), k.id);
 		EXPECT_EQ(&info(k.id), &k);
-		EXPECT_TRUE(std::string(k.lock_mode) == "read" ||
-			    std::string(k.lock_mode) == "write")
+		EXPECT_TRUE(k.lock_mode == LockMode::read || k.lock_mode == LockMode::write)
 			<< k.kind;
 		EXPECT_GT(std::string(k.source).size(), 20u) << k.kind;
 	}
@@ -39,14 +38,15 @@ TEST(WalkKinds, EveryKindIsAProfileOfItsOwn)
 		ASSERT_TRUE(p) << k.kind;
 		EXPECT_EQ(size_t(*p), size_t(k.id)); // the kinds first, in order
 		ASSERT_EQ(profile_walks(*p).size(), 1u);
-		EXPECT_STREQ(profile_walks(*p)[0], k.kind);
+		EXPECT_EQ(profile_walks(*p)[0], k.id);
+		EXPECT_EQ(profile_of(k.id), *p);
 	}
 	// the profiles of several kinds walk kinds only
 	for (Profile p : {Profile::cadvisor, Profile::wss}) {
 		EXPECT_EQ(parse_walk_kind(name(p)), std::nullopt);
 		EXPECT_EQ(profile_walks(p).size(), 2u);
-		for (const char *k : profile_walks(p))
-			EXPECT_TRUE(parse_walk_kind(k)) << k;
+		for (WalkKind k : profile_walks(p))
+			EXPECT_EQ(parse_walk_kind(name(k)), k) << name(k);
 	}
 }
 

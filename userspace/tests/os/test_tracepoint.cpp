@@ -507,9 +507,9 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	const std::vector<LockEvent> v = walker_holds_and_victim_stalls();
 	feed_sorted(acc, v);
 
-	std::vector<WalkSpan> walks = {{"clear_refs", 200, 1000, 5000},
-				       {"smaps_rollup", 200, 10000, 20000},
-				       {"smaps", 200, 30000, 40000}};
+	std::vector<WalkSpan> walks = {{WalkKind::clear_refs, 200, 1000, 5000},
+				       {WalkKind::smaps_rollup, 200, 10000, 20000},
+				       {WalkKind::smaps, 200, 30000, 40000}};
 	KernelView kv;
 	AttributionStats st;
 	st.lost_events = 3;
@@ -520,14 +520,14 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 	EXPECT_EQ(views[0].lock_hold_ns, 3000u);
 	EXPECT_EQ(views[0].lock_wait_ns, 100u);
 	EXPECT_EQ(views[0].lock_acquisitions, 1u);
-	EXPECT_EQ(views[0].lock_mode, "write");
+	EXPECT_EQ(views[0].lock_mode, LockMode::write);
 	EXPECT_EQ(views[0].stalls, 1u);
 	EXPECT_EQ(views[0].max_stall_ns, 2800u);
 
 	EXPECT_EQ(views[1].lock_hold_ns, 1000u + 1950u);
 	EXPECT_EQ(views[1].lock_wait_ns, 50u);
 	EXPECT_EQ(views[1].lock_acquisitions, 2u);
-	EXPECT_EQ(views[1].lock_mode, "read");
+	EXPECT_EQ(views[1].lock_mode, LockMode::read);
 	EXPECT_EQ(views[1].stalls, 2u);
 	EXPECT_EQ(views[1].max_stall_ns, 1100u);
 
@@ -598,7 +598,7 @@ TEST(TracepointAttribution, WalkerThreadInsideTarget)
 	EXPECT_TRUE(acc.is_walker(103, 100));
 	EXPECT_FALSE(acc.is_walker(101, 100));
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{"clear_refs", 103, 900, 9500}}, {}, kv);
+	auto views = attribute_stalls(acc, {{WalkKind::clear_refs, 103, 900, 9500}}, {}, kv);
 	EXPECT_EQ(views[0].lock_hold_ns, 2000u);
 	EXPECT_EQ(views[0].lock_acquisitions, 1u);
 	EXPECT_EQ(views[0].stalls, 1u);
@@ -615,11 +615,11 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	lock(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
 	feed_sorted(acc, v);
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{"smaps", 200, 1000, 2000}}, {}, kv);
+	auto views = attribute_stalls(acc, {{WalkKind::smaps, 200, 1000, 2000}}, {}, kv);
 	const std::string d = view_text(kv);
 	EXPECT_NE(d.find("\"target_mm_basis\":\"walker_holds\""), std::string::npos) << d;
 	EXPECT_EQ(views[0].lock_hold_ns, 190u); // the target's, not its own 390
-	EXPECT_EQ(views[0].lock_mode, "read");
+	EXPECT_EQ(views[0].lock_mode, LockMode::read);
 	EXPECT_NE(d.find("\"fault\":{\"waits\":{\"count\":0"), std::string::npos) << d;
 	EXPECT_EQ(d, "{\"source\":\"mmap_lock tracepoints via perf_event_open\",\"events\":9,"
 		     "\"lost_events\":0,\"target_mm_found\":true,"
@@ -635,7 +635,7 @@ TEST(TracepointAttribution, NoTargetMmSaysSo)
 {
 	StallAccumulator acc({100, {{101, "mmap"}}, 200});
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{"clear_refs", 200, 1, 2}}, {}, kv);
+	auto views = attribute_stalls(acc, {{WalkKind::clear_refs, 200, 1, 2}}, {}, kv);
 	EXPECT_FALSE(views[0].seen);
 	const std::string d = view_text(kv);
 	EXPECT_NE(d.find("\"target_mm_found\":false"), std::string::npos) << d;
@@ -655,7 +655,7 @@ TEST(TracepointAttribution, UnstartedBackendSaysWhy)
 {
 	auto b = make_tracepoint_backend();
 	KernelView kv;
-	auto views = b->annotate({{"smaps", 2, 1, 2}}, kv);
+	auto views = b->annotate({{WalkKind::smaps, 2, 1, 2}}, kv);
 	ASSERT_EQ(views.size(), 1u);
 	EXPECT_FALSE(views[0].seen);
 	EXPECT_EQ(view_text(kv), "{\"source\":\"mmap_lock tracepoints via perf_event_open\","
@@ -682,7 +682,7 @@ TEST(TracepointAttribution, StallListKeepsEveryWaitAboveTheThreshold)
 	feed_sorted(acc, v);
 	KernelView kv;
 	AttributionStats st;
-	attribute_stalls(acc, {{"pagemap", 200, 5 * ms, 4000 * ms}}, st, kv);
+	attribute_stalls(acc, {{WalkKind::pagemap, 200, 5 * ms, 4000 * ms}}, st, kv);
 	EXPECT_EQ(json_int(view_text(kv), "stalls_total"), 300);
 	ASSERT_TRUE(kv.stalls);
 	EXPECT_EQ(kv.stalls->list.size(), 250u); // every wait >= 1 ms, more than max_stalls
@@ -706,8 +706,8 @@ TEST(TracepointAttribution, DowngradeIsReadPlusWrite)
 	v.push_back(ev(300, 200, 200, kTargetMm, LockEventType::Released, false));
 	feed_sorted(acc, v);
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{"x", 200, 90, 400}}, {}, kv);
-	EXPECT_EQ(views[0].lock_mode, "read+write");
+	auto views = attribute_stalls(acc, {{WalkKind::clear_refs, 200, 90, 400}}, {}, kv);
+	EXPECT_EQ(views[0].lock_mode, LockMode::mixed);
 	EXPECT_EQ(views[0].lock_acquisitions, 2u);
 	EXPECT_EQ(views[0].lock_hold_ns, 190u);
 }
@@ -764,7 +764,7 @@ TEST(TracepointBackend, SyscallBackendIsTrivial)
 	EXPECT_TRUE(b->start(1, {}, 2));
 	b->stop();
 	KernelView kv;
-	auto v = b->annotate({{"smaps", 2, 1, 2}}, kv);
+	auto v = b->annotate({{WalkKind::smaps, 2, 1, 2}}, kv);
 	ASSERT_EQ(v.size(), 1u);
 	EXPECT_FALSE(v[0].seen);
 	EXPECT_EQ(view_text(kv), "{\"source\":\"syscall timing only\"}");
@@ -796,7 +796,7 @@ void expect_write_holds_and_stalls(const std::vector<WalkSpan> &walks,
 	for (size_t i = 0; i < views.size(); i++) {
 		const auto &v = views[i];
 		const uint64_t span = walks[i].end_ns - walks[i].start_ns;
-		if (v.has_lock && v.lock_mode == "write" && v.lock_hold_ns > 0) {
+		if (v.has_lock && v.lock_mode == LockMode::write && v.lock_hold_ns > 0) {
 			with_write++;
 			// kernel and user timestamps share CLOCK_MONOTONIC: the
 			// hold lies within the syscall
@@ -869,7 +869,7 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 				return;
 			}
 			uint64_t t1 = now_ns();
-			walks.push_back({"clear_refs", walker_tid.load(), t0, t1});
+			walks.push_back({WalkKind::clear_refs, walker_tid.load(), t0, t1});
 			usleep(3000);
 		}
 	});

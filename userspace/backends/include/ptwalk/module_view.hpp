@@ -26,7 +26,8 @@ std::string unescape_comm(std::string_view s);
 
 struct ModuleWalk {
 	uint64_t seq = 0;
-	std::string kind, walker_comm;
+	WalkKind kind = WalkKind::clear_refs; // one of the module's (PTW_KINDS)
+	std::string walker_comm;
 	int32_t walker_pid = 0, target_tgid = 0;
 	uint64_t start_ns = 0, end_ns = 0;
 	uint64_t call_ns = 0;     // inside the hooked calls (the syscall part)
@@ -37,11 +38,13 @@ struct ModuleWalk {
 	uint64_t lock_holds = 0;
 	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0, tlb_flushes = 0;
 	uint64_t calls = 0, stalls = 0;
-	std::string lock_mode;
+	LockMode lock_mode = LockMode::none;
 };
 struct ModuleStall {
 	uint64_t walk_seq = 0;
-	std::string kind, waiter_comm, mode, walker_mode;
+	WalkKind kind = WalkKind::clear_refs;
+	std::string waiter_comm;
+	LockMode mode = LockMode::none, walker_mode = LockMode::none;
 	int32_t waiter_pid = 0, target_tgid = 0, walker_pid = 0;
 	uint64_t start_ns = 0, wait_ns = 0;
 	bool acquired = true;
@@ -49,13 +52,13 @@ struct ModuleStall {
 	// others_held_ns): unset where the module does not print them, or
 	// prints split_complete=0 (a hold within the wait was not seen)
 	std::optional<uint64_t> walker_held_ns, others_held_ns;
+	// how far apart other probes may have read the clock at the
+	// boundaries walker_held_ns has (module key clock_spread_ns)
+	std::optional<uint64_t> clock_spread_ns;
 };
+// A record whose kind is not one of the module's kinds is left out.
 std::vector<ModuleWalk> parse_module_walks(std::string_view text);
 std::vector<ModuleStall> parse_module_stalls(std::string_view text);
-
-// The module's kind for a scanner walk kind ("" when the module does not
-// hook that kind: maps, numa_maps).
-std::string module_kind(std::string_view user_kind);
 
 // Matches each scanner walk with at most one module record of the same
 // walker and kind lying within it (± slack_ns); returns, per span, the index

@@ -13,6 +13,8 @@
 
 #include "ptwalk/bpf_lock_spans.hpp"
 #include "ptwalk/json.hpp"
+#include "ptwalk/lock_mode.hpp"
+#include "ptwalk/walk_kinds.hpp"
 #include "ptwalk/monitor_metrics.hpp"
 #include "ptwalk/monitor_model.hpp"
 
@@ -39,12 +41,13 @@ struct MonitorWaiter {
 	std::string comm;
 	std::optional<uint64_t> start_ns; // tracepoint and bpf
 	uint64_t wait_ns = 0;
-	std::string mode;
+	LockMode mode = LockMode::none;
 };
 
 struct MonitorHold {
 	uint64_t start_ns = 0, hold_ns = 0;
-	std::string mode, kind, mm;
+	LockMode mode = LockMode::none;
+	std::string kind, mm;
 	MonitorHolder holder;
 	MonitorTarget target;
 	std::optional<std::string> walk_file;
@@ -54,10 +57,10 @@ struct MonitorHold {
 
 struct ModuleHold {
 	uint64_t seq = 0;
-	std::string kind;
+	WalkKind kind = WalkKind::clear_refs;
 	uint64_t start_ns = 0, duration_ns = 0, span_ns = 0;
 	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0;
-	std::string mode;
+	LockMode mode = LockMode::none;
 	uint64_t tlb_flushes = 0;
 	MonitorHolder holder;
 	MonitorTarget target;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ptwalk/json.hpp"
+#include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
@@ -20,11 +21,11 @@ namespace ptwalk {
 constexpr double kAliasBiasTolerance = 0.15;
 
 // A figure per walk kind, in the order the kinds were met.
-using PerKind = std::vector<std::pair<std::string, double>>;
+using PerKind = std::vector<std::pair<WalkKind, double>>;
 
 // One walk kind at one size: distinct pages against aliased ones.
 struct KindCalibration {
-	std::string kind;
+	WalkKind kind = WalkKind::clear_refs;
 	double distinct_ns_per_pte = 0, aliased_ns_per_pte = 0, cost_ratio = 0;
 	uint64_t distinct_walk_max_ns = 0, aliased_walk_max_ns = 0;
 	uint64_t distinct_stall_max_ns = 0, aliased_stall_max_ns = 0;
@@ -41,7 +42,7 @@ struct SizeCalibration {
 
 // One walk kind over the sizes.
 struct KindVerdict {
-	std::string kind;
+	WalkKind kind = WalkKind::clear_refs;
 	uint64_t sizes = 0;
 	std::pair<double, double> cost_ratio_range;
 	std::optional<double> cost_spread; // null when not finite
@@ -66,9 +67,9 @@ struct AliasCalibration {
 	std::vector<KindVerdict> kinds;
 	PerKind ratio, stall_ratio; // kinds whose sizes agree
 
-	std::optional<double> ratio_of(std::string_view kind) const;
-	std::optional<double> stall_ratio_of(std::string_view kind) const;
-	const KindVerdict *verdict(std::string_view kind) const;
+	std::optional<double> ratio_of(WalkKind kind) const;
+	std::optional<double> stall_ratio_of(WalkKind kind) const;
+	const KindVerdict *verdict(WalkKind kind) const;
 };
 
 // The per-kind verdict from the per-size figures (cal.sizes): kinds

@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "ptwalk/kernel_view.hpp"
+#include "ptwalk/lock_mode.hpp"
+#include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
 // One walk as the scanner saw it (user side, CLOCK_MONOTONIC).
 struct WalkSpan {
-	std::string kind; // "clear_refs", "smaps", ...
+	WalkKind kind = WalkKind::clear_refs;
 	pid_t walker_pid = 0;
 	uint64_t start_ns = 0;
 	uint64_t end_ns = 0;
@@ -41,8 +43,8 @@ struct WalkKernelView {
 	uint64_t lock_hold_ns = 0; // sum of the walker's holds of the target lock
 	uint64_t lock_wait_ns = 0; // the walker's own wait to acquire it
 	uint32_t lock_acquisitions = 0;
-	std::string lock_mode; // "read", "write" or "read+write"
-	uint32_t stalls = 0;   // waits by watched threads attributed here
+	LockMode lock_mode = LockMode::none;
+	uint32_t stalls = 0; // waits by watched threads attributed here
 	uint64_t max_stall_ns = 0;
 	// the largest walker-held part of those waits, when the view splits
 	// them (KernelStall::walker_held_ns)

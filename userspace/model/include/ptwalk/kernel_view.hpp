@@ -14,13 +14,15 @@
 
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
+#include "ptwalk/lock_mode.hpp"
 
 namespace ptwalk {
 
 // One attributed wait, as the view lists it ("stalls").
 struct KernelStall {
 	int32_t tid = 0;
-	std::string victim, mode;
+	std::string victim;
+	LockMode mode = LockMode::none; // the waiter's
 	uint64_t start_ns = 0, wait_ns = 0;
 	uint64_t walk = 0;            // index into the result's walks
 	std::optional<bool> acquired; // the module's
@@ -36,6 +38,10 @@ struct KernelStall {
 	// runnable but not on a CPU (woken or preempted, waiting for one:
 	// the waiters' sched_wakeup and sched_switch events)
 	std::optional<uint64_t> waiter_runnable_ns;
+	// the module's: how far apart the other probes of the same events
+	// (perf's among them) may have read the clock at the boundaries of
+	// walker_held_ns, summed (module/KERNEL-FACTS.md entry 26)
+	std::optional<uint64_t> clock_spread_ns;
 };
 
 // One victim's waits ("threads"): of one name, merged.

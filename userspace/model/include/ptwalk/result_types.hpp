@@ -19,6 +19,7 @@
 #include "ptwalk/json.hpp"
 #include "ptwalk/kernel_view.hpp"
 #include "ptwalk/perf_summary.hpp"
+#include "ptwalk/walk_kinds.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/vma_layout.hpp"
 
@@ -68,7 +69,7 @@ struct WalkEntry {
 	struct Lock { // tracepoint and module backends
 		uint64_t hold_ns = 0, wait_ns = 0;
 		uint32_t acquisitions = 0;
-		std::string mode;
+		LockMode mode = LockMode::none;
 	};
 	struct Stalls { // any backend that saw the walk
 		uint32_t count = 0;
@@ -82,7 +83,7 @@ struct WalkEntry {
 		uint64_t pte_tables = 0, pte_slots_visited = 0, pte_revisits = 0;
 		uint64_t tlb_flushes = 0, tlb_ipis = 0, probe_missed = 0;
 	};
-	std::string kind;
+	WalkKind kind = WalkKind::clear_refs;
 	uint64_t iteration = 0;
 	int32_t walker_pid = 0;
 	uint64_t start_ns = 0, duration_ns = 0, syscall_ns = 0;
@@ -106,9 +107,9 @@ struct KindSummary {
 	};
 	struct LockHold {
 		uint64_t p50_ns = 0, max_ns = 0;
-		std::string mode; // the kind's first walk's ("" when it saw none)
+		LockMode mode = LockMode::none; // the kind's first walk's
 	};
-	std::string kind;
+	WalkKind kind = WalkKind::clear_refs;
 	uint64_t count = 0, errors = 0, incomplete = 0, ptes = 0;
 	std::optional<Durations> duration;
 	std::optional<PerPte> ns_per_pte;
@@ -239,7 +240,7 @@ struct RunResult {
 };
 
 // The kind's summary or victim by name; nullptr when there is none.
-const KindSummary *find_kind(const std::vector<KindSummary> &s, std::string_view kind);
+const KindSummary *find_kind(const std::vector<KindSummary> &s, WalkKind kind);
 const VictimEntry *find_victim(const std::vector<VictimEntry> &v, std::string_view name);
 
 void to_json(Json::Value &j, const ScenarioInfo &s);

@@ -33,6 +33,16 @@ enum class Profile {
 #undef PTW_X
 };
 
+// The profile of one walk kind: the enum begins with them, in their order.
+#define PTW_X(name, module, mode, unit, file, source) \
+	static_assert(size_t(Profile::name) == size_t(WalkKind::name));
+PTW_WALK_KINDS(PTW_X)
+#undef PTW_X
+constexpr Profile profile_of(WalkKind k)
+{
+	return Profile(size_t(k));
+}
+
 std::optional<Backing> parse_backing(std::string_view s);
 std::optional<Victim> parse_victim(std::string_view s);
 std::optional<Profile> parse_profile(std::string_view s);
@@ -48,7 +58,7 @@ std::string all_fault_regions();
 
 // The kinds of walk a profile performs, in order, per interval.
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
-std::vector<const char *> profile_walks(Profile p);
+std::vector<WalkKind> profile_walks(Profile p);
 
 struct Scenario {
 	uint64_t size = 0;

@@ -15,7 +15,8 @@
 //  - a watched thread's wait (start_locking -> acquire_returned) on the
 //    target mm that overlaps one of a walk's holds in a mode that excludes
 //    it (a write hold any wait, a read hold a write wait) is attributed to
-//    that walk (the walk with the largest overlap); a read wait that began
+//    that walk (the walk of the earliest such hold: the first to block it,
+//    as ptwalk.ko attributes it); a read wait that began
 //    while an attributed write wait was pending is attributed with it (it
 //    queues behind that writer), the rule ptwalk.ko follows;
 //  - a wait whose acquire_returned failed (success=false: a failed
@@ -23,10 +24,12 @@
 //    acquire_returned, or a killable lock interrupted) is neither a stall
 //    nor in the victim's wait histogram; failed_acquires() counts them;
 //  - each stall is split by interval arithmetic over [start, end] of the
-//    wait: walker_held = the union of the walk holds that exclude it (for a
-//    reader behind a pending attributed writer, the walker's read holds
-//    while that writer is pending count too); others_held = the union of
-//    other tasks' excluding holds (same rule), minus walker_held;
+//    wait: walker_held = the union of the attributed walk's holds that
+//    exclude it (for a reader behind a pending attributed writer, the
+//    walk's read holds while that writer is pending count too);
+//    others_held = the union of other tasks' excluding holds and other
+//    walks' (the walker's next walk included; same rule), minus
+//    walker_held;
 //    free = the rest. The three sum to the wait exactly. "Other tasks"
 //    are the tasks whose events the session sees (the target's threads and
 //    the walker's, or every task when the kernel filter was refused);

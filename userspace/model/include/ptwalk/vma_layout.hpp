@@ -93,8 +93,10 @@ uint64_t smaps_vmas_per_read(double record_bytes);
 // uncorrected, with why).
 struct StallEstimate {
 	struct Kind {
-		std::string kind;
-		const char *lock_unit = "", *lock_mode = "", *source = "";
+		WalkKind kind = WalkKind::clear_refs;
+		LockUnit lock_unit = LockUnit::whole_walk;
+		const char *source = "";
+		LockMode lock_mode = LockMode::none;
 		bool layout_dependent = false;
 		std::optional<uint64_t> vmas_per_read; // read_chunk
 		uint64_t measured_hold_bytes = 0, layout_hold_bytes = 0, model_stall_max_ns = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "ptwalk/lock_mode.hpp"
 #include "ptwalk/walk_kinds.def"
 
 namespace ptwalk {
@@ -29,8 +30,8 @@ enum class LockUnit {
 struct WalkKindInfo {
 	const char *kind; // its name
 	LockUnit unit;
-	const char *lock_mode; // "write" or "read"
-	const char *source;    // where in the kernel, per version
+	LockMode lock_mode; // write or read
+	const char *source; // where in the kernel, per version
 	WalkKind id;
 	const char *module; // ptwalk.ko's kind (PTW_KINDS); "" when none sees it
 	const char *file;   // the /proc/PID file it reads or writes
@@ -46,7 +47,7 @@ constexpr const char *none_is_empty(const char *s)
 // In the order tables and verdicts list them.
 inline constexpr WalkKindInfo kWalkKindInfo[] = {
 #define PTW_X(name, module, mode, unit, file, source)                       \
-	{#name,  LockUnit::unit, #mode,                                     \
+	{#name,  LockUnit::unit, LockMode::mode,                            \
 	 source, WalkKind::name, walk_kinds_detail::none_is_empty(#module), \
 	 #file},
 	PTW_WALK_KINDS(PTW_X)
@@ -65,5 +66,8 @@ const char *name(WalkKind k);
 std::optional<WalkKind> parse_walk_kind(std::string_view s);
 // nullptr for an unknown kind.
 const WalkKindInfo *walk_kind_info(std::string_view kind);
+// The ptwalk.ko kind whose hook sees a walk of kind k (module kinds are
+// walk kinds: clear_refs for softdirty); nullopt when none does (maps).
+std::optional<WalkKind> module_kind(WalkKind k);
 
 } // namespace ptwalk

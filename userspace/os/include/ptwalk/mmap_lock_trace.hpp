@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptwalk/lock_mode.hpp"
 #include "ptwalk/perf_events.hpp"
 #include "ptwalk/tracefs.hpp"
 
@@ -308,7 +309,5 @@ public:
 private:
 	std::unordered_map<uint64_t, size_t> idx_;
 };
-
-const char *lock_mode_name(bool write);
 
 } // namespace ptwalk

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "ptwalk/histogram.hpp"
+#include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
@@ -62,7 +63,7 @@ struct VictimSlot {
 };
 
 struct WalkRecord {
-	char kind[16];
+	WalkKind kind;
 	int32_t walker_pid;
 	int32_t error; // errno of a failed walk, 0 when fine
 	uint64_t start_ns, end_ns;

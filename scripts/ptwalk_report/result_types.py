@@ -1,0 +1,527 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The typed ptwalk.result/1 document (results/SCHEMA.md): dataclasses for
+a result and its parts, and their parser. The C++ writer is
+userspace/model/src/result_json.cpp (and kernel_view.cpp).
+
+JSON text becomes members here and nowhere else: enumerations become
+enum members (walk kinds and lock units from walk_kinds.py, generated from
+walk_kinds.def), a member the schema lets be absent is `X | None` (absent
+stays apart from 0: no figure is made up), and a malformed document or an
+unknown enumeration value raises ResultError naming the file and the
+member's path. Members the schema has and no tool reads are left to
+`Result.doc`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .result_enums import (Accel, Backend, Backing, EstimateStatus, GuestClock, VictimName,
+                           WalkLockMode)
+from .result_host import GuestVm, Host, Kernel, MeasuredOn, SelfMemory, WalkSize, Workload
+from .result_json import InputError, ResultError, T, _Obj
+from .walk_kinds import LockMode, LockUnit, Profile, WalkKind
+
+__all__ = ["Accel", "Backend", "Backing", "EstimateStatus", "GuestClock", "GuestVm", "Host",
+           "InputError", "Kernel", "MeasuredOn", "ResultError", "SelfMemory", "VictimName",
+           "WalkLockMode", "WalkSize", "Workload"]
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A victim's latency summary (`outside` or `during` walks)."""
+    count: int
+    min_ns: int | None = None
+    p50_ns: int | None = None
+    p90_ns: int | None = None
+    p99_ns: int | None = None
+    p999_ns: int | None = None
+    p9999_ns: int | None = None
+    max_ns: int | None = None
+    mean_ns: float | None = None
+    buckets: tuple[tuple[int, int], ...] = ()
+
+    QUANTILES = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns")
+
+    def quantile(self, name: str) -> int | None:
+        """A quantile by its member name (`p99_ns`, ...), for tables that
+        list several."""
+        if name not in self.QUANTILES:
+            raise KeyError(name)
+        v: int | None = getattr(self, name)
+        return v
+
+    @staticmethod
+    def parse(o: _Obj) -> Latency:
+        buckets = []
+        for i, b in enumerate(o.list_("buckets", False)):
+            if (not isinstance(b, list) or len(b) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in b)):
+                raise ResultError(o.path, f"{o.at('buckets')}[{i}]", "want [lower_bound_ns, count]")
+            buckets.append((int(b[0]), int(b[1])))
+        q = {k: o.opt_int(k) for k in Latency.QUANTILES}
+        return Latency(count=o.int_("count"), mean_ns=o.opt_float("mean_ns"),
+                       buckets=tuple(buckets), **q)
+
+
+@dataclass(frozen=True)
+class Victim:
+    tid: int
+    ops: int
+    outside: Latency
+    during: Latency
+    run_delay_ns: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> Victim:
+        return Victim(o.int_("tid"), o.int_("ops"), Latency.parse(o.obj("outside")),
+                      Latency.parse(o.obj("during")), o.opt_int("run_delay_ns"))
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One walk of `walks[]`; `index` is its place there (a stall's `walk`)."""
+    index: int
+    kind: WalkKind
+    start_ns: int
+    duration_ns: int
+    iteration: int | None = None
+    walker_pid: int | None = None
+    syscall_ns: int | None = None
+    ptes: int | None = None
+    ptes_4k: int | None = None
+    pmd_leaves: int | None = None
+    pte_slots: int | None = None
+    ns_per_pte: float | None = None
+    ns_per_pte_corrected: float | None = None
+    bytes_read: int | None = None
+    referenced_bytes: int | None = None
+    rollup_rss_bytes: int | None = None
+    incomplete: str | None = None
+    error: str | None = None
+    lock_hold_ns: int | None = None
+    lock_wait_ns: int | None = None
+    lock_acquisitions: int | None = None
+    lock_mode: WalkLockMode | None = None
+    stalls: int | None = None
+    max_stall_ns: int | None = None
+    max_stall_walker_held_ns: int | None = None
+    kernel_call_ns: int | None = None
+    kernel_walk_ns: int | None = None
+    kernel_ns_per_pte: float | None = None
+    pte_tables: int | None = None
+    pte_slots_visited: int | None = None
+    pte_revisits: int | None = None
+    tlb_flushes: int | None = None
+    tlb_ipis: int | None = None
+    probe_missed: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj, index: int) -> Walk:
+        return Walk(
+            index=index, kind=o.enum("kind", WalkKind), start_ns=o.int_("start_ns"),
+            duration_ns=o.int_("duration_ns"), incomplete=o.opt_str("incomplete"),
+            error=o.opt_str("error"), lock_mode=o.opt_enum("lock_mode", WalkLockMode),
+            iteration=o.opt_int("iteration"),
+            walker_pid=o.opt_int("walker_pid"),
+            syscall_ns=o.opt_int("syscall_ns"),
+            ptes=o.opt_int("ptes"),
+            ptes_4k=o.opt_int("ptes_4k"),
+            pmd_leaves=o.opt_int("pmd_leaves"),
+            pte_slots=o.opt_int("pte_slots"),
+            bytes_read=o.opt_int("bytes_read"),
+            referenced_bytes=o.opt_int("referenced_bytes"),
+            rollup_rss_bytes=o.opt_int("rollup_rss_bytes"),
+            lock_hold_ns=o.opt_int("lock_hold_ns"),
+            lock_wait_ns=o.opt_int("lock_wait_ns"),
+            lock_acquisitions=o.opt_int("lock_acquisitions"),
+            stalls=o.opt_int("stalls"),
+            max_stall_ns=o.opt_int("max_stall_ns"),
+            max_stall_walker_held_ns=o.opt_int("max_stall_walker_held_ns"),
+            kernel_call_ns=o.opt_int("kernel_call_ns"),
+            kernel_walk_ns=o.opt_int("kernel_walk_ns"),
+            pte_tables=o.opt_int("pte_tables"),
+            pte_slots_visited=o.opt_int("pte_slots_visited"),
+            pte_revisits=o.opt_int("pte_revisits"),
+            tlb_flushes=o.opt_int("tlb_flushes"),
+            tlb_ipis=o.opt_int("tlb_ipis"),
+            probe_missed=o.opt_int("probe_missed"),
+            ns_per_pte=o.opt_float("ns_per_pte"),
+            ns_per_pte_corrected=o.opt_float("ns_per_pte_corrected"),
+            kernel_ns_per_pte=o.opt_float("kernel_ns_per_pte"))
+
+    @property
+    def good(self) -> bool:
+        """Its cost is the mapping's: not failed, not incomplete, entries known."""
+        return self.error is None and self.incomplete is None and bool(self.ptes)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """An attributed wait of `kernel_view.stalls[]`, with its split."""
+    tid: int
+    victim: VictimName
+    start_ns: int
+    wait_ns: int
+    mode: LockMode | None = None
+    walk: int | None = None
+    acquired: bool | None = None
+    walker_held_ns: int | None = None
+    others_held_ns: int | None = None
+    free_ns: int | None = None
+    walker_off_cpu_ns: int | None = None
+    waiter_runnable_ns: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj, _i: int) -> Stall:
+        return Stall(o.int_("tid"), o.enum("victim", VictimName), o.int_("start_ns"),
+                     o.int_("wait_ns"), o.opt_enum("mode", LockMode), o.opt_int("walk"),
+                     o.opt_bool("acquired"), o.opt_int("walker_held_ns"),
+                     o.opt_int("others_held_ns"), o.opt_int("free_ns"),
+                     o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"))
+
+    @property
+    def split(self) -> bool:
+        """It carries the three parts of its wait."""
+        return (self.walker_held_ns is not None and self.others_held_ns is not None
+                and self.free_ns is not None)
+
+
+@dataclass(frozen=True)
+class KernelView:
+    """A backend's own findings; `stalls` is None when the backend sees none
+    (syscall), `counters` None without the module."""
+    source: str | None = None
+    events: int | None = None
+    lost_events: int | None = None
+    stalls: tuple[Stall, ...] | None = None
+    stalls_total: int | None = None
+    stalls_complete_above_ns: int | None = None
+    counters: dict[str, int] | None = None
+    nmissed: int | None = None
+    walks_matched: int | None = None
+    walks_hookable: int | None = None
+    module_walks_unmatched: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> KernelView:
+        counters = None
+        c = o.opt_obj("counters")
+        if c is not None:
+            counters = {k: c.int_(k) for k in c.d}
+        stalls = o.objs("stalls", Stall.parse) if o.has("stalls") else None
+        return KernelView(o.opt_str("source"), o.opt_int("events"), o.opt_int("lost_events"),
+                          stalls, o.opt_int("stalls_total"), o.opt_int("stalls_complete_above_ns"),
+                          counters, o.opt_int("nmissed"), o.opt_int("walks_matched"),
+                          o.opt_int("walks_hookable"), o.opt_int("module_walks_unmatched"))
+
+
+@dataclass(frozen=True)
+class StallValidation:
+    view: str | None = None
+    skipped: str | None = None
+    threshold_ns: int | None = None
+    reference_ops: int | None = None
+    recalled: int | None = None
+    recall: float | None = None
+    stalls_checked: int | None = None
+    confirmed: int | None = None
+    precision: float | None = None
+    agree: bool | None = None
+    disagreements: tuple[str, ...] = ()
+
+    @staticmethod
+    def parse(o: _Obj) -> StallValidation:
+        return StallValidation(o.opt_str("view"), o.opt_str("skipped"),
+                               o.opt_int("threshold_ns"), o.opt_int("reference_ops"),
+                               o.opt_int("recalled"), o.opt_float("recall"),
+                               o.opt_int("stalls_checked"), o.opt_int("confirmed"),
+                               o.opt_float("precision"), o.opt_bool("agree"),
+                               o.strs("disagreements"))
+
+
+@dataclass(frozen=True)
+class WalkValidation:
+    """The module's walks against the scanner's (`validation.walks`)."""
+    walks: int | None = None
+    matched_once: int | None = None
+    module_walks_unmatched: int | None = None
+    walk_proper_timed: int | None = None
+    walk_proper_le_syscall: int | None = None
+    pte_slots_checked: int | None = None
+    pte_slots_in_bounds: int | None = None
+    short_after_yielding_lock: int | None = None
+    short_unconfirmed: int | None = None
+    complete_walk_pte_slots: float | None = None
+    agree: bool | None = None
+    disagreements: tuple[str, ...] = ()
+
+    INTS = ("walks", "matched_once", "module_walks_unmatched", "walk_proper_timed",
+            "walk_proper_le_syscall", "pte_slots_checked", "pte_slots_in_bounds",
+            "short_after_yielding_lock", "short_unconfirmed")
+
+    @staticmethod
+    def parse(o: _Obj) -> WalkValidation:
+        ints = {k: o.opt_int(k) for k in WalkValidation.INTS}
+        return WalkValidation(complete_walk_pte_slots=o.opt_float("complete_walk_pte_slots"),
+                              agree=o.opt_bool("agree"), disagreements=o.strs("disagreements"),
+                              **ints)
+
+
+@dataclass(frozen=True)
+class StallParts:
+    checked: int
+    bad: int
+
+    @staticmethod
+    def parse(o: _Obj) -> StallParts:
+        return StallParts(o.int_("checked"), o.int_("bad"))
+
+
+@dataclass(frozen=True)
+class Validation:
+    stalls: StallValidation | None = None
+    stalls_tracepoint: StallValidation | None = None
+    walks: WalkValidation | None = None
+    stall_parts: StallParts | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> Validation:
+        def opt(key: str, parse: Callable[[_Obj], T]) -> T | None:
+            x = o.opt_obj(key)
+            return parse(x) if x is not None else None
+        return Validation(opt("stalls", StallValidation.parse),
+                          opt("stalls_tracepoint", StallValidation.parse),
+                          opt("walks", WalkValidation.parse),
+                          opt("stall_parts", StallParts.parse))
+
+
+@dataclass(frozen=True)
+class WalkSummary:
+    """`walk_summary.KIND`."""
+    count: int
+    errors: int | None = None
+    incomplete: int | None = None
+    ptes: int | None = None
+    duration_min_ns: int | None = None
+    duration_p50_ns: int | None = None
+    duration_max_ns: int | None = None
+    ms_per_gib_p50: float | None = None
+    ns_per_pte_p50: float | None = None
+    ns_per_pte_min: float | None = None
+    ns_per_pte_corrected_p50: float | None = None
+    lock_hold_p50_ns: int | None = None
+    lock_hold_max_ns: int | None = None
+    lock_mode: WalkLockMode | None = None
+    max_stall_ns: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> WalkSummary:
+        return WalkSummary(
+            count=o.int_("count"), lock_mode=o.opt_enum("lock_mode", WalkLockMode),
+            errors=o.opt_int("errors"),
+            incomplete=o.opt_int("incomplete"),
+            ptes=o.opt_int("ptes"),
+            duration_min_ns=o.opt_int("duration_min_ns"),
+            duration_p50_ns=o.opt_int("duration_p50_ns"),
+            duration_max_ns=o.opt_int("duration_max_ns"),
+            lock_hold_p50_ns=o.opt_int("lock_hold_p50_ns"),
+            lock_hold_max_ns=o.opt_int("lock_hold_max_ns"),
+            max_stall_ns=o.opt_int("max_stall_ns"),
+            ms_per_gib_p50=o.opt_float("ms_per_gib_p50"),
+            ns_per_pte_p50=o.opt_float("ns_per_pte_p50"),
+            ns_per_pte_min=o.opt_float("ns_per_pte_min"),
+            ns_per_pte_corrected_p50=o.opt_float("ns_per_pte_corrected_p50"))
+
+
+@dataclass(frozen=True)
+class KindEstimate:
+    """`stall_estimate.kinds.KIND`: the worst stall for a VMA layout."""
+    lock_unit: LockUnit
+    lock_mode: LockMode | None = None
+    source: str | None = None
+    layout_dependent: bool | None = None
+    vmas_per_read: float | None = None
+    measured_hold_bytes: int | None = None
+    layout_hold_bytes: int | None = None
+    model_stall_max_ns: int | None = None
+    measured_stall_source: str | None = None
+    measured_stall_max_ns: int | None = None
+    model_check_ratio: float | None = None
+    status: EstimateStatus | None = None
+    why: str | None = None
+    factor: float | None = None
+    estimate_max_ns: int | None = None
+    estimate_p50_ns: int | None = None
+    estimate_max_range_ns: tuple[float, float] | None = None
+    estimate_p50_range_ns: tuple[float, float] | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> KindEstimate:
+        return KindEstimate(
+            o.enum("lock_unit", LockUnit), o.opt_enum("lock_mode", LockMode),
+            o.opt_str("source"), o.opt_bool("layout_dependent"), o.opt_float("vmas_per_read"),
+            o.opt_int("measured_hold_bytes"), o.opt_int("layout_hold_bytes"),
+            o.opt_int("model_stall_max_ns"), o.opt_str("measured_stall_source"),
+            o.opt_int("measured_stall_max_ns"), o.opt_float("model_check_ratio"),
+            o.opt_enum("status", EstimateStatus), o.opt_str("why"), o.opt_float("factor"),
+            o.opt_int("estimate_max_ns"), o.opt_int("estimate_p50_ns"),
+            o.pair("estimate_max_range_ns"), o.pair("estimate_p50_range_ns"))
+
+
+@dataclass(frozen=True)
+class StallEstimate:
+    layout: str | None = None
+    layout_vmas: int | None = None
+    layout_largest_vma_bytes: int | None = None
+    kinds: dict[WalkKind, KindEstimate] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(o: _Obj) -> StallEstimate:
+        return StallEstimate(o.opt_str("layout"), o.opt_int("layout_vmas"),
+                             o.opt_int("layout_largest_vma_bytes"),
+                             o.keyed("kinds", WalkKind, KindEstimate.parse))
+
+
+@dataclass(frozen=True)
+class AliasCalibration:
+    """What the readers use of `alias_calibration`: the per-kind ratios, or
+    why it did not run."""
+    skipped: str | None = None
+    ratio: dict[WalkKind, float] = field(default_factory=dict)
+    stall_ratio: dict[WalkKind, float] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(o: _Obj) -> AliasCalibration:
+        return AliasCalibration(o.opt_str("skipped"), o.numbers("ratio", WalkKind),
+                                o.numbers("stall_ratio", WalkKind))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    size_bytes: int
+    backing: Backing
+    profile: Profile
+    victims: tuple[VictimName, ...]
+    aliased: bool = False
+    physical_bytes: int | None = None
+    alias_factor: int | None = None
+    interval_ns: int | None = None
+    duration_ns: int | None = None
+    op_interval_ns: int | None = None
+    populate_threads: int | None = None
+    dir: str | None = None
+    fault_region: str | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> Scenario:
+        victims = tuple(o.to_enum(f"{o.at('victims')}[{i}]", v, VictimName)
+                        for i, v in enumerate(o.strs("victims")))
+        return Scenario(o.int_("size_bytes"), o.enum("backing", Backing),
+                        o.enum("profile", Profile), victims, o.bool_("aliased"),
+                        o.opt_int("physical_bytes"), o.opt_int("alias_factor"),
+                        o.opt_int("interval_ns"), o.opt_int("duration_ns"),
+                        o.opt_int("op_interval_ns"), o.opt_int("populate_threads"),
+                        o.opt_str("dir"), o.opt_str("fault_region"))
+
+    @property
+    def planned_walk_intervals(self) -> int:
+        """Scanner intervals in the duration (0 when either is unknown)."""
+        if not self.interval_ns or self.duration_ns is None:
+            return 0
+        return self.duration_ns // self.interval_ns
+
+
+@dataclass(frozen=True)
+class Result:
+    """One ptwalk.result/1 document. `doc` is the raw JSON: only for members
+    not modelled here (`perf`, whose shape follows perf's own output, and
+    the rest no tool reads); everything else is read through the members."""
+    path: Path
+    doc: dict[str, Any]
+    scenario: Scenario
+    walks: tuple[Walk, ...]
+    victims: dict[VictimName, Victim]
+    backend: Backend
+    complete: bool = False
+    interrupted: str | None = None
+    error: str | None = None
+    started_at: str | None = None
+    tool_version: str | None = None
+    argv: tuple[str, ...] = ()
+    kernel: Kernel = Kernel()
+    host: Host = Host()
+    backend_detail: str | None = None
+    backend_fallback: str | None = None
+    workload: Workload | None = None
+    self_memory: SelfMemory | None = None
+    scan_start_ns: int | None = None
+    scan_end_ns: int | None = None
+    walks_dropped: int | None = None
+    walk_summary: dict[WalkKind, WalkSummary] = field(default_factory=dict)
+    kernel_view: KernelView | None = None
+    kernel_view_tracepoint: KernelView | None = None
+    validation: Validation | None = None
+    stall_estimate: StallEstimate | None = None
+    alias_calibration: AliasCalibration | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.complete and self.error is None
+
+    @property
+    def release(self) -> str:
+        return self.kernel.release or "?"
+
+    @property
+    def measured_on(self) -> MeasuredOn:
+        vm = self.host.vm
+        if vm is None:
+            return MeasuredOn()
+        return MeasuredOn(vm=True, accel=str(vm.accel.value if vm.accel else None),
+                          clock=str(vm.clock.value if vm.clock else None), qemu=str(vm.qemu))
+
+    @property
+    def stalls(self) -> tuple[Stall, ...]:
+        """The backend's attributed stalls (none when it sees none)."""
+        kv = self.kernel_view
+        return kv.stalls if kv is not None and kv.stalls is not None else ()
+
+    def good_walks(self) -> list[Walk]:
+        return [w for w in self.walks if w.good]
+
+    def walk_of(self, s: Stall) -> Walk | None:
+        """The walk a stall is attributed to, if it is listed."""
+        return self.walks[s.walk] if s.walk is not None and 0 <= s.walk < len(self.walks) else None
+
+
+def parse(path: Path, doc: object) -> Result:
+    """The typed result of a ptwalk.result/1 document; ResultError when a
+    member is missing, of the wrong type, or an unknown enumeration value."""
+    o = _Obj(path, "", doc)
+
+    def opt(key: str, parse: Callable[[_Obj], T]) -> T | None:
+        x = o.opt_obj(key)
+        return parse(x) if x is not None else None
+
+    kernel, host, tool = o.opt_obj("kernel"), o.opt_obj("host"), o.opt_obj("tool")
+    return Result(
+        path=path, doc=o.d, scenario=Scenario.parse(o.obj("scenario")),
+        walks=o.objs("walks", Walk.parse), victims=o.keyed("victims", VictimName, Victim.parse),
+        backend=o.enum("backend", Backend), complete=o.bool_("complete"),
+        interrupted=o.opt_str("interrupted"), error=o.opt_str("error"),
+        started_at=o.opt_str("started_at"),
+        tool_version=tool.opt_str("version") if tool is not None else None,
+        argv=o.strs("argv"),
+        kernel=Kernel.parse(kernel) if kernel is not None else Kernel(),
+        host=Host.parse(host) if host is not None else Host(),
+        backend_detail=o.opt_str("backend_detail"), backend_fallback=o.opt_str("backend_fallback"),
+        workload=opt("workload", Workload.parse), self_memory=opt("self_memory", SelfMemory.parse),
+        scan_start_ns=o.opt_int("scan_start_ns"),
+        scan_end_ns=o.opt_int("scan_end_ns"), walks_dropped=o.opt_int("walks_dropped"),
+        walk_summary=o.keyed("walk_summary", WalkKind, WalkSummary.parse),
+        kernel_view=opt("kernel_view", KernelView.parse),
+        kernel_view_tracepoint=opt("kernel_view_tracepoint", KernelView.parse),
+        validation=opt("validation", Validation.parse),
+        stall_estimate=opt("stall_estimate", StallEstimate.parse),
+        alias_calibration=opt("alias_calibration", AliasCalibration.parse))

@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The typed reader of ptwalk.result/1 (ptwalk_report/result_types.py):
+recorded results parse, every member holds the value the JSON has, an
+absent member stays None (never 0), and a malformed document or an
+unknown enumeration value is one ResultError naming the file and the
+member, which the tools print on one line."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import gzip
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ptwalk_report import SCHEMA, synthetic
+from ptwalk_report import result_types as rt
+from ptwalk_report import results as res
+from ptwalk_report.walk_kinds import LockUnit, WalkKind
+
+SCRIPTS = Path(__file__).resolve().parents[1]
+REPO = SCRIPTS.parent
+REFERENCE = REPO / "results" / "reference"
+# a module-backend result with alias_calibration, stall_estimate, validation
+# and split stalls; a tracepoint one whose stalls carry walker_off_cpu_ns
+MODULE = (REFERENCE / "smaps-rollup-backport" / "run-2" / "vm" / "before" / "results"
+          / "rollup_alias-3.json.gz")
+OFF_CPU = REFERENCE / "cross-version" / "host" / "results" / "pagemap_scan-thp-below-2.json.gz"
+
+
+def _doc(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        d: dict[str, Any] = json.load(f)
+    return d
+
+
+def _recorded() -> list[Path]:
+    out = []
+    for p in sorted([*REFERENCE.rglob("*.json*"), *(SCRIPTS / "tests" / "data").rglob("*.json*")]):
+        try:
+            d = synthetic.read(p)
+        except (ValueError, OSError):
+            continue
+        if isinstance(d, dict) and d.get("schema") == SCHEMA:
+            out.append(p)
+    return out
+
+
+def _json_of(v: Any) -> Any:
+    """A parsed value as the JSON writes it (enums by their text)."""
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, tuple):
+        return [_json_of(x) for x in v]
+    if isinstance(v, dict):
+        return {_json_of(k): _json_of(x) for k, x in v.items()}
+    return v
+
+
+# members whose JSON is not the member of the same name
+RENAMED = {"index", "path", "doc", "tool_version"}
+
+
+def _same(obj: Any, j: dict[str, Any], where: str) -> int:
+    """Every member of the dataclass obj against the JSON object j: equal
+    when present, None (or empty) when absent. Returns members checked."""
+    n = 0
+    for f in dataclasses.fields(obj):
+        if f.name in RENAMED:
+            continue
+        v = getattr(obj, f.name)
+        at = f"{where}.{f.name}"
+        if f.name not in j or j[f.name] is None:
+            assert v in (None, (), {}, False), f"{at}: absent in the JSON, parsed {v!r}"
+            continue
+        n += 1
+        x = j[f.name]
+        if dataclasses.is_dataclass(v):
+            n += _same(v, x, at)
+        elif isinstance(v, tuple) and v and dataclasses.is_dataclass(v[0]):
+            assert len(v) == len(x), at
+            for i, (a, b) in enumerate(zip(v, x)):
+                n += _same(a, b, f"{at}[{i}]")
+        elif isinstance(v, dict) and v and dataclasses.is_dataclass(next(iter(v.values()))):
+            assert {k.value for k in v} == set(x), at
+            for k, a in v.items():
+                n += _same(a, x[k.value], f"{at}.{k.value}")
+        elif f.name == "virtualized":
+            assert v == (x if isinstance(x, str) else None), at
+        elif isinstance(v, float) and isinstance(x, (int, float)):
+            assert v == pytest.approx(x), at
+        else:
+            assert _json_of(v) == x, f"{at}: parsed {v!r}, JSON {x!r}"
+    return n
+
+
+def test_every_recorded_result_parses_and_round_trips() -> None:
+    paths = _recorded()
+    assert len(paths) >= 100, "the recorded results moved"
+    checked = 0
+    for p in paths:
+        d = synthetic.read(p)
+        r = rt.parse(p, d)
+        checked += _same(r, d, p.name)
+        assert r.tool_version == d["tool"]["version"]
+        assert [w.index for w in r.walks] == list(range(len(d["walks"])))
+    assert checked > 100_000
+
+
+def test_a_module_result_reads_as_members() -> None:
+    d = _doc(MODULE)
+    r = rt.parse(MODULE, d)
+    assert r.backend == rt.Backend.module and r.usable and r.scenario.backing == rt.Backing.alias
+    w = r.walks[0]
+    assert w.kind == WalkKind(d["walks"][0]["kind"])
+    assert w.duration_ns == d["walks"][0]["duration_ns"]
+    assert r.alias_calibration is not None and r.stall_estimate is not None
+    est = r.stall_estimate.kinds[w.kind]
+    assert est.lock_unit == LockUnit(d["stall_estimate"]["kinds"][w.kind.value]["lock_unit"])
+    assert r.validation is not None and r.validation.walks is not None
+    assert r.validation.walks.agree is d["validation"]["walks"]["agree"]
+    assert r.kernel_view is not None and r.kernel_view.counters is not None
+    assert any(s.split for s in r.stalls)
+    assert r.measured_on == rt.MeasuredOn(True, "tcg", "realtime", d["host"]["vm"]["qemu"])
+    # a stall's walk is an index into walks
+    s = next(s for s in r.stalls if s.walk is not None)
+    assert r.walk_of(s) is r.walks[s.walk or 0]
+
+
+def test_off_cpu_parts_and_absent_parts() -> None:
+    r = rt.parse(OFF_CPU, _doc(OFF_CPU))
+    with_off = [s for s in r.stalls if s.walker_off_cpu_ns is not None]
+    assert with_off and all(s.split for s in with_off)
+
+
+def test_absent_members_are_none_not_zero() -> None:
+    d = synthetic.make_result(rng=random.Random(1), walks=2, held_ns=None)
+    for k in ("lock_hold_ns", "max_stall_ns", "ns_per_pte"):
+        del d["walks"][0][k]
+    d["victims"]["mmap"]["run_delay_ns"] = 1234
+    r = rt.parse(Path("s.json"), d)
+    w0, w1 = r.walks
+    assert (w0.lock_hold_ns, w0.max_stall_ns, w0.ns_per_pte) == (None, None, None)
+    assert w1.lock_hold_ns is not None and w0.kernel_walk_ns is None and w0.pte_slots is None
+    # a stall without its split: the parts are None, and it is not split
+    s = r.stalls[0]
+    assert (s.walker_held_ns, s.others_held_ns, s.free_ns) == (None, None, None)
+    assert not s.split and s.walker_off_cpu_ns is None and s.acquired is None
+    assert r.victims[rt.VictimName.mmap].run_delay_ns == 1234
+    assert r.validation is None and r.alias_calibration is None and r.host.vm is None
+    assert r.measured_on == rt.MeasuredOn()
+    # a split of 0 ns is a figure, not an absence
+    s0 = d["kernel_view"]["stalls"][0]
+    s0.update(walker_held_ns=0, others_held_ns=0, free_ns=s0["wait_ns"])
+    s = rt.parse(Path("s.json"), d).stalls[0]
+    assert s.split and s.walker_held_ns == 0
+
+
+def test_a_walk_without_a_lock_reads_as_none() -> None:
+    """The C++ LockMode names it "none"; writers before it wrote "" in a
+    kind summary whose first walk took no lock."""
+    d = copy.deepcopy(_doc(MODULE))
+    d["walks"][0]["lock_mode"] = "none"
+    first = next(iter(d["walk_summary"]))
+    d["walk_summary"][first]["lock_mode"] = ""
+    r = rt.parse(Path("s.json"), d)
+    assert r.walks[0].lock_mode is rt.WalkLockMode.none
+    assert r.walk_summary[WalkKind(first)].lock_mode is rt.WalkLockMode.none
+    d["walk_summary"][first]["lock_mode"] = "mixed"   # the module's name, not the results'
+    with pytest.raises(rt.ResultError):
+        rt.parse(Path("s.json"), d)
+
+
+def _broken(change: Any) -> rt.ResultError:
+    d = copy.deepcopy(_doc(MODULE))
+    change(d)
+    with pytest.raises(rt.ResultError) as e:
+        rt.parse(Path("broken.json"), d)
+    return e.value
+
+
+@pytest.mark.parametrize("change, where, what", [
+    (lambda d: d["walks"][2].update(kind="smapz"), "walks[2].kind", "unknown WalkKind 'smapz'"),
+    (lambda d: d.update(backend="ebpf"), "backend", "unknown Backend 'ebpf'"),
+    (lambda d: d["scenario"].update(backing="anon2"), "scenario.backing", "unknown Backing"),
+    (lambda d: d["scenario"]["victims"].append("sleep"), "scenario.victims[1]",
+     "unknown VictimName 'sleep'"),
+    (lambda d: d["kernel_view"]["stalls"][0].update(victim="x"), "kernel_view.stalls[0].victim",
+     "unknown VictimName 'x'"),
+    (lambda d: d["stall_estimate"]["kinds"]["smaps_rollup"].update(lock_unit="page"),
+     "stall_estimate.kinds.smaps_rollup.lock_unit", "unknown LockUnit 'page'"),
+    (lambda d: d["walks"][1].update(duration_ns="12"), "walks[1].duration_ns",
+     "is a string, want an integer"),
+    (lambda d: d["walks"][1].update(lock_mode="both"), "walks[1].lock_mode",
+     "unknown WalkLockMode"),
+    (lambda d: d["walks"][0].pop("start_ns"), "walks[0].start_ns", "missing"),
+    (lambda d: d.pop("scenario"), "scenario", "missing"),
+    (lambda d: d.update(walks={}), "walks", "is an object, want an array"),
+    (lambda d: d["victims"]["mmap"]["during"].update(buckets=[[1]]),
+     "victims.mmap.during.buckets[0]", "want [lower_bound_ns, count]"),
+    (lambda d: d["validation"]["walks"].update(agree="yes"), "validation.walks.agree",
+     "want true or false"),
+    (lambda d: d["host"]["vm"].update(accel="hvf"), "host.vm.accel", "unknown Accel 'hvf'"),
+])
+def test_a_bad_member_is_one_error_naming_it(change: Any, where: str, what: str) -> None:
+    e = _broken(change)
+    assert e.where == where and what in str(e), str(e)
+    assert str(e).startswith(f"broken.json: {where}: ")
+    assert isinstance(e, rt.InputError)   # the tools' one-line error
+
+
+def test_load_reads_typed_results_and_names_a_bad_file(tmp_path: Path) -> None:
+    r = res.load([MODULE])[0]
+    assert isinstance(r, rt.Result) and r.backend == rt.Backend.module
+    with pytest.raises(res.InputError, match="broken.json: walks.2..kind: unknown WalkKind"):
+        res.load([_write_broken(tmp_path)])
+
+
+def _write_broken(tmp: Path) -> Path:
+    d = _doc(MODULE)
+    d["walks"][2]["kind"] = "smapz"
+    p = tmp / "broken.json"
+    p.write_text(json.dumps(d), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("tool", [
+    ["ptwalk-report", "--out", "OUT"], ["ptwalk-compare", "GOOD"], ["-m", "ptwalk_report.budgets"],
+])
+def test_the_tools_print_one_line_and_fail(tool: list[str], tmp_path: Path) -> None:
+    bad = _write_broken(tmp_path)
+    args = [str(tmp_path / "o") if a == "OUT" else str(MODULE) if a == "GOOD" else a
+            for a in tool]
+    cmd = ([sys.executable, *args] if args[0] == "-m" else
+           [sys.executable, str(SCRIPTS / args[0]), *args[1:]])
+    p = subprocess.run([*cmd, str(bad)], cwd=SCRIPTS, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2, p
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "broken.json: walks[2].kind: unknown WalkKind 'smapz'" in lines[0]

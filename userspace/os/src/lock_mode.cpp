@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ptwalk/lock_mode.hpp"
+
+#include <iterator>
+
+#include "ptwalk/module_abi.hpp"
+
+namespace ptwalk {
+
+namespace {
+
+constexpr const char *kNames[] = {"none", "read", "write", "read+write"};
+
+// the enum is the module's list, in its order
+static_assert(std::size(contract::kLockModes) == std::size(kNames));
+static_assert(contract::kLockModes[size_t(LockMode::none)] == "none");
+static_assert(contract::kLockModes[size_t(LockMode::read)] == "read");
+static_assert(contract::kLockModes[size_t(LockMode::write)] == "write");
+static_assert(contract::kLockModes[size_t(LockMode::mixed)] == "mixed");
+
+} // namespace
+
+const char *name(LockMode m)
+{
+	return size_t(m) < std::size(kNames) ? kNames[size_t(m)] : "?";
+}
+
+std::optional<LockMode> parse_lock_mode(std::string_view s)
+{
+	for (size_t i = 0; i < std::size(kNames); i++)
+		if (s == kNames[i])
+			return LockMode(i);
+	return std::nullopt;
+}
+
+std::optional<LockMode> module_lock_mode(std::string_view s)
+{
+	for (size_t i = 0; i < std::size(contract::kLockModes); i++)
+		if (s == contract::kLockModes[i])
+			return LockMode(i);
+	return std::nullopt;
+}
+
+} // namespace ptwalk
