@@ -10,6 +10,7 @@
 #include <linux/atomic.h>
 #include <linux/sched.h>
 #include <linux/kprobes.h>
+#include <linux/string.h>
 
 #include "ptwalk_abi.h"
 
@@ -110,73 +111,38 @@ struct ptw_stats {
 	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
 };
 
-enum { PTW_S_FREE = 0, PTW_S_BUSY, PTW_S_LIVE };
-
-/*
- * One walk in progress (call-scoped: clear_refs, smaps_rollup,
- * pagemap_scan) or one open proc file (file-scoped: smaps, pagemap), whose
- * read passes are walks of their own.  Per-walk fields are written only by
- * the walking task in its own context; other tasks read them.
- */
-struct ptw_active {
-	atomic_t state;
-	unsigned long key;	/* opaque: struct file * or walker task */
-	unsigned long mm_key;	/* opaque: target mm, compared only */
-	unsigned long task_key;	/* opaque: task currently walking */
-	atomic_t in_call;
-	bool call_scoped;
-	bool started;
-	bool hold_used;
-	u32 kind;
-	u64 next_pos;		/* file kinds: a read below this starts a pass */
-	/* the walker's hold of the target's mmap_lock */
-	u64 lock_t0;		/* holding since (0: not holding) */
-	u64 lock_t0_spread;	/* the probes of its acquire read the clock so apart */
-	bool lock_write;
-	u32 lock_mode;
-	u64 lock_hold_ns;
-	u64 lock_holds;
-	u64 wait_t0;		/* the walker itself waits since */
-	u64 lock_wait_ns;
-	/* the pass */
-	u64 seq;
-	u64 start_ns;
-	u64 end_ns;
-	u64 call_ns;
-	u64 walk_ns;
-	u64 walk_t0;
-	u32 walk_depth;
-	bool walk_timed;
-	u64 calls;
-	unsigned long covered_end;	/* PTE slots below are counted */
-	u64 pte_tables;
-	u64 pte_slots;
-	u64 pte_revisits;
-	atomic64_t tlb_flushes;
-	atomic64_t tlb_ipis;
-	atomic64_t stalls;
-	u64 missed0;
-	pid_t walker_pid;
-	pid_t target_tgid;
-	char walker_comm[TASK_COMM_LEN];
-};
-
-extern struct ptw_active ptw_act[PTW_MAX_ACTIVE];
-extern atomic_t ptw_nr_live;
 extern struct ptw_stats ptw_stats;
 extern unsigned int ptw_kinds_mask;
 extern unsigned long ptw_inject_delay_ns;
 extern const char *const ptw_kind_names[PTW_NR_KINDS];
 
-static inline bool ptw_live(struct ptw_active *a)
+/* ptwalk_rec.c: rings, counters, probe misses (calls no other file) */
+void ptw_push_walk(const struct ptw_walk_rec *r);
+void ptw_push_stall(const struct ptw_stall_rec *r);
+void ptw_rec_watch_kprobe(struct kprobe *kp);
+void ptw_rec_watch_kretprobe(struct kretprobe *krp);
+void ptw_rec_unwatch_all(void);
+u64 ptw_missed_total(void);
+void ptw_reset(void);
+/* snapshots for debugfs; return number of records copied, oldest first */
+size_t ptw_walk_ring_snapshot(struct ptw_walk_rec *buf, size_t max);
+size_t ptw_stall_ring_snapshot(struct ptw_stall_rec *buf, size_t max);
+
+/*
+ * get_task_comm() takes task_lock(), a sleeping lock on PREEMPT_RT: copy
+ * current->comm directly.  Only /proc/PID/comm writers race with this;
+ * the copy is always NUL terminated.
+ */
+static inline void ptw_current_comm(char *buf)
 {
-	return atomic_read_acquire(&a->state) == PTW_S_LIVE;
+	memcpy(buf, current->comm, TASK_COMM_LEN);
+	buf[TASK_COMM_LEN - 1] = '\0';
 }
 
-unsigned int ptw_act_limit(void);
-
-/* ptwalk_walk.c: walk slots, passes, records, rings */
-void ptw_reset(void);
+/*
+ * ptwalk_walk.c: walks and their passes (PTE counts, times, the record);
+ * called by the probes of ptwalk_hooks.c and ptwalk_lock_tp.c
+ */
 int ptw_walk_open(enum ptw_kind kind, unsigned long key,
 		  const struct file *file);
 void ptw_walk_close(unsigned long key, bool emit);
@@ -186,20 +152,46 @@ void ptw_call_exit(int slot, u64 t0, u64 now, bool pos_valid, u64 next_pos);
 int ptw_walk_proper_enter(u64 now);
 void ptw_walk_proper_exit(int slot, u64 now);
 void ptw_pte_range(unsigned long addr, unsigned long end);
-struct ptw_active *ptw_find_current_call(void);
-void ptw_begin(struct ptw_active *a, u64 now);
-void ptw_current_comm(char *buf);
-void ptw_push_stall(const struct ptw_stall_rec *r);
-u64 ptw_missed_total(void);
+void ptw_walk_lock_taken(unsigned long mm_key, u64 now);
+void ptw_walk_tlb_flush(bool ipi);
 
-/* snapshots for debugfs; return number of records copied, oldest first */
-size_t ptw_walk_ring_snapshot(struct ptw_walk_rec *buf, size_t max);
-size_t ptw_stall_ring_snapshot(struct ptw_stall_rec *buf, size_t max);
+/*
+ * ptwalk_lock.c: the walkers (which task walks which mm, inside a hooked
+ * call or not, the walk slots ptwalk_walk.c claims), their holds of the
+ * target's mmap_lock and the stalls they cause.  It calls no walk or hook
+ * function; a slot number names the same walk in both files.
+ */
+struct ptw_lock_pass {		/* the lock side of one pass, for its record */
+	u64 seq;
+	u64 lock_hold_ns;
+	u64 lock_holds;
+	u64 lock_wait_ns;
+	u64 hold_end_ns;	/* the pass's last walk hold ended */
+	u64 stalls;
+	u32 lock_mode;
+	pid_t walker_pid;
+};
 
-/* ptwalk_lock.c: mmap_lock and tlb probes, stall decisions */
+int ptw_lock_claim(unsigned long key, unsigned long mm_key, u32 kind,
+		   pid_t target_tgid);
+void ptw_lock_publish(int slot);
+bool ptw_lock_retire(int slot);
+void ptw_lock_free(int slot);
+bool ptw_lock_live(int slot);
+int ptw_lock_find_key(unsigned long key);
+int ptw_lock_current_walk(void);
+int ptw_lock_next_walk(unsigned long mm_key, int from);
+void ptw_lock_call_enter(int slot);
+void ptw_lock_call_exit(int slot);
+u64 ptw_lock_hold_since(int slot, bool adopt);
+void ptw_lock_call_hold(int slot, bool adopt);
+void ptw_lock_walk_begins(int slot, u64 seq, pid_t walker_pid);
+void ptw_lock_pass_reset(int slot);
+void ptw_lock_pass_read(int slot, struct ptw_lock_pass *p);
+
+/* ptwalk_lock_tp.c: the mmap_lock and tlb tracepoint probes */
 int ptw_lock_init(void);
 void ptw_lock_exit(void);
-void ptw_adopt_hold(struct ptw_active *a);
 
 struct ptw_tp_hook {
 	const char *name;

@@ -281,23 +281,6 @@ struct ptw_kp_hook ptw_kp_hooks[] = {
 
 const unsigned int ptw_nr_kp_hooks = ARRAY_SIZE(ptw_kp_hooks);
 
-/* Sum of kprobe and kretprobe misses of the attached hooks. */
-u64 ptw_missed_total(void)
-{
-	unsigned int i;
-	u64 n = 0;
-
-	for (i = 0; i < ptw_nr_krp_hooks; i++)
-		if (READ_ONCE(ptw_krp_hooks[i].attached))
-			n += READ_ONCE(ptw_krp_hooks[i].krp.nmissed) +
-			     READ_ONCE(ptw_krp_hooks[i].krp.kp.nmissed);
-	for (i = 0; i < ptw_nr_kp_hooks; i++)
-		if (READ_ONCE(ptw_kp_hooks[i].attached))
-			n += READ_ONCE(ptw_kp_hooks[i].kp.nmissed);
-	return n;
-}
-NOKPROBE_SYMBOL(ptw_missed_total);
-
 /* Batched: one grace period for all kretprobes, one for all kprobes. */
 static void ptw_unregister_all(void)
 {
@@ -321,6 +304,7 @@ static void ptw_unregister_all(void)
 		WRITE_ONCE(ptw_krp_hooks[i].attached, false);
 	for (i = 0; i < ptw_nr_kp_hooks; i++)
 		WRITE_ONCE(ptw_kp_hooks[i].attached, false);
+	ptw_rec_unwatch_all();
 }
 
 int ptw_hooks_init(void)
@@ -344,6 +328,7 @@ int ptw_hooks_init(void)
 			continue;
 		}
 		h->attached = true;
+		ptw_rec_watch_kretprobe(&h->krp);
 		pr_info("kretprobe %s: attached (maxactive=%d)\n", h->sym,
 			maxactive);
 	}
@@ -361,6 +346,7 @@ int ptw_hooks_init(void)
 			continue;
 		}
 		h->attached = true;
+		ptw_rec_watch_kprobe(&h->kp);
 		pr_info("kprobe %s: attached\n", h->sym);
 	}
 

@@ -1,35 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ptwalk locks: probes on the mmap_lock and tlb tracepoints; the walker's
- * holds of the target's mmap_lock, and which waits of other tasks they
- * blocked (stalls).
+ * ptwalk locks: the walkers (which task walks which mm, inside a hooked
+ * call or not), their holds of the target's mmap_lock, and which waits of
+ * other tasks they blocked (stalls).
  *
- * A wait (mmap_lock_start_locking .. mmap_lock_acquire_returned) of another
- * task on a walked mm is a stall when the walker held that mm's lock, in a
- * mode that excludes the waiter's, at some moment of the wait.  That is
- * decided from state recorded at two moments only: when the wait starts
- * (the walker holds it now) and when the walker takes the lock (it marks
- * every excluded waiter of that mm).  Both sides publish their own state,
- * then look at the other's (a full barrier between), so at least one of
- * them sees the overlap.  A wait that no walker hold excluded is not a
- * stall, nor is an attempt that failed (a trylock emits start_locking too,
- * then acquire_returned(success=0)): it is counted in failed_attempts and
- * taken back from the walk's stalls.  One chain is followed: a reader that
- * arrives while a writer the walk blocks is queued waits behind that writer
- * (rwsem does not let readers pass a waiting writer), so the walk blocks it
- * too.
+ * The walker table is kept here, not with the walks, because every
+ * mmap_lock event of the system scans it.  ptwalk_walk.c claims and frees
+ * its slots, keeps each slot's pass (PTE counts, times, record) in its own
+ * array under the same slot number, and reads and resets the lock side of
+ * the pass through the ptw_lock_*() functions below.  This file calls
+ * nothing of ptwalk_walk.c: a walk that begins when its walker takes the
+ * lock is begun by ptwalk_walk.c first (ptw_walk_lock_taken()).
  *
- * The split of a stall: every hold of a pending waiter's mm that ends (a
- * release, or a downgrade) adds the part of it within the wait that
- * excluded the waiter: to walker_held when it is a hold of the walk the
- * stall is attributed to (the chain counts while the writer is pending), to
- * others_held otherwise.  The holds of other tasks are known from the
- * holder table, which tracks every holder of an mm being walked or with a
- * blocked waiter; a hold ending that was not tracked (taken before, or
- * dropped for want of a slot) marks the waits it may have overlapped, and
- * their split is reported incomplete.  Read holds of several tasks that
- * overlap one another within a write wait are summed; the sum is clamped so
- * that walker_held + others_held <= wait_ns.
+ * Which waits of other tasks the holds block, and the split of those
+ * stalls, is decided in ptwalk_lock_wait.c, which this file calls.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -45,234 +29,39 @@
 #include "ptwalk_lock.h"
 #include "compat/ptwalk_compat.h"
 
-static struct ptw_waiter ptw_wait[PTW_MAX_WAITERS];
-static atomic_t ptw_wait_hw = ATOMIC_INIT(0);
-static atomic_t ptw_nr_waiting = ATOMIC_INIT(0);
-static atomic_t ptw_nr_blocked = ATOMIC_INIT(0);	/* a hint, for fast paths */
+static struct ptw_walker ptw_walkers[PTW_MAX_ACTIVE];
+static atomic_t ptw_walkers_hw = ATOMIC_INIT(0);	/* slots ever used */
+static atomic_t ptw_nr_live = ATOMIC_INIT(0);
 
 static struct ptw_holder ptw_hold[PTW_MAX_HOLDERS];
 static atomic_t ptw_nr_holders = ATOMIC_INIT(0);
 
-static void ptw_hw_raise(atomic_t *hw, int to)
+static __always_inline unsigned int ptw_walkers_limit(void)
 {
-	int cur = atomic_read(hw);
-
-	while (cur < to) {
-		int old = atomic_cmpxchg(hw, cur, to);
-
-		if (old == cur)
-			break;
-		cur = old;
-	}
+	return min_t(unsigned int, atomic_read(&ptw_walkers_hw),
+		     PTW_MAX_ACTIVE);
 }
-NOKPROBE_SYMBOL(ptw_hw_raise);
-
-/* blocked: 0 no, 2 being marked (walk fields in writing), 1 marked */
-static void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_active *a)
-{
-	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
-		return;
-	atomic_inc(&ptw_nr_blocked);
-	WRITE_ONCE(w->act, a);
-	w->walk_seq = READ_ONCE(a->seq);
-	w->kind = a->kind;
-	w->walker_write = READ_ONCE(a->lock_write);
-	w->walker_pid = READ_ONCE(a->walker_pid);
-	w->target_tgid = a->target_tgid;
-	atomic_set_release(&w->blocked, 1);
-	/* taken back in ptw_wait_end() if the attempt fails */
-	atomic64_inc(&a->stalls);
-}
-NOKPROBE_SYMBOL(ptw_mark_blocked);
-
-static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
-				     u64 seq, u64 t0);
 
 /*
- * The walker of a holds the lock since t0: mark every waiter it excludes,
- * then every reader queued behind a writer it blocks.
+ * The walker of a holds the lock since t0: publish it, then mark every
+ * waiter it excludes (ptwalk_lock_wait.c).
  */
-static void ptw_hold_begin(struct ptw_active *a, u64 t0, bool write,
+static void ptw_hold_begin(struct ptw_walker *a, u64 t0, bool write,
 			   u64 spread)
 {
-	unsigned int i, n;
-
 	WRITE_ONCE(a->lock_write, write);
 	a->lock_t0_spread = spread;
 	WRITE_ONCE(a->lock_t0, t0);
 	a->lock_holds++;
 	a->hold_used = atomic_read(&a->in_call) > 0;
-	/* a file walk starts when its reader takes the lock for it (m_start) */
-	if (!a->started)
-		ptw_begin(a, t0);
+	/*
+	 * (a file walk starts when its reader takes the lock for it, m_start:
+	 * ptwalk_walk.c has begun it already, so a->seq is the pass's)
+	 */
 	smp_mb();	/* lock_t0 visible before we look at the waiters */
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (!tk || (tk & 1) || tk == a->task_key ||
-		    READ_ONCE(w->mm_key) != a->mm_key)
-			continue;
-		if (ptw_excludes(write, READ_ONCE(w->write)))
-			ptw_mark_blocked(w, a);
-	}
-	if (write)
-		return;	/* every waiter is excluded already */
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (!tk || (tk & 1) || tk == a->task_key ||
-		    READ_ONCE(w->mm_key) != a->mm_key || READ_ONCE(w->write) ||
-		    atomic_read(&w->blocked))
-			continue;
-		if (ptw_blocked_writer_waits(a->mm_key, w, READ_ONCE(a->seq),
-					     READ_ONCE(w->t0)))
-			ptw_mark_blocked(w, a);
-	}
+	ptw_waits_mark(a, write);
 }
 NOKPROBE_SYMBOL(ptw_hold_begin);
-
-/* a writer waits for mm since before t0, blocked by the walk seq */
-static bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
-				     u64 seq, u64 t0)
-{
-	unsigned int i, n;
-
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (w != self && tk && !(tk & 1) &&
-		    READ_ONCE(w->mm_key) == mmk && READ_ONCE(w->write) &&
-		    atomic_read_acquire(&w->blocked) == 1 &&
-		    READ_ONCE(w->walk_seq) == seq && READ_ONCE(w->t0) <= t0)
-			return true;
-	}
-	return false;
-}
-NOKPROBE_SYMBOL(ptw_blocked_writer_waits);
-
-/* the hold a walker has of its target since t0 is the walk's (used by it) */
-static __always_inline bool ptw_hold_is_walks(struct ptw_active *a)
-{
-	return a->hold_used || atomic_read(&a->in_call) > 0;
-}
-
-/*
- * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
- * add the part of it within each pending wait on mmk that it excluded.
- * walker: the holder is a walker of mmk holding it, which ends the holds of
- * all its walks of mmk at once (their slots still hold lock_t0).
- */
-static void ptw_hold_end(unsigned long holder, unsigned long mmk,
-			 bool hold_write, u64 h0, u64 now, bool walker,
-			 u64 spread)
-{
-	unsigned int i, n;
-
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-		struct ptw_active *act;
-		u64 gw, go, gs, t0, from, lt0;
-		bool wr, ok = true;
-
-		if (!tk || (tk & 1) || tk == holder)
-			continue;
-		gw = (u64)atomic64_read(&w->walker_held);
-		go = (u64)atomic64_read(&w->others_held);
-		gs = (u64)atomic64_read(&w->spread);
-		smp_rmb();	/* the generations before the fields they cover */
-		if (READ_ONCE(w->mm_key) != mmk)
-			continue;
-		t0 = READ_ONCE(w->t0);
-		wr = READ_ONCE(w->write);
-		from = max(h0, t0);
-		if (now <= from)
-			continue;
-		act = walker && atomic_read_acquire(&w->blocked) == 1 ?
-		      READ_ONCE(w->act) : NULL;
-		/*
-		 * The stall's walk is one of this walker's, the hold its (the
-		 * walk's lock_hold_ns has it).  A hold of another walk, the
-		 * next one of the same walker or file included, is another's.
-		 */
-		if (act && ptw_live(act) && READ_ONCE(act->task_key) == holder &&
-		    READ_ONCE(act->mm_key) == mmk &&
-		    READ_ONCE(act->seq) == READ_ONCE(w->walk_seq) &&
-		    (lt0 = READ_ONCE(act->lock_t0)) && ptw_hold_is_walks(act)) {
-			from = max(lt0, t0);
-			if (now > from &&
-			    (ptw_excludes(hold_write, wr) ||
-			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)))) {
-				ok = ptw_acc_add(&w->walker_held, gw, now - from);
-				/* the boundaries of it the other probes saw apart */
-				ok &= ptw_acc_add(&w->spread, gs, spread +
-						  (lt0 > t0 ? act->lock_t0_spread : 0));
-			}
-		} else if (ptw_excludes(hold_write, wr)) {
-			ok = ptw_acc_add(&w->others_held, go, now - from);
-		}
-		if (!ok)
-			atomic_set(&w->split_lost, 1);
-	}
-}
-NOKPROBE_SYMBOL(ptw_hold_end);
-
-/*
- * A hold of mmk in mode hold_write that was not tracked ends now (or one
- * could not be tracked): the waits it may have excluded lose their split.
- */
-static void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
-			    bool hold_write, u64 now)
-{
-	unsigned int i, n;
-
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (!tk || (tk & 1) || tk == holder ||
-		    READ_ONCE(w->mm_key) != mmk ||
-		    READ_ONCE(w->t0) >= now ||
-		    !ptw_excludes(hold_write, READ_ONCE(w->write)))
-			continue;
-		atomic_set(&w->split_lost, 1);
-	}
-}
-NOKPROBE_SYMBOL(ptw_hold_unseen);
-
-/* a waiter on mmk is blocked by a walk (its lock holders are tracked) */
-static bool ptw_blocked_on(unsigned long mmk)
-{
-	unsigned int i, n;
-
-	if (atomic_read(&ptw_nr_blocked) <= 0)
-		return false;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (tk && !(tk & 1) && READ_ONCE(w->mm_key) == mmk &&
-		    atomic_read(&w->blocked))
-			return true;
-	}
-	return false;
-}
-NOKPROBE_SYMBOL(ptw_blocked_on);
 
 /*
  * The current task ends its hold of mmk now (a release, or a downgrade):
@@ -285,9 +74,9 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
 	bool seen = false;
 	unsigned int i, n;
 
-	n = atomic_read(&ptw_nr_live) ? ptw_act_limit() : 0;
+	n = atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
 	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
+		struct ptw_walker *a = &ptw_walkers[i];
 
 		if (!ptw_live(a) || READ_ONCE(a->task_key) != me ||
 		    READ_ONCE(a->mm_key) != mmk || !a->lock_t0)
@@ -301,7 +90,7 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
 			a->lock_hold_ns += now - a->lock_t0;
 			a->lock_mode |= a->lock_write ? PTW_LOCK_WRITE :
 							PTW_LOCK_READ;
-			a->end_ns = max(a->end_ns, now);
+			a->hold_end_ns = max(a->hold_end_ns, now);
 		}
 		WRITE_ONCE(a->lock_t0, 0);
 		a->hold_used = false;
@@ -329,17 +118,13 @@ NOKPROBE_SYMBOL(ptw_holder_find);
  * A hooked call of a file walk begins and its task holds the target's lock
  * already (smaps: m_start() took it): that hold is the walk's, since t0.
  */
-void ptw_adopt_hold(struct ptw_active *a)
+static struct ptw_holder *ptw_adoptable(struct ptw_walker *a)
 {
-	struct ptw_holder *h;
-
-	if (!atomic_read(&ptw_nr_holders) || a->call_scoped)
-		return;
-	h = ptw_holder_find((unsigned long)current, a->mm_key);
-	if (h)
-		ptw_hold_begin(a, h->t0, h->write, 0);
+	if (!atomic_read(&ptw_nr_holders))
+		return NULL;
+	return ptw_holder_find((unsigned long)current, a->mm_key);
 }
-NOKPROBE_SYMBOL(ptw_adopt_hold);
+NOKPROBE_SYMBOL(ptw_adoptable);
 
 static void ptw_holder_add(unsigned long me, unsigned long mmk, u64 now,
 			   bool write)
@@ -369,6 +154,238 @@ static void ptw_holder_remove(struct ptw_holder *h)
 }
 NOKPROBE_SYMBOL(ptw_holder_remove);
 
+/* ---- the walker table, for ptwalk_walk.c ----------------------------- */
+
+/* the lock side of a new pass; a hold in progress carries over */
+static void ptw_walker_pass_reset(struct ptw_walker *a)
+{
+	a->seq = 0;
+	a->walker_pid = 0;
+	a->lock_mode = 0;
+	a->lock_hold_ns = 0;
+	a->lock_holds = a->lock_t0 ? 1 : 0;	/* a hold in progress */
+	a->lock_wait_ns = 0;
+	a->hold_end_ns = 0;
+	atomic64_set(&a->stalls, 0);
+}
+NOKPROBE_SYMBOL(ptw_walker_pass_reset);
+
+/*
+ * Claim a free slot for a walk of mm_key by the current task: it stays
+ * invisible (busy) until ptw_lock_publish().  -1: none free.
+ */
+int ptw_lock_claim(unsigned long key, unsigned long mm_key, u32 kind,
+		   pid_t target_tgid)
+{
+	struct ptw_walker *a;
+	int i;
+
+	for (i = 0; i < PTW_MAX_ACTIVE; i++) {
+		a = &ptw_walkers[i];
+		if (atomic_cmpxchg(&a->state, PTW_S_FREE, PTW_S_BUSY) ==
+		    PTW_S_FREE)
+			goto found;
+	}
+	return -1;
+
+found:
+	a->key = key;
+	a->task_key = (unsigned long)current;
+	atomic_set(&a->in_call, 0);
+	a->hold_used = false;
+	a->kind = kind;
+	a->lock_t0 = 0;
+	a->lock_t0_spread = 0;
+	a->lock_write = false;
+	a->wait_t0 = 0;
+	ptw_walker_pass_reset(a);
+	a->target_tgid = target_tgid;
+	a->mm_key = mm_key;
+	return i;
+}
+NOKPROBE_SYMBOL(ptw_lock_claim);
+
+/* the slot's pass is set up (ptwalk_walk.c): every probe may see it now */
+void ptw_lock_publish(int slot)
+{
+	ptw_hw_raise(&ptw_walkers_hw, slot + 1);
+	atomic_inc(&ptw_nr_live);
+	atomic_set_release(&ptw_walkers[slot].state, PTW_S_LIVE);
+}
+NOKPROBE_SYMBOL(ptw_lock_publish);
+
+/* the walk ends: hide the slot; false if someone else ended it already */
+bool ptw_lock_retire(int slot)
+{
+	return atomic_cmpxchg(&ptw_walkers[slot].state, PTW_S_LIVE,
+			      PTW_S_BUSY) == PTW_S_LIVE;
+}
+NOKPROBE_SYMBOL(ptw_lock_retire);
+
+/* a retired slot's record is out: the slot may be claimed again */
+void ptw_lock_free(int slot)
+{
+	atomic_dec(&ptw_nr_live);
+	atomic_set_release(&ptw_walkers[slot].state, PTW_S_FREE);
+}
+NOKPROBE_SYMBOL(ptw_lock_free);
+
+bool ptw_lock_live(int slot)
+{
+	return ptw_live(&ptw_walkers[slot]);
+}
+NOKPROBE_SYMBOL(ptw_lock_live);
+
+/* the live walk of key (a struct file * or a task); -1: none */
+int ptw_lock_find_key(unsigned long key)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_live))
+		return -1;
+	n = ptw_walkers_limit();
+	for (i = 0; i < n; i++) {
+		struct ptw_walker *a = &ptw_walkers[i];
+
+		if (ptw_live(a) && READ_ONCE(a->key) == key)
+			return i;
+	}
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_lock_find_key);
+
+/* the walk the current task is inside of (a hooked call is running) */
+int ptw_lock_current_walk(void)
+{
+	unsigned long me = (unsigned long)current;
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_live))
+		return -1;
+	n = ptw_walkers_limit();
+	for (i = 0; i < n; i++) {
+		struct ptw_walker *a = &ptw_walkers[i];
+
+		if (ptw_live(a) && READ_ONCE(a->task_key) == me &&
+		    atomic_read(&a->in_call) > 0)
+			return i;
+	}
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_lock_current_walk);
+
+/* the next live walk of mm_key by the current task from slot from on */
+int ptw_lock_next_walk(unsigned long mm_key, int from)
+{
+	unsigned long me = (unsigned long)current;
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_live))
+		return -1;
+	n = ptw_walkers_limit();
+	for (i = from; i < n; i++) {
+		struct ptw_walker *a = &ptw_walkers[i];
+
+		if (ptw_live(a) && READ_ONCE(a->mm_key) == mm_key &&
+		    READ_ONCE(a->task_key) == me)
+			return i;
+	}
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_lock_next_walk);
+
+/* a hooked call of the walk begins (or ends) in the current task */
+void ptw_lock_call_enter(int slot)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+
+	WRITE_ONCE(a->task_key, (unsigned long)current);
+	atomic_inc(&a->in_call);
+}
+NOKPROBE_SYMBOL(ptw_lock_call_enter);
+
+void ptw_lock_call_exit(int slot)
+{
+	atomic_dec(&ptw_walkers[slot].in_call);
+}
+NOKPROBE_SYMBOL(ptw_lock_call_exit);
+
+/*
+ * Since when the walker holds the target's lock for the walk: its hold,
+ * or (adopt: a file walk) the hold its task took before the call, which
+ * ptw_lock_call_hold() adopts; 0 if none.
+ */
+u64 ptw_lock_hold_since(int slot, bool adopt)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+	struct ptw_holder *h;
+
+	if (a->lock_t0)
+		return a->lock_t0;
+	h = adopt ? ptw_adoptable(a) : NULL;
+	return h ? h->t0 : 0;
+}
+NOKPROBE_SYMBOL(ptw_lock_hold_since);
+
+/*
+ * A hooked call of the walk, begun already: adopt the hold its task took
+ * before the call (smaps: m_start), and a hold in progress is the walk's.
+ */
+void ptw_lock_call_hold(int slot, bool adopt)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+
+	if (!a->lock_t0 && adopt) {
+		struct ptw_holder *h = ptw_adoptable(a);
+
+		if (h)
+			ptw_hold_begin(a, h->t0, h->write, 0);
+	}
+	if (a->lock_t0)
+		a->hold_used = true;
+}
+NOKPROBE_SYMBOL(ptw_lock_call_hold);
+
+/* the pass began: its stalls are attributed to walk seq of walker_pid */
+void ptw_lock_walk_begins(int slot, u64 seq, pid_t walker_pid)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+
+	WRITE_ONCE(a->seq, seq);
+	WRITE_ONCE(a->walker_pid, walker_pid);
+}
+NOKPROBE_SYMBOL(ptw_lock_walk_begins);
+
+void ptw_lock_pass_reset(int slot)
+{
+	ptw_walker_pass_reset(&ptw_walkers[slot]);
+}
+NOKPROBE_SYMBOL(ptw_lock_pass_reset);
+
+/* the lock side of the pass, for its record */
+void ptw_lock_pass_read(int slot, struct ptw_lock_pass *p)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+
+	p->seq = a->seq;
+	p->walker_pid = a->walker_pid;
+	p->lock_mode = a->lock_mode;
+	p->lock_hold_ns = a->lock_hold_ns;
+	p->lock_holds = a->lock_holds;
+	p->lock_wait_ns = a->lock_wait_ns;
+	p->hold_end_ns = a->hold_end_ns;
+	p->stalls = atomic64_read(&a->stalls);
+}
+NOKPROBE_SYMBOL(ptw_lock_pass_read);
+
+/* a walk, a wait or a tracked holder is in flight */
+bool ptw_lock_tracking(void)
+{
+	return atomic_read(&ptw_nr_waiting) || atomic_read(&ptw_nr_live) ||
+	       atomic_read(&ptw_nr_holders);
+}
+NOKPROBE_SYMBOL(ptw_lock_tracking);
+
 /* ---- the three mmap_lock events ----------------------------------- */
 
 void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
@@ -378,10 +395,10 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 	struct ptw_waiter *w;
 	unsigned int i, n;
 
-	n = ptw_act_limit();
+	n = ptw_walkers_limit();
 	if (atomic_read(&ptw_nr_live)) {
 		for (i = 0; i < n; i++) {
-			struct ptw_active *a = &ptw_act[i];
+			struct ptw_walker *a = &ptw_walkers[i];
 
 			if (!ptw_live(a) || READ_ONCE(a->mm_key) != mmk ||
 			    READ_ONCE(a->task_key) != me)
@@ -397,34 +414,12 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 	 * walker that takes the lock ahead of a writer queued before the walk
 	 * began (rwsem lock stealing) blocks that writer as surely.
 	 */
-	for (i = 0; i < PTW_MAX_WAITERS; i++) {
-		w = &ptw_wait[i];
-		/* claimed busy (low bit: task pointers are aligned) */
-		if (atomic_long_read(&w->task_key) == 0 &&
-		    atomic_long_cmpxchg(&w->task_key, 0, me | 1) == 0)
-			goto found;
-	}
-	atomic64_inc(&ptw_stats.waits_dropped);
-	return;
-
-found:
-	atomic_set(&w->blocked, 0);
-	w->act = NULL;
-	atomic_set(&w->split_lost, 0);
-	ptw_acc_init(&w->walker_held);
-	ptw_acc_init(&w->others_held);
-	ptw_acc_init(&w->spread);
-	w->t0_spread = spread;
-	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
-	w->mm_key = mmk;
-	w->write = write;
-	w->t0 = t;
-	atomic_long_set_release(&w->task_key, me);	/* published */
-	ptw_hw_raise(&ptw_wait_hw, i + 1);
-	atomic_inc(&ptw_nr_waiting);
+	w = ptw_wait_begin(me, mmk, write, t, spread);
+	if (!w)
+		return;
 	smp_mb();	/* our slot visible before we look at the walkers */
 	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
+		struct ptw_walker *a = &ptw_walkers[i];
 
 		if (!ptw_live(a) || READ_ONCE(a->mm_key) != mmk ||
 		    READ_ONCE(a->task_key) == me)
@@ -448,93 +443,16 @@ found:
 }
 NOKPROBE_SYMBOL(ptw_lock_start);
 
-static void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
-			 bool success, u64 spread)
-{
-	unsigned int i, n, spins;
-	u64 wh, oh, sp, t;
-
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *w = &ptw_wait[i];
-		struct ptw_stall_rec r;
-
-		if (atomic_long_read(&w->task_key) != me || w->mm_key != mmk)
-			continue;
-		/* a walker marking us finishes in a few instructions */
-		for (spins = 0; atomic_read_acquire(&w->blocked) == 2 &&
-		     spins < 10000; spins++)
-			cpu_relax();
-		if (atomic_read_acquire(&w->blocked) != 1)
-			goto free;
-		atomic_dec(&ptw_nr_blocked);
-		if (!success) {
-			struct ptw_active *a = w->act;
-
-			/*
-			 * A failed attempt (a trylock, or a killable wait
-			 * interrupted) is no stall: take it back from the walk
-			 * if its record is not out yet.
-			 */
-			atomic64_inc(&ptw_stats.failed_attempts);
-			if (a && ptw_live(a) && READ_ONCE(a->seq) == w->walk_seq)
-				atomic64_dec(&a->stalls);
-			goto free;
-		}
-		memset(&r, 0, sizeof(r));
-		r.walk_seq = w->walk_seq;
-		r.start_ns = w->t0;
-		r.wait_ns = now - w->t0;
-		r.waiter_pid = task_pid_nr(current);
-		ptw_current_comm(r.waiter_comm);
-		r.target_tgid = w->target_tgid;
-		r.walker_pid = w->walker_pid;
-		r.kind = w->kind;
-		r.write = w->write;
-		r.walker_write = w->walker_write;
-		r.success = success;
-		/*
-		 * Every excluding hold ended before we got the lock, but for
-		 * the walk's read hold by the chain (its writer gave up).
-		 */
-		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
-		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
-		     w->t0_spread + spread;
-		if (!w->write && ptw_live(w->act) &&
-		    READ_ONCE(w->act->seq) == w->walk_seq &&
-		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
-			wh += now - min(now, max(t, w->t0));
-			if (t > w->t0)
-				sp += READ_ONCE(w->act->lock_t0_spread);
-		}
-		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
-		r.walker_held_ns = min(wh, r.wait_ns);
-		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
-		r.split_complete = !atomic_read(&w->split_lost);
-		r.clock_spread_ns = sp;
-		ptw_push_stall(&r);
-free:
-		atomic_dec(&ptw_nr_waiting);
-		atomic_long_set_release(&w->task_key, 0);
-		return;
-	}
-}
-NOKPROBE_SYMBOL(ptw_wait_end);
-
+/* (called when ptw_lock_tracking(); a walk its hold begins is begun) */
 void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
-		       u64 t, u64 spread)
+		       u64 now, u64 spread)
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
 	bool walked = false, walker = false;
 	struct ptw_holder *h;
 	unsigned int i, n;
-	u64 now;
 
-	if (!atomic_read(&ptw_nr_waiting) && !atomic_read(&ptw_nr_live) &&
-	    !atomic_read(&ptw_nr_holders))
-		return;
-	now = t;
 	/* (waits are tracked from start_locking: see ptw_lock_start()) */
 	if (atomic_read(&ptw_nr_waiting))
 		ptw_wait_end(me, mmk, now, success, spread);
@@ -542,9 +460,9 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 	/* a downgrade (no released event): a walker's write hold ends */
 	if (success && atomic_read(&ptw_nr_live))
 		ptw_walker_hold_end(me, mmk, now, spread);
-	n = atomic_read(&ptw_nr_live) ? ptw_act_limit() : 0;
+	n = atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
 	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
+		struct ptw_walker *a = &ptw_walkers[i];
 
 		if (!ptw_live(a) || READ_ONCE(a->mm_key) != mmk)
 			continue;

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ptwalk locks, private to ptwalk_lock.c and ptwalk_lock_tp.c: the waiter
- * and holder records, the split accumulators, and the three mmap_lock
- * event handlers the tracepoint probes call.
+ * ptwalk locks, private to ptwalk_lock.c, ptwalk_lock_wait.c and
+ * ptwalk_lock_tp.c: the walker, waiter and holder records, the split
+ * accumulators, and the three mmap_lock event handlers the tracepoint
+ * probes call.  ptwalk_lock.c owns the walker and holder tables,
+ * ptwalk_lock_wait.c the waiter table; a walker is passed to the wait
+ * side by pointer, the tables themselves are not shared.
  */
 #ifndef _PTWALK_LOCK_H
 #define _PTWALK_LOCK_H
@@ -13,6 +16,41 @@
 #include <linux/types.h>
 
 #include "ptwalk.h"
+
+enum { PTW_S_FREE = 0, PTW_S_BUSY, PTW_S_LIVE };
+
+/*
+ * One walk in progress (call-scoped: clear_refs, smaps_rollup,
+ * pagemap_scan) or one open proc file (file-scoped: smaps, pagemap), as
+ * the lock side sees it: who walks, the hold, and the lock side of the
+ * current pass.  The fields other than state are written by the walking
+ * task in its own context (hooked calls and its own mmap_lock events);
+ * other tasks read them.
+ */
+struct ptw_walker {
+	atomic_t state;
+	unsigned long key;	/* opaque: struct file * or walker task */
+	unsigned long mm_key;	/* opaque: target mm, compared only */
+	unsigned long task_key;	/* opaque: task currently walking */
+	atomic_t in_call;
+	bool hold_used;
+	u32 kind;
+	pid_t target_tgid;
+	/* the walker's hold of the target's mmap_lock */
+	u64 lock_t0;		/* holding since (0: not holding) */
+	u64 lock_t0_spread;	/* the probes of its acquire read the clock so apart */
+	bool lock_write;
+	u64 wait_t0;		/* the walker itself waits since */
+	/* the pass: the walk its stalls are attributed to, its lock figures */
+	u64 seq;		/* 0 until the pass begins */
+	pid_t walker_pid;
+	u32 lock_mode;
+	u64 lock_hold_ns;
+	u64 lock_holds;
+	u64 lock_wait_ns;
+	u64 hold_end_ns;	/* the pass's last walk hold ended */
+	atomic64_t stalls;
+};
 
 /* A task waiting for a walked mm's mmap_lock. */
 struct ptw_waiter {
@@ -27,7 +65,7 @@ struct ptw_waiter {
 	u32 walker_write;
 	pid_t walker_pid;
 	pid_t target_tgid;
-	struct ptw_active *act;	/* the walk slot that marked it */
+	struct ptw_walker *act;	/* the walk slot that marked it */
 	/*
 	 * The split, added to by the holders as their holds end: ns in the
 	 * low PTW_ACC_SHIFT bits, the slot's generation above them, so that
@@ -65,6 +103,31 @@ static inline bool ptw_excludes(bool hold_write, bool wait_write)
 	return hold_write || wait_write;
 }
 
+static __always_inline bool ptw_live(struct ptw_walker *a)
+{
+	return atomic_read_acquire(&a->state) == PTW_S_LIVE;
+}
+
+/* raise a high-water mark of slots ever used to at least to */
+static inline void ptw_hw_raise(atomic_t *hw, int to)
+{
+	int cur = atomic_read(hw);
+
+	while (cur < to) {
+		int old = atomic_cmpxchg(hw, cur, to);
+
+		if (old == cur)
+			break;
+		cur = old;
+	}
+}
+
+/* the hold a walker has of its target since t0 is the walk's (used by it) */
+static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
+{
+	return a->hold_used || atomic_read(&a->in_call) > 0;
+}
+
 /* a new waiter in the slot: its split starts at 0, in a new generation */
 static __always_inline void ptw_acc_init(atomic64_t *acc)
 {
@@ -95,6 +158,22 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
 	return false;
 }
 
+/* ptwalk_lock_wait.c: the waits, which holds block them, their split */
+extern atomic_t ptw_nr_waiting;		/* waits in flight (fast paths) */
+struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
+				  bool write, u64 t, u64 spread);
+void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
+bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
+			      u64 seq, u64 t0);
+void ptw_waits_mark(struct ptw_walker *a, bool write);
+void ptw_hold_end(unsigned long holder, unsigned long mmk, bool hold_write,
+		  u64 h0, u64 now, bool walker, u64 spread);
+void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
+		     bool hold_write, u64 now);
+bool ptw_blocked_on(unsigned long mmk);
+void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
+		  bool success, u64 spread);
+
 /* ptwalk_lock.c: the three mmap_lock events (probes in ptwalk_lock_tp.c) */
 /*
  * t: the event's time, read by our first probe of it; spread: how long
@@ -102,6 +181,7 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
  * between)
  */
 void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread);
+bool ptw_lock_tracking(void);
 void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 		       u64 t, u64 spread);
 void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread);

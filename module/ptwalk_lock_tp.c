@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ptwalk locks, the probes: the mmap_lock and tlb tracepoints, their typed
- * registration and the tlb_flush counts. The decisions they feed are in
- * ptwalk_lock.c.
+ * ptwalk locks, the probes: the mmap_lock and tlb tracepoints and their
+ * typed registration.  They feed ptwalk_walk.c (a walk its walker's hold
+ * begins, the tlb_flush counts) and the lock decisions of ptwalk_lock.c;
+ * neither calls back.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -97,10 +98,19 @@ static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
 }
 NOKPROBE_SYMBOL(ptw_tp_start_locking);
 
+/*
+ * A walk that begins with its walker's hold (smaps: m_start) is begun
+ * first, so that ptwalk_lock.c marks the waits the hold blocks with its
+ * seq; with nothing in flight the event returns after a few atomic reads.
+ */
 static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
 {
 	u64 spread, t = ptw_tp_time(&spread);
 
+	if (!ptw_lock_tracking())
+		return;
+	if (success)
+		ptw_walk_lock_taken((unsigned long)mm, t);
 	ptw_lock_acquired(mm, write, success, t, spread);
 }
 NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
@@ -122,20 +132,10 @@ NOKPROBE_SYMBOL(ptw_tp_released);
  */
 static void ptw_tp_tlb_flush(void *data, int reason, unsigned long pages)
 {
-	struct ptw_active *a;
-
-	if (!atomic_read(&ptw_nr_live))
-		return;
 	if (reason != TLB_LOCAL_SHOOTDOWN && reason != TLB_LOCAL_MM_SHOOTDOWN &&
 	    reason != TLB_REMOTE_SEND_IPI)
 		return;
-	a = ptw_find_current_call();
-	if (!a)
-		return;
-	if (reason == TLB_REMOTE_SEND_IPI)
-		atomic64_inc(&a->tlb_ipis);
-	else
-		atomic64_inc(&a->tlb_flushes);
+	ptw_walk_tlb_flush(reason == TLB_REMOTE_SEND_IPI);
 }
 NOKPROBE_SYMBOL(ptw_tp_tlb_flush);
 

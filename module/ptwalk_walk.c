@@ -28,19 +28,39 @@
 #include "ptwalk.h"
 #include "ptwalk_trace.h"
 
-struct ptw_active ptw_act[PTW_MAX_ACTIVE];
-static atomic_t ptw_act_hw = ATOMIC_INIT(0);	/* slots ever used */
-atomic_t ptw_nr_live = ATOMIC_INIT(0);
+/*
+ * The pass of one walk slot (the slot is claimed in ptwalk_lock.c, which
+ * keeps who walks and the lock hold; see ptw_claim()): written only by the
+ * walking task in its own context, the tlb counts also from its
+ * tracepoints.
+ */
+struct ptw_walk {
+	bool call_scoped;
+	bool started;
+	u32 kind;
+	pid_t target_tgid;
+	u64 next_pos;		/* file kinds: a read below this starts a pass */
+	u64 start_ns;
+	u64 end_ns;
+	u64 call_ns;
+	u64 walk_ns;
+	u64 walk_t0;
+	u32 walk_depth;
+	bool walk_timed;
+	u64 calls;
+	unsigned long covered_end;	/* PTE slots below are counted */
+	u64 pte_tables;
+	u64 pte_slots;
+	u64 pte_revisits;
+	atomic64_t tlb_flushes;
+	atomic64_t tlb_ipis;
+	u64 missed0;
+	char walker_comm[TASK_COMM_LEN];
+};
+
+static struct ptw_walk ptw_walks[PTW_MAX_ACTIVE];
 
 static atomic64_t ptw_seq = ATOMIC64_INIT(0);
-
-static DEFINE_RAW_SPINLOCK(ptw_ring_lock);
-static struct ptw_walk_rec ptw_walk_ring[PTW_WALK_RING];
-static u64 ptw_walk_head;	/* records ever pushed since reset */
-static struct ptw_stall_rec ptw_stall_ring[PTW_STALL_RING];
-static u64 ptw_stall_head;
-
-struct ptw_stats ptw_stats;
 
 /* ---- target identification ------------------------------------------ */
 
@@ -84,197 +104,109 @@ out:
 }
 NOKPROBE_SYMBOL(ptw_target_from_file);
 
-/* ---- active walk slots ---------------------------------------------- */
-
-unsigned int ptw_act_limit(void)
-{
-	return min_t(unsigned int, atomic_read(&ptw_act_hw), PTW_MAX_ACTIVE);
-}
-NOKPROBE_SYMBOL(ptw_act_limit);
+/* ---- walk slots ------------------------------------------------------ */
 
 /* per-pass fields; the lock state (a hold in progress) carries over */
-static void ptw_pass_reset(struct ptw_active *a)
+static void ptw_pass_reset(int slot)
 {
-	a->started = false;
-	a->lock_mode = 0;
-	a->lock_hold_ns = 0;
-	a->lock_holds = a->lock_t0 ? 1 : 0;	/* a hold in progress */
-	a->lock_wait_ns = 0;
-	a->seq = 0;
-	a->start_ns = 0;
-	a->end_ns = 0;
-	a->call_ns = 0;
-	a->walk_ns = 0;
-	a->walk_t0 = 0;
-	a->walk_depth = 0;
-	a->walk_timed = false;
-	a->calls = 0;
-	a->covered_end = 0;
-	a->pte_tables = 0;
-	a->pte_slots = 0;
-	a->pte_revisits = 0;
-	a->next_pos = 0;
-	atomic64_set(&a->tlb_flushes, 0);
-	atomic64_set(&a->tlb_ipis, 0);
-	atomic64_set(&a->stalls, 0);
-	a->missed0 = 0;
-	a->walker_pid = 0;
-	a->walker_comm[0] = '\0';
+	struct ptw_walk *w = &ptw_walks[slot];
+
+	w->started = false;
+	ptw_lock_pass_reset(slot);
+	w->start_ns = 0;
+	w->end_ns = 0;
+	w->call_ns = 0;
+	w->walk_ns = 0;
+	w->walk_t0 = 0;
+	w->walk_depth = 0;
+	w->walk_timed = false;
+	w->calls = 0;
+	w->covered_end = 0;
+	w->pte_tables = 0;
+	w->pte_slots = 0;
+	w->pte_revisits = 0;
+	w->next_pos = 0;
+	atomic64_set(&w->tlb_flushes, 0);
+	atomic64_set(&w->tlb_ipis, 0);
+	w->missed0 = 0;
+	w->walker_comm[0] = '\0';
 }
 NOKPROBE_SYMBOL(ptw_pass_reset);
 
 static int ptw_claim(enum ptw_kind kind, unsigned long key,
 		     const struct file *file, bool call_scoped)
 {
-	struct ptw_active *a;
-	int i, hw;
+	unsigned long mm_key;
+	struct ptw_walk *w;
+	pid_t tgid;
+	int slot;
 
-	for (i = 0; i < PTW_MAX_ACTIVE; i++) {
-		a = &ptw_act[i];
-		if (atomic_cmpxchg(&a->state, PTW_S_FREE, PTW_S_BUSY) ==
-		    PTW_S_FREE)
-			goto found;
+	ptw_target_from_file(file, &tgid, &mm_key);
+	slot = ptw_lock_claim(key, mm_key, kind, tgid);
+	if (slot < 0) {
+		atomic64_inc(&ptw_stats.walks_dropped);
+		return -1;
 	}
-	atomic64_inc(&ptw_stats.walks_dropped);
-	return -1;
-
-found:
-	a->key = key;
-	a->task_key = (unsigned long)current;
-	atomic_set(&a->in_call, 0);
-	a->call_scoped = call_scoped;
-	a->hold_used = false;
-	a->kind = kind;
-	a->lock_t0 = 0;
-	a->lock_write = false;
-	a->wait_t0 = 0;
-	ptw_pass_reset(a);
-	ptw_target_from_file(file, &a->target_tgid, &a->mm_key);
-
-	hw = atomic_read(&ptw_act_hw);
-	while (hw < i + 1) {
-		int old = atomic_cmpxchg(&ptw_act_hw, hw, i + 1);
-
-		if (old == hw)
-			break;
-		hw = old;
-	}
-	atomic_inc(&ptw_nr_live);
-	atomic_set_release(&a->state, PTW_S_LIVE);
-	return i;
+	w = &ptw_walks[slot];
+	w->call_scoped = call_scoped;
+	w->kind = kind;
+	w->target_tgid = tgid;
+	ptw_pass_reset(slot);
+	ptw_lock_publish(slot);
+	return slot;
 }
 NOKPROBE_SYMBOL(ptw_claim);
 
-static struct ptw_active *ptw_find_key(unsigned long key)
-{
-	unsigned int i, n = ptw_act_limit();
-
-	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
-
-		if (ptw_live(a) && READ_ONCE(a->key) == key)
-			return a;
-	}
-	return NULL;
-}
-NOKPROBE_SYMBOL(ptw_find_key);
-
-/* the walk the current task is inside of (a hooked call is running) */
-struct ptw_active *ptw_find_current_call(void)
-{
-	unsigned long me = (unsigned long)current;
-	unsigned int i, n = ptw_act_limit();
-
-	for (i = 0; i < n; i++) {
-		struct ptw_active *a = &ptw_act[i];
-
-		if (ptw_live(a) && READ_ONCE(a->task_key) == me &&
-		    atomic_read(&a->in_call) > 0)
-			return a;
-	}
-	return NULL;
-}
-NOKPROBE_SYMBOL(ptw_find_current_call);
-
 /*
- * get_task_comm() takes task_lock(), a sleeping lock on PREEMPT_RT: copy
- * current->comm directly.  Only /proc/PID/comm writers race with this;
- * the copy is always NUL terminated.
+ * A walk starts at its first hooked call, or when its walker takes the
+ * lock (since: the hold's start, 0 for none).
  */
-void ptw_current_comm(char *buf)
+static void ptw_begin(int slot, u64 since, u64 now)
 {
-	memcpy(buf, current->comm, TASK_COMM_LEN);
-	buf[TASK_COMM_LEN - 1] = '\0';
-}
-NOKPROBE_SYMBOL(ptw_current_comm);
+	struct ptw_walk *w = &ptw_walks[slot];
+	pid_t walker_pid = task_pid_nr(current);
+	u64 seq = atomic64_inc_return(&ptw_seq);
 
-static void ptw_push_walk(const struct ptw_walk_rec *r)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_walk_ring[ptw_walk_head % PTW_WALK_RING] = *r;
-	ptw_walk_head++;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-}
-NOKPROBE_SYMBOL(ptw_push_walk);
-
-void ptw_push_stall(const struct ptw_stall_rec *r)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_stall_ring[ptw_stall_head % PTW_STALL_RING] = *r;
-	ptw_stall_head++;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-	atomic64_inc(&ptw_stats.stalls[r->kind]);
-	ptw_hist_add(&ptw_stats.stall_ns[r->kind], r->wait_ns);
-	trace_stall(r->kind, r->walk_seq, r->waiter_pid, r->waiter_comm,
-		    r->target_tgid, r->wait_ns, r->write, r->walker_pid);
-}
-NOKPROBE_SYMBOL(ptw_push_stall);
-
-/* A walk starts at its first hooked call, or when its walker takes the lock. */
-void ptw_begin(struct ptw_active *a, u64 now)
-{
-	a->started = true;
-	a->seq = atomic64_inc_return(&ptw_seq);
-	a->start_ns = a->lock_t0 ? a->lock_t0 : now;
-	a->walker_pid = task_pid_nr(current);
-	a->missed0 = ptw_missed_total();
-	ptw_current_comm(a->walker_comm);
-	trace_walk_start(a->kind, a->seq, a->walker_pid, a->walker_comm,
-			 a->target_tgid);
+	w->started = true;
+	w->start_ns = since ? since : now;
+	ptw_lock_walk_begins(slot, seq, walker_pid);
+	w->missed0 = ptw_missed_total();
+	ptw_current_comm(w->walker_comm);
+	trace_walk_start(w->kind, seq, walker_pid, w->walker_comm,
+			 w->target_tgid);
 }
 NOKPROBE_SYMBOL(ptw_begin);
 
-static void ptw_emit(struct ptw_active *a)
+static void ptw_emit(int slot)
 {
+	struct ptw_walk *w = &ptw_walks[slot];
+	struct ptw_lock_pass p;
 	struct ptw_walk_rec r;
 
+	ptw_lock_pass_read(slot, &p);
 	memset(&r, 0, sizeof(r));
-	r.seq = a->seq;
-	r.kind = a->kind;
-	r.start_ns = a->start_ns;
-	r.end_ns = max(a->end_ns, a->start_ns);
-	r.call_ns = a->call_ns;
-	r.walk_ns = a->walk_ns;
-	r.walk_timed = a->walk_timed;
-	r.pte_tables = a->pte_tables;
-	r.pte_slots = a->pte_slots;
-	r.pte_revisits = a->pte_revisits;
-	r.lock_hold_ns = a->lock_hold_ns;
-	r.lock_wait_ns = a->lock_wait_ns;
-	r.lock_holds = a->lock_holds;
-	r.lock_mode = a->lock_mode;
-	r.tlb_flushes = atomic64_read(&a->tlb_flushes);
-	r.tlb_ipis = atomic64_read(&a->tlb_ipis);
-	r.calls = a->calls;
-	r.stalls = atomic64_read(&a->stalls);
-	r.probe_missed = ptw_missed_total() - a->missed0;
-	r.walker_pid = a->walker_pid;
-	r.target_tgid = a->target_tgid;
-	memcpy(r.walker_comm, a->walker_comm, TASK_COMM_LEN);
+	r.seq = p.seq;
+	r.kind = w->kind;
+	r.start_ns = w->start_ns;
+	r.end_ns = max3(w->end_ns, p.hold_end_ns, w->start_ns);
+	r.call_ns = w->call_ns;
+	r.walk_ns = w->walk_ns;
+	r.walk_timed = w->walk_timed;
+	r.pte_tables = w->pte_tables;
+	r.pte_slots = w->pte_slots;
+	r.pte_revisits = w->pte_revisits;
+	r.lock_hold_ns = p.lock_hold_ns;
+	r.lock_wait_ns = p.lock_wait_ns;
+	r.lock_holds = p.lock_holds;
+	r.lock_mode = p.lock_mode;
+	r.tlb_flushes = atomic64_read(&w->tlb_flushes);
+	r.tlb_ipis = atomic64_read(&w->tlb_ipis);
+	r.calls = w->calls;
+	r.stalls = p.stalls;
+	r.probe_missed = ptw_missed_total() - w->missed0;
+	r.walker_pid = p.walker_pid;
+	r.target_tgid = w->target_tgid;
+	memcpy(r.walker_comm, w->walker_comm, TASK_COMM_LEN);
 
 	ptw_push_walk(&r);
 	atomic64_inc(&ptw_stats.walks[r.kind]);
@@ -295,20 +227,19 @@ static void ptw_emit(struct ptw_active *a)
 NOKPROBE_SYMBOL(ptw_emit);
 
 /* Emit the record of a finished walk and free its slot. */
-static void ptw_finish(struct ptw_active *a, bool emit)
+static void ptw_finish(int slot, bool emit)
 {
-	if (atomic_cmpxchg(&a->state, PTW_S_LIVE, PTW_S_BUSY) != PTW_S_LIVE)
+	if (!ptw_lock_retire(slot))
 		return;
-	if (!a->started)
+	if (!ptw_walks[slot].started)
 		atomic64_inc(&ptw_stats.walks_open_unread);
 	else if (emit)
-		ptw_emit(a);
-	atomic_dec(&ptw_nr_live);
-	atomic_set_release(&a->state, PTW_S_FREE);
+		ptw_emit(slot);
+	ptw_lock_free(slot);
 }
 NOKPROBE_SYMBOL(ptw_finish);
 
-/* ---- entry points used by the kprobes ------------------------------ */
+/* ---- entry points used by the probes -------------------------------- */
 
 int ptw_walk_open(enum ptw_kind kind, unsigned long key,
 		  const struct file *file)
@@ -319,13 +250,10 @@ NOKPROBE_SYMBOL(ptw_walk_open);
 
 void ptw_walk_close(unsigned long key, bool emit)
 {
-	struct ptw_active *a;
+	int slot = ptw_lock_find_key(key);
 
-	if (!atomic_read(&ptw_nr_live))
-		return;
-	a = ptw_find_key(key);
-	if (a && !a->call_scoped)
-		ptw_finish(a, emit);
+	if (slot >= 0 && !ptw_walks[slot].call_scoped)
+		ptw_finish(slot, emit);
 }
 NOKPROBE_SYMBOL(ptw_walk_close);
 
@@ -342,85 +270,114 @@ int ptw_call_enter(enum ptw_kind kind, unsigned long key,
 {
 	bool call_scoped = kind == PTW_CLEAR_REFS || kind == PTW_SMAPS_ROLLUP ||
 			   kind == PTW_PAGEMAP_SCAN;
-	struct ptw_active *a;
+	struct ptw_walk *w;
 	int slot;
 
 	if (call_scoped) {
 		slot = ptw_claim(kind, key, file, true);
 		if (slot < 0)
 			return -1;
-		a = &ptw_act[slot];
+		w = &ptw_walks[slot];
 	} else {
-		a = ptw_find_key(key);
-		if (!a || a->kind != kind) {
+		slot = ptw_lock_find_key(key);
+		if (slot < 0 || ptw_walks[slot].kind != kind) {
 			/* file opened before the module was loaded */
 			slot = ptw_claim(kind, key, file, false);
 			if (slot < 0)
 				return -1;
-			a = &ptw_act[slot];
 		}
-		if (a->started && pos_valid && pos < a->next_pos) {
-			ptw_emit(a);
-			ptw_pass_reset(a);
+		w = &ptw_walks[slot];
+		if (w->started && pos_valid && pos < w->next_pos) {
+			ptw_emit(slot);
+			ptw_pass_reset(slot);
 		}
 		if (pos_valid)
-			a->next_pos = pos;
+			w->next_pos = pos;
 	}
-	WRITE_ONCE(a->task_key, (unsigned long)current);
-	atomic_inc(&a->in_call);
-	/* smaps: the reader took the lock in m_start, before this call */
-	if (!a->lock_t0)
-		ptw_adopt_hold(a);
-	if (!a->started)
-		ptw_begin(a, now);
-	if (a->lock_t0)
-		a->hold_used = true;
-	a->calls++;
-	return a - ptw_act;
+	ptw_lock_call_enter(slot);
+	/*
+	 * smaps: the reader took the lock in m_start, before this call: the
+	 * walk starts then, and the hold is adopted as the walk's.
+	 */
+	if (!w->started)
+		ptw_begin(slot, ptw_lock_hold_since(slot, !w->call_scoped), now);
+	ptw_lock_call_hold(slot, !w->call_scoped);
+	w->calls++;
+	return slot;
 }
 NOKPROBE_SYMBOL(ptw_call_enter);
 
 void ptw_call_exit(int slot, u64 t0, u64 now, bool pos_valid, u64 next_pos)
 {
-	struct ptw_active *a = &ptw_act[slot];
+	struct ptw_walk *w = &ptw_walks[slot];
 
-	if (!ptw_live(a))
+	if (!ptw_lock_live(slot))
 		return;
-	a->call_ns += now - t0;
-	a->end_ns = max(a->end_ns, now);
+	w->call_ns += now - t0;
+	w->end_ns = max(w->end_ns, now);
 	if (pos_valid)
-		a->next_pos = max(a->next_pos, next_pos);
-	atomic_dec(&a->in_call);
-	if (a->call_scoped)
-		ptw_finish(a, true);
+		w->next_pos = max(w->next_pos, next_pos);
+	ptw_lock_call_exit(slot);
+	if (w->call_scoped)
+		ptw_finish(slot, true);
 }
 NOKPROBE_SYMBOL(ptw_call_exit);
+
+/*
+ * The current task took the lock of mm_key (mmap_lock_acquire_returned,
+ * before ptwalk_lock.c looks at the hold): a file walk of it by this task
+ * that has not begun begins now (smaps' m_start).
+ */
+void ptw_walk_lock_taken(unsigned long mm_key, u64 now)
+{
+	int slot;
+
+	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
+	     slot = ptw_lock_next_walk(mm_key, slot + 1))
+		if (!ptw_walks[slot].started)
+			ptw_begin(slot, 0, now);
+}
+NOKPROBE_SYMBOL(ptw_walk_lock_taken);
+
+/* a tlb flush in the walker's own context inside a walk call */
+void ptw_walk_tlb_flush(bool ipi)
+{
+	int slot = ptw_lock_current_walk();
+
+	if (slot < 0)
+		return;
+	if (ipi)
+		atomic64_inc(&ptw_walks[slot].tlb_ipis);
+	else
+		atomic64_inc(&ptw_walks[slot].tlb_flushes);
+}
+NOKPROBE_SYMBOL(ptw_walk_tlb_flush);
 
 /* walk_page_range()/walk_page_vma() inside a walk call: the walk proper */
 int ptw_walk_proper_enter(u64 now)
 {
-	struct ptw_active *a;
+	struct ptw_walk *w;
+	int slot;
 
-	if (!atomic_read(&ptw_nr_live))
+	slot = ptw_lock_current_walk();
+	if (slot < 0)
 		return -1;
-	a = ptw_find_current_call();
-	if (!a)
-		return -1;
-	if (a->walk_depth++ == 0)
-		a->walk_t0 = now;
-	return a - ptw_act;
+	w = &ptw_walks[slot];
+	if (w->walk_depth++ == 0)
+		w->walk_t0 = now;
+	return slot;
 }
 NOKPROBE_SYMBOL(ptw_walk_proper_enter);
 
 void ptw_walk_proper_exit(int slot, u64 now)
 {
-	struct ptw_active *a = &ptw_act[slot];
+	struct ptw_walk *w = &ptw_walks[slot];
 
-	if (!ptw_live(a) || !a->walk_depth)
+	if (!ptw_lock_live(slot) || !w->walk_depth)
 		return;
-	if (--a->walk_depth == 0) {
-		a->walk_ns += now - a->walk_t0;
-		a->walk_timed = true;
+	if (--w->walk_depth == 0) {
+		w->walk_ns += now - w->walk_t0;
+		w->walk_timed = true;
 	}
 }
 NOKPROBE_SYMBOL(ptw_walk_proper_exit);
@@ -433,20 +390,20 @@ NOKPROBE_SYMBOL(ptw_walk_proper_exit);
  */
 void ptw_pte_range(unsigned long addr, unsigned long end)
 {
-	struct ptw_active *a;
+	struct ptw_walk *w;
 	unsigned long d;
+	int slot;
 
-	if (!atomic_read(&ptw_nr_live))
+	slot = ptw_lock_current_walk();
+	if (slot < 0)
 		return;
-	a = ptw_find_current_call();
-	if (!a)
-		return;
-	if (end <= a->covered_end) {
-		a->pte_revisits++;
+	w = &ptw_walks[slot];
+	if (end <= w->covered_end) {
+		w->pte_revisits++;
 	} else {
-		a->pte_tables++;
-		a->pte_slots += (end - max(addr, a->covered_end)) >> PAGE_SHIFT;
-		a->covered_end = end;
+		w->pte_tables++;
+		w->pte_slots += (end - max(addr, w->covered_end)) >> PAGE_SHIFT;
+		w->covered_end = end;
 	}
 
 	/*
@@ -462,77 +419,3 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 	}
 }
 NOKPROBE_SYMBOL(ptw_pte_range);
-
-/* ---- snapshots and reset -------------------------------------------- */
-
-/*
- * Copy at most PTW_SNAP_CHUNK records per hold of the ring lock, so no
- * reader keeps interrupts off for long; records overwritten between chunks
- * are skipped (the copy is oldest first, without duplicates).
- */
-#define PTW_SNAP_CHUNK	32
-
-#define PTW_RING_SNAPSHOT(fn, type, ring, head, size)			\
-size_t fn(type *buf, size_t max)					\
-{									\
-	unsigned long flags;						\
-	u64 i = 0, end, first, stop;					\
-	size_t n = 0;							\
-									\
-	while (n < max) {						\
-		raw_spin_lock_irqsave(&ptw_ring_lock, flags);		\
-		end = head;						\
-		first = end > (size) ? end - (size) : 0;		\
-		if (i < first)						\
-			i = first;					\
-		stop = min_t(u64, end, i + PTW_SNAP_CHUNK);		\
-		for (; i < stop && n < max; i++)			\
-			buf[n++] = ring[i % (size)];			\
-		raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);	\
-		if (i >= end)						\
-			break;						\
-		cond_resched();						\
-	}								\
-	return n;							\
-}
-
-PTW_RING_SNAPSHOT(ptw_walk_ring_snapshot, struct ptw_walk_rec, ptw_walk_ring,
-		  ptw_walk_head, PTW_WALK_RING)
-PTW_RING_SNAPSHOT(ptw_stall_ring_snapshot, struct ptw_stall_rec,
-		  ptw_stall_ring, ptw_stall_head, PTW_STALL_RING)
-
-static void ptw_hist_zero(struct ptw_hist *h)
-{
-	unsigned int i;
-
-	for (i = 0; i < PTW_HIST_SLOTS; i++)
-		atomic64_set(&h->slot[i], 0);
-}
-
-void ptw_reset(void)
-{
-	unsigned long flags;
-	unsigned int k;
-
-	for (k = 0; k < PTW_NR_KINDS; k++) {
-		ptw_hist_zero(&ptw_stats.walk_ns[k]);
-		ptw_hist_zero(&ptw_stats.ns_per_pte[k]);
-		ptw_hist_zero(&ptw_stats.lock_hold_ns[k]);
-		ptw_hist_zero(&ptw_stats.stall_ns[k]);
-		atomic64_set(&ptw_stats.walks[k], 0);
-		atomic64_set(&ptw_stats.pte_slots[k], 0);
-		atomic64_set(&ptw_stats.stalls[k], 0);
-	}
-	atomic64_set(&ptw_stats.walks_dropped, 0);
-	atomic64_set(&ptw_stats.waits_dropped, 0);
-	atomic64_set(&ptw_stats.holders_dropped, 0);
-	atomic64_set(&ptw_stats.failed_attempts, 0);
-	atomic64_set(&ptw_stats.walks_open_unread, 0);
-	atomic64_set(&ptw_stats.arg_faults, 0);
-	atomic64_set(&ptw_stats.walks_missed, 0);
-
-	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
-	ptw_walk_head = 0;
-	ptw_stall_head = 0;
-	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
-}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ptwalk waits: every wait for an mmap_lock, whether a walker's hold
+ * blocked it (a stall), and the split of each stall into the holds that
+ * excluded it.  Called by ptwalk_lock.c, which owns the walkers and their
+ * holds and passes a walker by pointer; this file calls nothing but the
+ * records (ptwalk_rec.c).
+ *
+ * A wait (mmap_lock_start_locking .. mmap_lock_acquire_returned) of another
+ * task on a walked mm is a stall when the walker held that mm's lock, in a
+ * mode that excludes the waiter's, at some moment of the wait.  That is
+ * decided from state recorded at two moments only: when the wait starts
+ * (the walker holds it now) and when the walker takes the lock (it marks
+ * every excluded waiter of that mm).  Both sides publish their own state,
+ * then look at the other's (a full barrier between), so at least one of
+ * them sees the overlap.  A wait that no walker hold excluded is not a
+ * stall, nor is an attempt that failed (a trylock emits start_locking too,
+ * then acquire_returned(success=0)): it is counted in failed_attempts and
+ * taken back from the walk's stalls.  One chain is followed: a reader that
+ * arrives while a writer the walk blocks is queued waits behind that writer
+ * (rwsem does not let readers pass a waiting writer), so the walk blocks it
+ * too.
+ *
+ * The split of a stall: every hold of a pending waiter's mm that ends (a
+ * release, or a downgrade) adds the part of it within the wait that
+ * excluded the waiter: to walker_held when it is a hold of the walk the
+ * stall is attributed to (the chain counts while the writer is pending), to
+ * others_held otherwise.  The holds of other tasks are known from the
+ * holder table, which tracks every holder of an mm being walked or with a
+ * blocked waiter; a hold ending that was not tracked (taken before, or
+ * dropped for want of a slot) marks the waits it may have overlapped, and
+ * their split is reported incomplete.  Read holds of several tasks that
+ * overlap one another within a write wait are summed; the sum is clamped so
+ * that walker_held + others_held <= wait_ns.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/mm_types.h>
+
+#include "ptwalk.h"
+#include "ptwalk_lock.h"
+
+static struct ptw_waiter ptw_wait[PTW_MAX_WAITERS];
+static atomic_t ptw_wait_hw = ATOMIC_INIT(0);
+atomic_t ptw_nr_waiting = ATOMIC_INIT(0);
+static atomic_t ptw_nr_blocked = ATOMIC_INIT(0);	/* a hint, for fast paths */
+
+/* blocked: 0 no, 2 being marked (walk fields in writing), 1 marked */
+void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
+{
+	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
+		return;
+	atomic_inc(&ptw_nr_blocked);
+	WRITE_ONCE(w->act, a);
+	w->walk_seq = READ_ONCE(a->seq);
+	w->kind = a->kind;
+	w->walker_write = READ_ONCE(a->lock_write);
+	w->walker_pid = READ_ONCE(a->walker_pid);
+	w->target_tgid = a->target_tgid;
+	atomic_set_release(&w->blocked, 1);
+	/* taken back in ptw_wait_end() if the attempt fails */
+	atomic64_inc(&a->stalls);
+}
+NOKPROBE_SYMBOL(ptw_mark_blocked);
+
+/* a writer waits for mm since before t0, blocked by the walk seq */
+bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
+			      u64 seq, u64 t0)
+{
+	unsigned int i, n;
+
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (w != self && tk && !(tk & 1) &&
+		    READ_ONCE(w->mm_key) == mmk && READ_ONCE(w->write) &&
+		    atomic_read_acquire(&w->blocked) == 1 &&
+		    READ_ONCE(w->walk_seq) == seq && READ_ONCE(w->t0) <= t0)
+			return true;
+	}
+	return false;
+}
+NOKPROBE_SYMBOL(ptw_blocked_writer_waits);
+
+/*
+ * The current task (me) starts waiting for mmk's lock: take a waiter slot
+ * and publish it; NULL when none is free (counted).
+ */
+struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
+				  bool write, u64 t, u64 spread)
+{
+	struct ptw_waiter *w;
+	unsigned int i;
+
+	for (i = 0; i < PTW_MAX_WAITERS; i++) {
+		w = &ptw_wait[i];
+		/* claimed busy (low bit: task pointers are aligned) */
+		if (atomic_long_read(&w->task_key) == 0 &&
+		    atomic_long_cmpxchg(&w->task_key, 0, me | 1) == 0)
+			goto found;
+	}
+	atomic64_inc(&ptw_stats.waits_dropped);
+	return NULL;
+
+found:
+	atomic_set(&w->blocked, 0);
+	w->act = NULL;
+	atomic_set(&w->split_lost, 0);
+	ptw_acc_init(&w->walker_held);
+	ptw_acc_init(&w->others_held);
+	ptw_acc_init(&w->spread);
+	w->t0_spread = spread;
+	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
+	w->mm_key = mmk;
+	w->write = write;
+	w->t0 = t;
+	atomic_long_set_release(&w->task_key, me);	/* published */
+	ptw_hw_raise(&ptw_wait_hw, i + 1);
+	atomic_inc(&ptw_nr_waiting);
+	return w;
+}
+NOKPROBE_SYMBOL(ptw_wait_begin);
+
+/*
+ * The walker of a holds the lock since t0 (published, then a full barrier):
+ * mark every waiter it excludes, then every reader queued behind a writer
+ * it blocks.
+ */
+void ptw_waits_mark(struct ptw_walker *a, bool write)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_waiting))
+		return;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (!tk || (tk & 1) || tk == a->task_key ||
+		    READ_ONCE(w->mm_key) != a->mm_key)
+			continue;
+		if (ptw_excludes(write, READ_ONCE(w->write)))
+			ptw_mark_blocked(w, a);
+	}
+	if (write)
+		return;	/* every waiter is excluded already */
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (!tk || (tk & 1) || tk == a->task_key ||
+		    READ_ONCE(w->mm_key) != a->mm_key || READ_ONCE(w->write) ||
+		    atomic_read(&w->blocked))
+			continue;
+		if (ptw_blocked_writer_waits(a->mm_key, w, READ_ONCE(a->seq),
+					     READ_ONCE(w->t0)))
+			ptw_mark_blocked(w, a);
+	}
+}
+NOKPROBE_SYMBOL(ptw_waits_mark);
+
+/*
+ * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
+ * add the part of it within each pending wait on mmk that it excluded.
+ * walker: the holder is a walker of mmk holding it, which ends the holds of
+ * all its walks of mmk at once (their slots still hold lock_t0).
+ */
+void ptw_hold_end(unsigned long holder, unsigned long mmk,
+		  bool hold_write, u64 h0, u64 now, bool walker, u64 spread)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_waiting))
+		return;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+		struct ptw_walker *act;
+		u64 gw, go, gs, t0, from, lt0;
+		bool wr, ok = true;
+
+		if (!tk || (tk & 1) || tk == holder)
+			continue;
+		gw = (u64)atomic64_read(&w->walker_held);
+		go = (u64)atomic64_read(&w->others_held);
+		gs = (u64)atomic64_read(&w->spread);
+		smp_rmb();	/* the generations before the fields they cover */
+		if (READ_ONCE(w->mm_key) != mmk)
+			continue;
+		t0 = READ_ONCE(w->t0);
+		wr = READ_ONCE(w->write);
+		from = max(h0, t0);
+		if (now <= from)
+			continue;
+		act = walker && atomic_read_acquire(&w->blocked) == 1 ?
+		      READ_ONCE(w->act) : NULL;
+		/*
+		 * The stall's walk is one of this walker's, the hold its (the
+		 * walk's lock_hold_ns has it).  A hold of another walk, the
+		 * next one of the same walker or file included, is another's.
+		 */
+		if (act && ptw_live(act) && READ_ONCE(act->task_key) == holder &&
+		    READ_ONCE(act->mm_key) == mmk &&
+		    READ_ONCE(act->seq) == READ_ONCE(w->walk_seq) &&
+		    (lt0 = READ_ONCE(act->lock_t0)) && ptw_hold_is_walks(act)) {
+			from = max(lt0, t0);
+			if (now > from &&
+			    (ptw_excludes(hold_write, wr) ||
+			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)))) {
+				ok = ptw_acc_add(&w->walker_held, gw, now - from);
+				/* the boundaries of it the other probes saw apart */
+				ok &= ptw_acc_add(&w->spread, gs, spread +
+						  (lt0 > t0 ? act->lock_t0_spread : 0));
+			}
+		} else if (ptw_excludes(hold_write, wr)) {
+			ok = ptw_acc_add(&w->others_held, go, now - from);
+		}
+		if (!ok)
+			atomic_set(&w->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_hold_end);
+
+/*
+ * A hold of mmk in mode hold_write that was not tracked ends now (or one
+ * could not be tracked): the waits it may have excluded lose their split.
+ */
+void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
+		     bool hold_write, u64 now)
+{
+	unsigned int i, n;
+
+	if (!atomic_read(&ptw_nr_waiting))
+		return;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (!tk || (tk & 1) || tk == holder ||
+		    READ_ONCE(w->mm_key) != mmk ||
+		    READ_ONCE(w->t0) >= now ||
+		    !ptw_excludes(hold_write, READ_ONCE(w->write)))
+			continue;
+		atomic_set(&w->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_hold_unseen);
+
+/* a waiter on mmk is blocked by a walk (its lock holders are tracked) */
+bool ptw_blocked_on(unsigned long mmk)
+{
+	unsigned int i, n;
+
+	if (atomic_read(&ptw_nr_blocked) <= 0)
+		return false;
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+		if (tk && !(tk & 1) && READ_ONCE(w->mm_key) == mmk &&
+		    atomic_read(&w->blocked))
+			return true;
+	}
+	return false;
+}
+NOKPROBE_SYMBOL(ptw_blocked_on);
+
+void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
+		  bool success, u64 spread)
+{
+	unsigned int i, n, spins;
+	u64 wh, oh, sp, t;
+
+	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		struct ptw_stall_rec r;
+
+		if (atomic_long_read(&w->task_key) != me || w->mm_key != mmk)
+			continue;
+		/* a walker marking us finishes in a few instructions */
+		for (spins = 0; atomic_read_acquire(&w->blocked) == 2 &&
+		     spins < 10000; spins++)
+			cpu_relax();
+		if (atomic_read_acquire(&w->blocked) != 1)
+			goto free;
+		atomic_dec(&ptw_nr_blocked);
+		if (!success) {
+			struct ptw_walker *a = w->act;
+
+			/*
+			 * A failed attempt (a trylock, or a killable wait
+			 * interrupted) is no stall: take it back from the walk
+			 * if its record is not out yet.
+			 */
+			atomic64_inc(&ptw_stats.failed_attempts);
+			if (a && ptw_live(a) && READ_ONCE(a->seq) == w->walk_seq)
+				atomic64_dec(&a->stalls);
+			goto free;
+		}
+		memset(&r, 0, sizeof(r));
+		r.walk_seq = w->walk_seq;
+		r.start_ns = w->t0;
+		r.wait_ns = now - w->t0;
+		r.waiter_pid = task_pid_nr(current);
+		ptw_current_comm(r.waiter_comm);
+		r.target_tgid = w->target_tgid;
+		r.walker_pid = w->walker_pid;
+		r.kind = w->kind;
+		r.write = w->write;
+		r.walker_write = w->walker_write;
+		r.success = success;
+		/*
+		 * Every excluding hold ended before we got the lock, but for
+		 * the walk's read hold by the chain (its writer gave up).
+		 */
+		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
+		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
+		     w->t0_spread + spread;
+		if (!w->write && ptw_live(w->act) &&
+		    READ_ONCE(w->act->seq) == w->walk_seq &&
+		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
+			wh += now - min(now, max(t, w->t0));
+			if (t > w->t0)
+				sp += READ_ONCE(w->act->lock_t0_spread);
+		}
+		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
+		r.walker_held_ns = min(wh, r.wait_ns);
+		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
+		r.split_complete = !atomic_read(&w->split_lost);
+		r.clock_spread_ns = sp;
+		ptw_push_stall(&r);
+free:
+		atomic_dec(&ptw_nr_waiting);
+		atomic_long_set_release(&w->task_key, 0);
+		return;
+	}
+}
+NOKPROBE_SYMBOL(ptw_wait_end);
