@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/stall_attribution.hpp"
 
+#include "intervals.hpp"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -51,22 +53,6 @@ const Histogram *StallAccumulator::waits(size_t thread, uint64_t mm) const
 	auto it = hist_[thread].find(mm);
 	return it == hist_[thread].end() ? nullptr : it->second.get();
 }
-
-namespace {
-
-// Adds [s, e) to a time-ordered union of intervals built by ascending s.
-void add_interval(std::vector<StallAccumulator::Interval> &u, uint64_t s, uint64_t e)
-{
-	if (e <= s)
-		return;
-	if (!u.empty() && s <= u.back().end_ns) {
-		u.back().end_ns = std::max(u.back().end_ns, e);
-		return;
-	}
-	u.push_back({s, e});
-}
-
-} // namespace
 
 void StallAccumulator::wait(const LockSpan &w)
 {
@@ -291,38 +277,6 @@ size_t excluding_walk(const StallAccumulator::WatchedWait &c, const std::vector<
 		since = it->h.start_ns;
 	}
 	return first;
-}
-
-using Interval = StallAccumulator::Interval;
-
-// The total length of a set of intervals, overlaps counted once.
-uint64_t union_ns(std::vector<Interval> v)
-{
-	std::sort(v.begin(), v.end(),
-		  [](const Interval &a, const Interval &b) { return a.start_ns < b.start_ns; });
-	uint64_t total = 0, cs = 0, ce = 0;
-	bool open = false;
-	for (const auto &x : v) {
-		if (x.end_ns <= x.start_ns)
-			continue;
-		if (open && x.start_ns <= ce) {
-			ce = std::max(ce, x.end_ns);
-			continue;
-		}
-		if (open)
-			total += ce - cs;
-		cs = x.start_ns;
-		ce = x.end_ns;
-		open = true;
-	}
-	return open ? total + ce - cs : total;
-}
-
-// [a, b) clipped to [lo, hi): empty (start == end) when disjoint
-Interval clip(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
-{
-	const uint64_t s = std::max(a, lo), e = std::min(b, hi);
-	return e > s ? Interval{s, e} : Interval{s, s};
 }
 
 struct SplitInput {
