@@ -431,8 +431,9 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 		}
 		/*
 		 * A reader queues behind a waiting writer (rwsem readers do
-		 * not pass one): behind a writer this walk blocks, the walk
-		 * blocks the reader too.
+		 * not pass one; PREEMPT_RT's do: ptw_blocked_writer_waits()):
+		 * behind a writer this walk blocks, the walk blocks the reader
+		 * too.
 		 */
 		if (!write && ptw_blocked_writer_waits(mmk, w, READ_ONCE(a->seq),
 						       w->t0)) {

@@ -19,7 +19,8 @@
  * taken back from the walk's stalls.  One chain is followed: a reader that
  * arrives while a writer the walk blocks is queued waits behind that writer
  * (rwsem does not let readers pass a waiting writer), so the walk blocks it
- * too.
+ * too; not on PREEMPT_RT, whose rw_semaphore lets readers pass a writer
+ * until it holds the lock.
  *
  * The split of a stall: every hold of a pending waiter's mm that ends (a
  * release, or a downgrade) adds the part of it within the wait that
@@ -68,12 +69,19 @@ void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
-/* a writer waits for mm since before t0, blocked by the walk seq */
+/*
+ * A writer waits for mm since before t0, blocked by the walk seq, and a
+ * reader arriving now queues behind it.  Not on PREEMPT_RT: its rwbase_rt
+ * lets a reader in until the writer holds the lock (KERNEL-FACTS.md entry
+ * 27), so there a read hold never blocks a reader, through a writer or not.
+ */
 bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 			      u64 seq, u64 t0)
 {
 	unsigned int i, n;
 
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return false;
 	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
@@ -324,12 +332,14 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		r.success = success;
 		/*
 		 * Every excluding hold ended before we got the lock, but for
-		 * the walk's read hold by the chain (its writer gave up).
+		 * the walk's read hold by the chain (its writer gave up; no
+		 * chain on PREEMPT_RT: ptw_blocked_writer_waits()).
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
 		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
 		     w->t0_spread + spread;
-		if (!w->write && ptw_live(w->act) &&
+		if (!IS_ENABLED(CONFIG_PREEMPT_RT) && !w->write &&
+		    ptw_live(w->act) &&
 		    READ_ONCE(w->act->seq) == w->walk_seq &&
 		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
 			wh += now - min(now, max(t, w->t0));

@@ -150,6 +150,13 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
     assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"
     assert r.returncode == 0, r.problem()
+    keep = os.environ.get("PTWALK_XV_KEEP")
+    if keep:
+        # the guest's results, to read a disagreement beside the test's words
+        out = Path(keep) / (vm_kernel.id if vm_kernel else "host")
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in r.files.items():
+            (out / name).write_bytes(text)
     bad: list[str] = []
     split_total = compared_total = 0
     spread_total = 0
@@ -221,6 +228,11 @@ def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
         # 0.6 ms; smaps on 6.1: module 0 vs 1.63 ms of 6.25 ms, the walk's
         # last hold, not used by a hooked call, being others' in the
         # module).
+        # On 6.1-rt both views followed the reader-behind-writer chain,
+        # which PREEMPT_RT's rw_semaphore does not have (KERNEL-FACTS.md
+        # 27): 14-38 of 749-839 apart (up to 4.5%: one CI run crossed 5%),
+        # 34 of 38 of them read waits in read walks; with no chain there,
+        # 2-3 of 578-589.
         # the residual stays a residual: at most 5% of the compared splits
         # (2.4% the most measured); the two causes fixed gave 9-16%
         assert len(split_disagree) <= 0.05 * compared_total, \

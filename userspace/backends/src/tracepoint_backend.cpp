@@ -7,6 +7,7 @@
 
 #include "ptwalk/backend.hpp"
 #include "ptwalk/mmap_lock_trace.hpp"
+#include "ptwalk/procfs.hpp"
 #include "ptwalk/stall_attribution.hpp"
 
 namespace ptwalk {
@@ -67,7 +68,8 @@ public:
 			filter_note = "none: " + std::to_string(tids.size()) +
 				      " tids make the filter too long";
 		}
-		acc_ = std::make_unique<StallAccumulator>(StallConfig{target, threads, walker});
+		acc_ = std::make_unique<StallAccumulator>(
+			StallConfig{target, threads, walker, !kernel_is_preempt_rt()});
 		MmapLockTrace::Options o;
 		o.filter = filter;
 		o.ring_bytes_per_cpu = kRingBytesPerCpu;

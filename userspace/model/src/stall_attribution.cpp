@@ -412,7 +412,7 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 	// the attributed writer a read wait queued behind
 	auto writer_of = [&](const StallAccumulator::WatchedWait &r)
 		-> const std::pair<const StallAccumulator::WatchedWait *, size_t> * {
-		if (r.span.write)
+		if (r.span.write || !acc.config().readers_queue_behind_writers)
 			return nullptr;
 		for (const auto &x : writers)
 			if (x.first->span.tid != r.span.tid &&

@@ -256,6 +256,28 @@ Json parse_kernel_config(std::string_view text)
 	return out;
 }
 
+bool preempt_rt_version(std::string_view v)
+{
+	while (!v.empty()) {
+		const size_t sp = v.find(' ');
+		if (v.substr(0, sp) == "PREEMPT_RT")
+			return true;
+		if (sp == std::string_view::npos)
+			break;
+		v.remove_prefix(sp + 1);
+	}
+	return false;
+}
+
+bool kernel_is_preempt_rt()
+{
+	struct utsname u;
+	if (uname(&u) == 0 && preempt_rt_version(u.version))
+		return true;
+	auto rt = read_file("/sys/kernel/realtime", nullptr);
+	return rt && rt->rfind("1", 0) == 0;
+}
+
 std::pair<int, int> kernel_version(std::string_view rel)
 {
 	int maj = 0, min = 0;

@@ -296,6 +296,27 @@ TEST(StallSplit, ChainReaderBehindBlockedWriter)
 	EXPECT_EQ(views[0].max_stall_walker_held_ns, 3000u);
 }
 
+// PREEMPT_RT: a reader passes a waiting writer until it holds the lock, so
+// the same stream has no chain: the reader's wait is not the read walk's
+// (module/KERNEL-FACTS.md entry 27); the writer's stall is unchanged.
+TEST(StallSplit, NoChainWhenReadersPassWaitingWriters)
+{
+	StallConfig cfg = config();
+	cfg.readers_queue_behind_writers = false;
+	StallAccumulator acc(cfg);
+	Stream s;
+	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
+	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
+	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
+	s.feed(acc);
+	KernelView kv;
+	auto views = attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
+	ASSERT_TRUE(kv.stalls);
+	EXPECT_EQ(kv.stalls->total, 1u);
+	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
+	EXPECT_EQ(views[0].stalls, 1u);
+}
+
 // 6.1/6.12 trace a trylock as start_locking + acquire_returned: a failed
 // one while the walker holds write is no stall and no wait.
 TEST(StallSplit, FailedTrylockNotAttributed)

@@ -105,6 +105,17 @@ TEST(Procfs, KernelVersion)
 	EXPECT_EQ(kernel_version("garbage"), std::make_pair(0, 0));
 }
 
+// uname -v of Debian's rt and non-rt kernels: PREEMPT_RT only as a word
+TEST(Procfs, PreemptRtVersion)
+{
+	EXPECT_TRUE(preempt_rt_version("#1 SMP PREEMPT_RT Debian 6.1.192-2 (2025-11-02)"));
+	EXPECT_TRUE(preempt_rt_version("PREEMPT_RT"));
+	EXPECT_FALSE(preempt_rt_version("#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-2 (2025-11-02)"));
+	EXPECT_FALSE(preempt_rt_version("#1 SMP PREEMPT_RTX"));
+	EXPECT_FALSE(preempt_rt_version("#1 SMP NOPREEMPT_RT"));
+	EXPECT_FALSE(preempt_rt_version(""));
+}
+
 // The text kernel_info() and host_info() have always had (key order, null
 // and false where a fact is unknown): results are compared across versions.
 TEST(Procfs, KernelInfoJsonKeepsItsOrderAndNulls)

@@ -18,7 +18,8 @@
 //    that walk (the walk of the earliest such hold: the first to block it,
 //    as ptwalk.ko attributes it); a read wait that began
 //    while an attributed write wait was pending is attributed with it (it
-//    queues behind that writer), the rule ptwalk.ko follows;
+//    queues behind that writer), the rule ptwalk.ko follows; not when
+//    StallConfig::readers_queue_behind_writers is false (PREEMPT_RT);
 //  - a wait whose acquire_returned failed (success=false: a failed
 //    mmap_*_trylock(), which 6.1 and 6.12 trace as start_locking then
 //    acquire_returned, or a killable lock interrupted) is neither a stall
@@ -63,6 +64,10 @@ struct StallConfig {
 	pid_t target = 0;
 	std::vector<WatchedThread> threads;
 	pid_t walker = 0;
+	// a reader queues behind a waiting writer (the chain above); false on
+	// PREEMPT_RT, whose readers pass a writer until it holds the lock
+	// (module/KERNEL-FACTS.md entry 27): there no read wait is a read walk's
+	bool readers_queue_behind_writers = true;
 };
 
 class StallAccumulator final : private LockPairer::Sink {

@@ -116,5 +116,12 @@ void to_json(Json::Value &j, const HostInfo &h);
 HostInfo host_info();
 // "6.18.44-fc" -> {6,18}; {0,0} when unparsable.
 std::pair<int, int> kernel_version(std::string_view release);
+// uname's version names PREEMPT_RT as a word ("#1 SMP PREEMPT_RT Debian
+// 6.1.192-2": the kernel's scripts/mkcompile_h adds it with CONFIG_PREEMPT_RT).
+bool preempt_rt_version(std::string_view uname_version);
+// The running kernel is PREEMPT_RT, by uname's version or
+// /sys/kernel/realtime ("1"): its rw_semaphore lets readers pass a waiting
+// writer (module/KERNEL-FACTS.md entry 27).
+bool kernel_is_preempt_rt();
 
 } // namespace ptwalk
