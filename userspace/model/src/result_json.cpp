@@ -197,7 +197,7 @@ void to_json(Json::Value &j, const StallValidation &v)
 	j["recall"] = number_or_null(v.recall);
 	Json::Value u = Json::Value::array();
 	for (const auto &o : v.unexplained)
-		u.push_back({{"victim", o.victim},
+		u.push_back({{"victim", name(o.victim)},
 			     {"tid", o.tid},
 			     {"start_ns", o.start_ns},
 			     {"ns", o.ns}});
