@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """Writes scripts/ptwalk_report/walk_kinds.py from the one definition of the
-walk kinds and scanner profiles, userspace/model/include/ptwalk/walk_kinds.def
-(the C++ library includes it). --check: exit 1 when the written module
-differs from what the definition gives (scripts/tests/test_walk_kinds.py)."""
+walk kinds and scanner profiles, userspace/model/include/ptwalk/walk_kinds.def,
+and of the lock modes, userspace/os/include/ptwalk/lock_modes.def (the C++
+library includes both). --check: exit 1 when the written module differs from
+what the definitions give (scripts/tests/test_walk_kinds.py)."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEF = REPO / "userspace" / "model" / "include" / "ptwalk" / "walk_kinds.def"
+LOCK_MODES_DEF = REPO / "userspace" / "os" / "include" / "ptwalk" / "lock_modes.def"
 OUT = REPO / "scripts" / "ptwalk_report" / "walk_kinds.py"
 
 
@@ -29,22 +31,38 @@ class Kind:
 class Table:
     kinds: tuple[Kind, ...]
     profiles: tuple[tuple[str, tuple[str, ...]], ...]  # several kinds each
+    lock_modes: tuple[tuple[str, str], ...]  # (the C++ LockMode, its name in results)
 
 
-def _body(text: str, name: str) -> str:
+def _body(text: str, name: str, where: Path = DEF) -> str:
     text = re.sub(r"\\\n", " ", text)
     m = re.search(rf"^#define\s+{name}\(X\)\s+(.*)$", text, re.M)
     if not m:
-        raise ValueError(f"{DEF.name}: no #define {name}(X)")
+        raise ValueError(f"{where.name}: no #define {name}(X)")
     return m.group(1)
 
 
-def parse(text: str) -> Table:
+def parse_lock_modes(text: str) -> tuple[tuple[str, str], ...]:
+    modes = tuple(re.findall(r'\bX\((\w+),\s*"([^"]+)"\)',
+                             _body(text, "PTW_LOCK_MODE_NAMES", LOCK_MODES_DEF)))
+    names = [n for _, n in modes]
+    if "none" not in names or any(not n.replace("+", "_").isidentifier() for n in names):
+        raise ValueError(f"{LOCK_MODES_DEF.name}: PTW_LOCK_MODE_NAMES lists no none, or a "
+                         f"name that is no identifier with + as _: {names}")
+    return modes
+
+
+def parse(text: str, lock_modes_text: str | None = None) -> Table:
+    lock_modes = parse_lock_modes(LOCK_MODES_DEF.read_text(encoding="utf-8")
+                                  if lock_modes_text is None else lock_modes_text)
     kinds = tuple(Kind(n, None if m == "none" else m, mode, unit, f) for n, m, mode, unit, f in
                   re.findall(r"\bX\((\w+),\s*(\w+),\s*(\w+),\s*(\w+),\s*(\w+),",
                              _body(text, "PTW_WALK_KINDS")))
     if not kinds:
         raise ValueError(f"{DEF.name}: PTW_WALK_KINDS lists nothing")
+    bad_modes = [k.name for k in kinds if k.lock_mode not in dict(lock_modes)]
+    if bad_modes:
+        raise ValueError(f"{DEF.name}: kinds {bad_modes}: a mode lock_modes.def does not list")
     names = {k.name for k in kinds}
     profiles = []
     for args in re.findall(r"\bX\(([\w\s,]+)\)", _body(text, "PTW_PROFILES")):
@@ -54,17 +72,20 @@ def parse(text: str) -> Table:
             raise ValueError(f"{DEF.name}: profile {p}: a kind's name, no kinds or "
                              f"unknown kinds {unknown}")
         profiles.append((p, tuple(walks)))
-    return Table(kinds, tuple(profiles))
+    return Table(kinds, tuple(profiles), lock_modes)
 
 
 def render(t: Table) -> str:
-    modes = sorted({k.lock_mode for k in t.kinds})
+    # the kinds' modes, in the order of the lock modes' list
+    modes = [(m, n) for m, n in t.lock_modes if m in {k.lock_mode for k in t.kinds}]
     units = list(dict.fromkeys(k.lock_unit for k in t.kinds))
     out = [
         "# SPDX-License-Identifier: GPL-2.0",
-        '"""Walk kinds and scanner profiles, written by scripts/gen_walk_kinds.py',
-        "from their one definition, userspace/model/include/ptwalk/walk_kinds.def:",
-        "do not edit (scripts/tests/test_walk_kinds.py fails when it drifts).",
+        '"""Walk kinds, scanner profiles and lock modes, written by',
+        "scripts/gen_walk_kinds.py from their one definition,",
+        "userspace/model/include/ptwalk/walk_kinds.def and (the lock modes)",
+        "userspace/os/include/ptwalk/lock_modes.def: do not edit",
+        "(scripts/tests/test_walk_kinds.py fails when it drifts).",
         'Text becomes a member here: WalkKind("smaps") raises ValueError for an',
         'unknown name."""',
         "from __future__ import annotations",
@@ -82,7 +103,20 @@ def render(t: Table) -> str:
         "",
         "",
         "class LockMode(enum.Enum):",
-        *(f'    {m} = "{m}"' for m in modes),
+        '    """How a walk kind takes mmap_lock, and how one hold or wait does."""',
+        *(f'    {m} = "{n}"' for m, n in modes),
+        "",
+        "",
+        "class WalkLockMode(enum.Enum):",
+        '    """How a walk took mmap_lock (the C++ LockMode): as a LockMode, both',
+        "    ways or not at all (a module walk without a hold, or a kind summary",
+        '    whose first walk had none; writers before the C++ LockMode wrote ""',
+        '    there, which reads as none)."""',
+        *(f'    {n.replace("+", "_")} = "{n}"' for _, n in t.lock_modes),
+        "",
+        "    @classmethod",
+        "    def _missing_(cls, value: object) -> WalkLockMode | None:",
+        '        return cls.none if value == "" else None',
         "",
         "",
         "class LockUnit(enum.Enum):",

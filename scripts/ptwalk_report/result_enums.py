@@ -30,20 +30,6 @@ class VictimName(enum.Enum):
     mmap = "mmap"
 
 
-class WalkLockMode(enum.Enum):
-    """How a walk took mmap_lock: a LockMode, both, or not at all (none: a
-    module walk without a hold, or a kind summary whose first walk had
-    none; writers before the C++ LockMode wrote "" there)."""
-    none = "none"
-    read = "read"
-    write = "write"
-    read_write = "read+write"
-
-    @classmethod
-    def _missing_(cls, value: object) -> WalkLockMode | None:
-        return cls.none if value == "" else None
-
-
 class EstimateStatus(enum.Enum):
     distinct = "distinct"
     corrected = "corrected"

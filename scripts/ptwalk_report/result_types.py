@@ -4,23 +4,22 @@ a result and its parts, and their parser. The C++ writer is
 userspace/model/src/result_json.cpp (and kernel_view.cpp).
 
 JSON text becomes members here and nowhere else: enumerations become
-enum members (walk kinds and lock units from walk_kinds.py, generated from
-walk_kinds.def), a member the schema lets be absent is `X | None` (absent
-stays apart from 0: no figure is made up), and a malformed document or an
-unknown enumeration value raises ResultError naming the file and the
-member's path. Members the schema has and no tool reads are left to
-`Result.doc`."""
+enum members (walk kinds, lock modes and lock units from walk_kinds.py,
+generated from walk_kinds.def and lock_modes.def), a member the schema
+lets be absent is `X | None` (absent stays apart from 0: no figure is
+made up), and a malformed document or an unknown enumeration value
+raises ResultError naming the file and the member's path. Members the
+schema has and no tool reads are left to `Result.doc`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .result_enums import (Accel, Backend, Backing, EstimateStatus, GuestClock, VictimName,
-                           WalkLockMode)
+from .result_enums import Accel, Backend, Backing, EstimateStatus, GuestClock, VictimName
 from .result_host import GuestVm, Host, Kernel, MeasuredOn, SelfMemory, WalkSize, Workload
 from .result_json import InputError, ResultError, T, _Obj
-from .walk_kinds import LockMode, LockUnit, Profile, WalkKind
+from .walk_kinds import LockMode, LockUnit, Profile, WalkKind, WalkLockMode
 
 __all__ = ["Accel", "Backend", "Backing", "EstimateStatus", "GuestClock", "GuestVm", "Host",
            "InputError", "Kernel", "MeasuredOn", "ResultError", "SelfMemory", "VictimName",

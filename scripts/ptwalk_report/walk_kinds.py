@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Walk kinds and scanner profiles, written by scripts/gen_walk_kinds.py
-from their one definition, userspace/model/include/ptwalk/walk_kinds.def:
-do not edit (scripts/tests/test_walk_kinds.py fails when it drifts).
+"""Walk kinds, scanner profiles and lock modes, written by
+scripts/gen_walk_kinds.py from their one definition,
+userspace/model/include/ptwalk/walk_kinds.def and (the lock modes)
+userspace/os/include/ptwalk/lock_modes.def: do not edit
+(scripts/tests/test_walk_kinds.py fails when it drifts).
 Text becomes a member here: WalkKind("smaps") raises ValueError for an
 unknown name."""
 from __future__ import annotations
@@ -39,8 +41,24 @@ class Profile(enum.Enum):
 
 
 class LockMode(enum.Enum):
+    """How a walk kind takes mmap_lock, and how one hold or wait does."""
     read = "read"
     write = "write"
+
+
+class WalkLockMode(enum.Enum):
+    """How a walk took mmap_lock (the C++ LockMode): as a LockMode, both
+    ways or not at all (a module walk without a hold, or a kind summary
+    whose first walk had none; writers before the C++ LockMode wrote ""
+    there, which reads as none)."""
+    none = "none"
+    read = "read"
+    write = "write"
+    read_write = "read+write"
+
+    @classmethod
+    def _missing_(cls, value: object) -> WalkLockMode | None:
+        return cls.none if value == "" else None
 
 
 class LockUnit(enum.Enum):

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """userspace/model/include/ptwalk/walk_kinds.def is the one definition of the
-walk kinds and scanner profiles: the C++ library includes it (its facts are
+walk kinds and scanner profiles, userspace/os/include/ptwalk/lock_modes.def
+that of the lock modes: the C++ library includes them (their facts are
 checked against module/ptwalk_abi.h at compile time), the Python tools read
-scripts/ptwalk_report/walk_kinds.py, written from it. These checks fail when
-the Python module drifts from it or when code lists kinds by hand again."""
+scripts/ptwalk_report/walk_kinds.py, written from them. These checks fail
+when the Python module drifts from them or when code lists kinds by hand
+again."""
 from __future__ import annotations
 
 import re
@@ -45,6 +47,30 @@ def test_a_broken_definition_is_refused() -> None:
         gen_walk_kinds.parse(text.replace("#define PTW_WALK_KINDS", "#define PTW_WALK_KINDZ"))
     with pytest.raises(ValueError, match="unknown kinds"):
         gen_walk_kinds.parse(text.replace("X(cadvisor, smaps,", "X(cadvisor, smapz,"))
+    modes = gen_walk_kinds.LOCK_MODES_DEF.read_text()
+    with pytest.raises(ValueError, match="a mode lock_modes.def does not list"):
+        gen_walk_kinds.parse(text, modes.replace('X(write, "write")', ""))
+    with pytest.raises(ValueError, match="PTW_LOCK_MODE_NAMES lists no none"):
+        gen_walk_kinds.parse(text, modes.replace('X(mixed, "read+write")', 'X(mixed, "r/w")'))
+
+
+def test_lock_modes_are_the_modules_with_the_results_names() -> None:
+    """The C++ LockMode is ptwalk.ko's list in its order (lock_mode.cpp
+    checks it too); results name the module's mixed read+write, and
+    WalkLockMode reads them back, "" (older writers) as none."""
+    t = gen_walk_kinds.parse(gen_walk_kinds.DEF.read_text())
+    assert [m for m, _ in t.lock_modes] == list(ptwalk_abi.contract().lock_modes)
+    names = [n for _, n in t.lock_modes]
+    assert [m.value for m in walk_kinds.WalkLockMode] == names
+    assert names == ["none", "read", "write", "read+write"]
+    # the kinds' modes are walk lock modes of the same names
+    assert [m.value for m in walk_kinds.LockMode] == ["read", "write"]
+    for m in walk_kinds.LockMode:
+        assert walk_kinds.WalkLockMode(m.value).name == m.name
+    assert walk_kinds.WalkLockMode("") is walk_kinds.WalkLockMode.none
+    for bad in ("mixed", "both", "READ", "read "):
+        with pytest.raises(ValueError, match="not a valid WalkLockMode"):
+            walk_kinds.WalkLockMode(bad)
 
 
 def test_module_kinds_and_modes_are_the_modules() -> None:

@@ -43,8 +43,7 @@ Measured measure(const Scenario &c, const volatile sig_atomic_t *stop, std::stri
 	std::unique_ptr<Shared, void (*)(Shared *)> guard(sh, destroy_shared);
 	sh->nvictims = unsigned(c.victims.size());
 	for (unsigned i = 0; i < sh->nvictims; i++)
-		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
-			 name(c.victims[i]));
+		sh->victims[i].victim = c.victims[i];
 	Child wl = Child::run([&] { return workload_main(c, sh); });
 	if (!wl.started()) {
 		*why = std::string("fork: ") + strerror(errno);

@@ -440,7 +440,7 @@ std::string Session::table_row(const Walk &w, MmIndex &pmi)
 		return snprintf(buf, n, "%9.3f %11s %-6s %-12s %-24s %-28s %-6s %s\n",
 				double(w.hold.start_ns - std::min(w.hold.start_ns, t0_)) / 1e9,
 				ms(w.hold.ns()).c_str(), name(held_mode(w.hold.write)),
-				w.kind.c_str(), holder.c_str(), target.c_str(), mm.c_str(),
+				name(w.kind), holder.c_str(), target.c_str(), mm.c_str(),
 				waiters.c_str());
 	};
 	std::string out(size_t(std::max(row(nullptr, 0), 0)), '\0');

@@ -41,7 +41,7 @@ void to_json(Json::Value &j, const MonitorHold &h)
 	j["start_ns"] = h.start_ns;
 	j["hold_ns"] = h.hold_ns;
 	j["mode"] = name(h.mode);
-	j["kind"] = h.kind;
+	j["kind"] = name(h.kind);
 	j["mm"] = h.mm;
 	j["holder"] = h.holder;
 	j["target"] = h.target;

@@ -367,7 +367,7 @@ int start_scan(Run &r)
 	}
 	std::vector<WatchedThread> threads;
 	for (unsigned i = 0; i < sh->nvictims; i++)
-		threads.push_back({pid_t(sh->victims[i].tid.load()), sh->victims[i].name});
+		threads.push_back({pid_t(sh->victims[i].tid.load()), name(sh->victims[i].victim)});
 	if (int rc = start_backend(r, threads); rc >= 0)
 		return rc;
 	start_second_view_and_perf(r, threads);
@@ -546,8 +546,7 @@ int run_command(RunOptions o)
 	std::unique_ptr<Shared, void (*)(Shared *)> sh_guard(sh, destroy_shared);
 	sh->nvictims = unsigned(o.sc.victims.size());
 	for (unsigned i = 0; i < sh->nvictims; i++)
-		snprintf(sh->victims[i].name, sizeof(sh->victims[i].name), "%s",
-			 name(o.sc.victims[i]));
+		sh->victims[i].victim = o.sc.victims[i];
 	StopSignals stop_signals; // SIGINT/SIGTERM/SIGHUP: a partial result
 	Run r{o};
 	r.sh = sh;

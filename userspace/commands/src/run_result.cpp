@@ -143,8 +143,8 @@ std::vector<VictimEntry> victims(const Shared &sh)
 	std::vector<VictimEntry> victims;
 	for (unsigned i = 0; i < sh.nvictims; i++) {
 		const VictimSlot &v = sh.victims[i];
-		victims.push_back({v.name, v.tid.load(), v.outside.count() + v.during.count(),
-				   v.outside, v.during,
+		victims.push_back({name(v.victim), v.tid.load(),
+				   v.outside.count() + v.during.count(), v.outside, v.during,
 				   v.run_delay_known.load()
 					   ? std::optional<uint64_t>(v.run_delay_ns.load())
 					   : std::nullopt});
@@ -160,7 +160,7 @@ std::vector<VictimOp> slow_ops(const Shared &sh, uint64_t *dropped)
 		const uint32_t n = v.nslow.load();
 		*dropped += n > kMaxSlowOps ? n - kMaxSlowOps : 0;
 		for (uint32_t k = 0; k < std::min(n, kMaxSlowOps); k++)
-			ops.push_back({pid_t(v.tid.load()), v.name, v.slow[k].start_ns,
+			ops.push_back({pid_t(v.tid.load()), v.victim, v.slow[k].start_ns,
 				       v.slow[k].end_ns, (v.slow[k].during & kOpDuring) != 0,
 				       (v.slow[k].during & kOpBeganDuring) != 0,
 				       v.slow[k].slept == kSleepUnknown

@@ -11,14 +11,14 @@ MonitorMetrics::MonitorMetrics(size_t max_comms)
 }
 
 void MonitorMetrics::add_walk(const std::string &walker, const std::string &target,
-			      const std::string &kind, const std::string &mode, double hold_s,
+			      const HoldKind &kind, const std::string &mode, double hold_s,
 			      const std::vector<double> &waits_s, size_t waiters_total,
 			      bool target_known, bool self, const std::string &basis, double now_s)
 {
 	std::lock_guard<std::mutex> g(mu_);
 	const std::string w = walkers_.fold(walker);
 	const std::string t = target_known ? targets_.fold(target) : "unknown";
-	Series &s = series_[Key{w, t, prom::sanitize(kind), mode}];
+	Series &s = series_[Key{w, t, prom::sanitize(name(kind)), mode}];
 	s.walks++;
 	s.waiters += waiters_total;
 	s.hold.observe(hold_s);
@@ -33,7 +33,7 @@ void MonitorMetrics::add_walk(const std::string &walker, const std::string &targ
 			q.pop_front();
 	// the gauges are of walks by another process: not the target's own
 	// locks, nor its teardown run by a reader
-	if (self || kind == "exit")
+	if (self || kind == HoldKind{HoldCause::exit})
 		return;
 	auto &r = recent_[{w, t}];
 	r.emplace_back(now_s, longest, hold_s);

@@ -483,18 +483,18 @@ bool WalkTracker::resolve(Pending &p, bool final)
 		w.why = o.why;
 	}
 	w.self = w.target_tgid && w.target_tgid == h.tgid;
-	if (fd && !fd->file.empty() && fd->pid)
-		w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + fd->file;
+	if (fd && fd->file && fd->pid)
+		w.walk_file = "/proc/" + std::to_string(fd->pid) + "/" + name(*fd->file);
 	if (o.teardown || h.teardown) {
 		// a reader's teardown: the hold is the owner's exit, not the
 		// reader's walk (walk_file says which read ran it)
-		w.kind = "exit";
-	} else if (fd && !fd->file.empty()) {
-		w.kind = fd->file;
+		w.kind = HoldCause::exit;
+	} else if (fd && fd->file) {
+		w.kind = hold_kind(*fd->file);
 	} else if (w.self) {
-		w.kind = "own"; // the process's own mmap/munmap/fault/exit
+		w.kind = HoldCause::own; // the process's own mmap/munmap/fault/exit
 	} else {
-		w.kind = "unknown";
+		w.kind = HoldCause::unknown;
 	}
 	return true;
 }

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // The monitor's fd-table evidence (monitor_model.hpp): which of a holder's
 // open /proc files names the walk and its target. Moved out of
-// monitor_model.cpp unchanged.
+// monitor_model.cpp.
 #include "ptwalk/monitor_model.hpp"
 
-#include <string>
-
-#include "ptwalk/walk_kinds.hpp"
+#include "ptwalk/hold_kind.hpp"
 
 namespace ptwalk {
 
@@ -25,18 +23,15 @@ std::optional<WalkFile> pick_walk_file(const std::vector<WalkFile> &files, pid_t
 		if (f->pid != out.pid)
 			out.pid = 0; // which one it walks now, the fds do not say
 		if (f->file != out.file)
-			out.file.clear();
+			out.file.reset();
 	}
-	if (!out.pid && out.file.empty())
+	if (!out.pid && !out.file)
 		return std::nullopt;
 	return out;
 }
 
 std::optional<WalkFile> parse_walk_file(std::string_view link)
 {
-	// the walk kinds' files (walk_kinds.def), and others that take the
-	// target's mmap_lock
-	static const char *kOtherFiles[] = {"mem", "cmdline", "environ", "auxv", "status"};
 	if (link.substr(0, 6) != "/proc/")
 		return std::nullopt;
 	link.remove_prefix(6);
@@ -58,12 +53,10 @@ std::optional<WalkFile> parse_walk_file(std::string_view link)
 		if (num(link) <= 0)
 			return std::nullopt;
 	}
-	for (const auto &k : kWalkKindInfo)
-		if (link == k.file)
-			return WalkFile{pid_t(pid), std::string(k.file)};
-	for (const char *f : kOtherFiles)
-		if (link == f)
-			return WalkFile{pid_t(pid), std::string(f)};
+	// the walk kinds' files (walk_kinds.def), and others that take the
+	// target's mmap_lock
+	if (auto f = parse_proc_file(link))
+		return WalkFile{pid_t(pid), *f};
 	return std::nullopt;
 }
 

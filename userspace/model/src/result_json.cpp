@@ -197,7 +197,7 @@ void to_json(Json::Value &j, const StallValidation &v)
 	j["recall"] = number_or_null(v.recall);
 	Json::Value u = Json::Value::array();
 	for (const auto &o : v.unexplained)
-		u.push_back({{"victim", o.victim},
+		u.push_back({{"victim", name(o.victim)},
 			     {"tid", o.tid},
 			     {"start_ns", o.start_ns},
 			     {"ns", o.ns}});
@@ -281,7 +281,7 @@ void to_json(Json::Value &j, const StallEstimate::Kind &e)
 	put_optional(j, "measured_stall_source", e.measured_stall_source);
 	put_optional(j, "measured_stall_max_ns", e.measured_stall_max_ns);
 	put_optional(j, "model_check_ratio", e.model_check_ratio);
-	j["status"] = e.status;
+	j["status"] = name(e.status);
 	put_optional(j, "why", e.why);
 	put_optional(j, "factor", e.factor);
 	put_optional(j, "estimate_max_ns", e.estimate_max_ns);

@@ -203,23 +203,23 @@ void estimate(StallEstimate::Kind &e, bool aliased, const AliasCalibration *cal,
 	const auto sr = cal ? cal->stall_ratio_of(e.kind) : std::nullopt;
 	const KindVerdict *ck = cal ? cal->verdict(e.kind) : nullptr;
 	if (!aliased) {
-		e.status = "distinct";
+		e.status = EstimateStatus::distinct;
 		e.why = "distinct pages: no aliasing correction needed";
 	} else if (r && sr) {
-		e.status = "corrected";
+		e.status = EstimateStatus::corrected;
 		e.factor = *r * *sr;
 		e.estimate_max_ns = uint64_t(raw_max * *r * *sr);
 		e.estimate_p50_ns = uint64_t(raw_p50 * *r * *sr);
 		return;
 	} else if (ck) {
 		const auto [lo, hi] = ck->factor_range;
-		e.status = "range";
+		e.status = EstimateStatus::range;
 		e.why = ck->why.value_or("");
 		e.estimate_max_range_ns = {uint64_t(raw_max * lo), uint64_t(raw_max * hi)};
 		e.estimate_p50_range_ns = {uint64_t(raw_p50 * lo), uint64_t(raw_p50 * hi)};
 		return;
 	} else {
-		e.status = "uncorrected";
+		e.status = EstimateStatus::uncorrected;
 		std::string why = "no calibration for this kind";
 		if (cal && cal->skipped)
 			why = *cal->skipped;
@@ -319,6 +319,28 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 	result.stall_estimate = std::move(out);
 }
 
+const char *name(EstimateStatus s)
+{
+	switch (s) {
+#define PTW_X(x)                \
+	case EstimateStatus::x: \
+		return #x;
+		PTW_ESTIMATE_STATUSES(PTW_X)
+#undef PTW_X
+	}
+	return "?";
+}
+
+std::optional<EstimateStatus> parse_estimate_status(std::string_view s)
+{
+#define PTW_X(x)     \
+	if (s == #x) \
+		return EstimateStatus::x;
+	PTW_ESTIMATE_STATUSES(PTW_X)
+#undef PTW_X
+	return std::nullopt;
+}
+
 void print_stall_estimates(const StallEstimate &se, FILE *out)
 {
 	if (se.kinds.empty())
@@ -345,8 +367,8 @@ void print_stall_estimates(const StallEstimate &se, FILE *out)
 			est = ns(e.estimate_max_ns);
 		fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", name(e.kind), per,
 			ns(e.measured_stall_max_ns).c_str(), ns(e.model_stall_max_ns).c_str(),
-			est.c_str(), e.status.c_str());
-		if (e.why && !e.why->empty() && e.status != "distinct")
+			est.c_str(), name(e.status));
+		if (e.why && !e.why->empty() && e.status != EstimateStatus::distinct)
 			fprintf(out, "%-14s   %s\n", "", e.why->c_str());
 	}
 	fprintf(out, "  model: the walk's max duration x the share of the mapping under its "

@@ -9,7 +9,11 @@ namespace ptwalk {
 
 namespace {
 
-constexpr const char *kNames[] = {"none", "read", "write", "read+write"};
+constexpr const char *kNames[] = {
+#define PTW_X(mode, name) name,
+	PTW_LOCK_MODE_NAMES(PTW_X)
+#undef PTW_X
+};
 
 // the enum is the module's list, in its order
 static_assert(std::size(contract::kLockModes) == std::size(kNames));

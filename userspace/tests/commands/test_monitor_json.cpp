@@ -16,7 +16,7 @@ MonitorHold hold_a()
 	return {.start_ns = 1000,
 		.hold_ns = 2500000,
 		.mode = LockMode::read,
-		.kind = "smaps",
+		.kind = WalkKind::smaps,
 		.mm = "mm1",
 		.holder = {101, 100, "cadvisor", "cadvisor"},
 		.target = {200, "postgres", Basis::fd_table, false, std::nullopt},
@@ -30,7 +30,7 @@ MonitorHold hold_b()
 	return {.start_ns = 5000,
 		.hold_ns = 1000000,
 		.mode = LockMode::write,
-		.kind = "?",
+		.kind = HoldCause::unknown,
 		.mm = "mm2",
 		.holder = {300, 300, "x\"y", "x\"y"},
 		.target = {0, "?", Basis::unknown, false, std::string("no fd evidence")}};
@@ -142,7 +142,7 @@ TEST(MonitorJson, BpfResultAsTheOldAssemblyWroteIt)
       "start_ns": 5000,
       "hold_ns": 1000000,
       "mode": "write",
-      "kind": "?",
+      "kind": "unknown",
       "mm": "mm2",
       "holder": {
         "pid": 300,

@@ -125,11 +125,11 @@ TEST(WalkFiles, ParsesProcLinks)
 	auto f = parse_walk_file("/proc/1234/smaps");
 	ASSERT_TRUE(f);
 	EXPECT_EQ(f->pid, 1234);
-	EXPECT_EQ(f->file, "smaps");
+	EXPECT_EQ(f->file, ProcFile{WalkKind::smaps});
 	f = parse_walk_file("/proc/77/task/78/clear_refs");
 	ASSERT_TRUE(f);
 	EXPECT_EQ(f->pid, 77);
-	EXPECT_EQ(f->file, "clear_refs");
+	EXPECT_EQ(f->file, ProcFile{WalkKind::clear_refs});
 	EXPECT_TRUE(parse_walk_file("/proc/9/smaps_rollup"));
 	EXPECT_FALSE(parse_walk_file("/proc/self/smaps"));
 	EXPECT_FALSE(parse_walk_file("/proc/12/smapsx"));
@@ -164,7 +164,7 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 	EXPECT_EQ(out[0].target_tgid, 100);
 	EXPECT_EQ(out[0].basis, Basis::probe);
 	EXPECT_FALSE(out[0].self);
-	EXPECT_EQ(out[0].kind, "unknown"); // no fd evidence
+	EXPECT_EQ(out[0].kind, HoldKind{HoldCause::unknown}); // no fd evidence
 	ASSERT_EQ(out[0].waiters_total, 1u);
 	EXPECT_EQ(out[0].waiters[0].tid, 101);
 	EXPECT_EQ(t.probe_facts(), 1u);
@@ -177,12 +177,12 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
 	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{100, "clear_refs"});
+	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::clear_refs});
 	t.advance(4200, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 100);
 	EXPECT_EQ(out[0].basis, Basis::fd_table);
-	EXPECT_EQ(out[0].kind, "clear_refs");
+	EXPECT_EQ(out[0].kind, HoldKind{WalkKind::clear_refs});
 	EXPECT_EQ(out[0].walk_file, "/proc/100/clear_refs");
 }
 
@@ -230,11 +230,11 @@ TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
 	EXPECT_FALSE(out[0].self);
 	EXPECT_EQ(out[1].target_tgid, 100);
 	EXPECT_TRUE(out[1].self);
-	EXPECT_EQ(out[1].kind, "exit");
+	EXPECT_EQ(out[1].kind, HoldKind{HoldCause::exit});
 	EXPECT_EQ(out[1].basis, Basis::exit);
 	EXPECT_EQ(out[2].target_tgid, 400);
 	EXPECT_TRUE(out[2].self);
-	EXPECT_EQ(out[2].kind, "own");
+	EXPECT_EQ(out[2].kind, HoldKind{HoldCause::own});
 	EXPECT_EQ(out[3].target_tgid, 400); // never 100
 }
 
@@ -283,12 +283,14 @@ TEST(Prom, LabelFolderBoundsCardinality)
 TEST(MonitorMetrics, RendersLabelsAndOtherPastTheLimit)
 {
 	MonitorMetrics m(1);
-	m.add_walk("perl", "idle", "smaps", "read", 0.04, {0.03}, 1, true, false, "probe", 100);
-	m.add_walk("cat", "idle", "smaps", "read", 0.2, {}, 0, true, false, "probe", 101);
-	m.add_walk("cat", "", "unknown", "write", 0.002, {}, 0, false, false, "unknown", 102);
-	m.add_walk("idle", "idle", "own", "write", 0.5, {}, 0, true, true, "probe", 102);
+	m.add_walk("perl", "idle", WalkKind::smaps, "read", 0.04, {0.03}, 1, true, false, "probe",
+		   100);
+	m.add_walk("cat", "idle", WalkKind::smaps, "read", 0.2, {}, 0, true, false, "probe", 101);
+	m.add_walk("cat", "", HoldCause::unknown, "write", 0.002, {}, 0, false, false, "unknown",
+		   102);
+	m.add_walk("idle", "idle", HoldCause::own, "write", 0.5, {}, 0, true, true, "probe", 102);
 	// idle's exit torn down by perl's read: idle's exit, not perl's walk
-	m.add_walk("perl", "idle", "exit", "read", 0.7, {}, 0, true, false, "exit", 102);
+	m.add_walk("perl", "idle", HoldCause::exit, "read", 0.7, {}, 0, true, false, "exit", 102);
 	std::string t = m.render(102, 1.5, 1e9);
 	EXPECT_NE(
 		t.find("ptwalk_monitor_walks_total{walker=\"perl\",target=\"idle\",kind=\"smaps\",mode=\"read\"} 1"),
@@ -329,13 +331,13 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
 	hold(v, 300, 300, kMm, false, 600, 600, 1600); // the reader walks 100
 	feed(t, v);
-	t.fd_evidence(300, 600, WalkFile{100, "pagemap"});
+	t.fd_evidence(300, 600, WalkFile{100, WalkKind::pagemap});
 	t.task_end(100, 1700, false);
 	v.clear();
 	hold(v, 300, 300, kMm, false, 1800, 1800, 9000); // unmap_vmas()
 	hold(v, 300, 300, kMm, true, 9000 + 400'000, 9000 + 400'000, 9000 + 420'000);
 	feed(t, v);
-	t.fd_evidence(300, 1800, WalkFile{100, "pagemap"});
+	t.fd_evidence(300, 1800, WalkFile{100, WalkKind::pagemap});
 	// a clear_refs writer that got the mm before the exit: write, but
 	// not at once after a read hold of its own
 	v.clear();
@@ -349,12 +351,12 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	ASSERT_EQ(out.size(), 6u);
 	std::sort(out.begin(), out.end(),
 		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
-	EXPECT_EQ(out[0].kind, "pagemap");
+	EXPECT_EQ(out[0].kind, HoldKind{WalkKind::pagemap});
 	EXPECT_FALSE(out[0].hold.teardown);
 	for (int i : {1, 2}) {
 		SCOPED_TRACE(i);
 		EXPECT_TRUE(out[i].hold.teardown);
-		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].kind, HoldKind{HoldCause::exit});
 		EXPECT_EQ(out[i].target_tgid, 100);
 		EXPECT_EQ(out[i].basis, Basis::exit);
 		EXPECT_FALSE(out[i].self);
@@ -363,7 +365,7 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	for (int i : {3, 4, 5}) {
 		SCOPED_TRACE(i);
 		EXPECT_FALSE(out[i].hold.teardown);
-		EXPECT_NE(out[i].kind, "exit");
+		EXPECT_NE(out[i].kind, HoldKind{HoldCause::exit});
 	}
 }
 
@@ -379,12 +381,12 @@ TEST(WalkTracker, TeardownShapeOfAnUnnamedMmNeedsTheReadProcessEnded)
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
 	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{100, "pagemap"});
+	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::pagemap});
 	v.clear();
 	hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
 	hold(v, 301, 301, kMm + 64, false, 20'000, 20'000, 29'000); // 101 lives
 	feed(t, v);
-	t.fd_evidence(301, 20'000, WalkFile{101, "smaps"});
+	t.fd_evidence(301, 20'000, WalkFile{101, WalkKind::smaps});
 	v.clear();
 	hold(v, 301, 301, kMm + 64, true, 29'500, 29'500, 32'000);
 	feed(t, v);
@@ -394,12 +396,12 @@ TEST(WalkTracker, TeardownShapeOfAnUnnamedMmNeedsTheReadProcessEnded)
 		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
 	for (int i : {0, 1}) {
 		SCOPED_TRACE(i);
-		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].kind, HoldKind{HoldCause::exit});
 		EXPECT_EQ(out[i].target_tgid, 100);
 		EXPECT_EQ(out[i].basis, Basis::fd_table);
 	}
-	EXPECT_EQ(out[2].kind, "smaps");
-	EXPECT_NE(out[3].kind, "exit");
+	EXPECT_EQ(out[2].kind, HoldKind{WalkKind::smaps});
+	EXPECT_NE(out[3].kind, HoldKind{HoldCause::exit});
 }
 
 // The same under the bpf backend: the kernel says which hold is a
@@ -415,18 +417,18 @@ TEST(WalkTracker, KernelMarkedTeardownIsTheOwnersExit)
 	t.owner_fact(kMm + 128, 200, 500);
 	t.task_end(200, 600, false);
 	t.span(LockSpan{1000, 5000, kMm, 300, 300, false, true, true}, true);
-	t.fd_evidence(300, 1000, WalkFile{100, "pagemap"});
+	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::pagemap});
 	t.span(LockSpan{6000, 8000, kMm + 64, 300, 300, false, true}, true);
-	t.fd_evidence(300, 6000, WalkFile{100, "smaps"});
+	t.fd_evidence(300, 6000, WalkFile{100, WalkKind::smaps});
 	t.span(LockSpan{9000, 12000, kMm + 128, 400, 400, false, true, true}, true);
 	t.advance(100'000, true);
 	ASSERT_EQ(out.size(), 3u);
-	EXPECT_EQ(out[0].kind, "exit");
+	EXPECT_EQ(out[0].kind, HoldKind{HoldCause::exit});
 	EXPECT_EQ(out[0].target_tgid, 100);
 	EXPECT_EQ(out[0].basis, Basis::exit);
 	EXPECT_FALSE(out[0].self);
-	EXPECT_EQ(out[1].kind, "smaps"); // an ordinary walk stays one
-	EXPECT_EQ(out[2].kind, "exit");
+	EXPECT_EQ(out[1].kind, HoldKind{WalkKind::smaps}); // an ordinary walk stays one
+	EXPECT_EQ(out[2].kind, HoldKind{HoldCause::exit});
 	EXPECT_EQ(out[2].target_tgid, 0); // never 200
 	EXPECT_EQ(out[2].basis, Basis::unknown);
 	EXPECT_FALSE(out[2].why.empty());
@@ -515,16 +517,16 @@ TEST(MmOwners, ExecEndsTheOldMmNotTheOneItBuilt)
 TEST(PickWalkFile, AmbiguousTargetsAreNotGuessed)
 {
 	const pid_t me = 50;
-	auto one = pick_walk_file({{me, "maps"}, {100, "pagemap"}}, me);
+	auto one = pick_walk_file({{me, WalkKind::maps}, {100, WalkKind::pagemap}}, me);
 	ASSERT_TRUE(one);
 	EXPECT_EQ(one->pid, 100);
-	EXPECT_EQ(one->file, "pagemap");
-	auto two = pick_walk_file({{100, "pagemap"}, {101, "pagemap"}}, me);
+	EXPECT_EQ(one->file, ProcFile{WalkKind::pagemap});
+	auto two = pick_walk_file({{100, WalkKind::pagemap}, {101, WalkKind::pagemap}}, me);
 	ASSERT_TRUE(two);
 	EXPECT_EQ(two->pid, 0);
-	EXPECT_EQ(two->file, "pagemap");
-	EXPECT_FALSE(pick_walk_file({{100, "pagemap"}, {101, "smaps"}}, me));
-	auto own = pick_walk_file({{me, "smaps"}}, me);
+	EXPECT_EQ(two->file, ProcFile{WalkKind::pagemap});
+	EXPECT_FALSE(pick_walk_file({{100, WalkKind::pagemap}, {101, WalkKind::smaps}}, me));
+	auto own = pick_walk_file({{me, WalkKind::smaps}}, me);
 	ASSERT_TRUE(own);
 	EXPECT_EQ(own->pid, me);
 	EXPECT_FALSE(pick_walk_file({}, me));
@@ -537,12 +539,12 @@ TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 	std::vector<LockEvent> v;
 	hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
 	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{0, "pagemap"});
+	t.fd_evidence(300, 1000, WalkFile{0, WalkKind::pagemap});
 	t.advance(6000, false);
 	ASSERT_EQ(out.size(), 1u);
 	EXPECT_EQ(out[0].target_tgid, 0);
 	EXPECT_EQ(out[0].basis, Basis::unknown);
-	EXPECT_EQ(out[0].kind, "pagemap");
+	EXPECT_EQ(out[0].kind, HoldKind{WalkKind::pagemap});
 	EXPECT_EQ(out[0].walk_file, "");
 }
 
@@ -578,12 +580,12 @@ TEST(WalkTracker, ExecsTeardownOfItsPreExecMmIsItsOwn)
 		  [](const Walk &a, const Walk &b) { return a.hold.start_ns < b.hold.start_ns; });
 	for (size_t i = 0; i < 4; i++) {
 		SCOPED_TRACE(i);
-		EXPECT_EQ(out[i].kind, "exit");
+		EXPECT_EQ(out[i].kind, HoldKind{HoldCause::exit});
 		EXPECT_EQ(out[i].target_tgid, out[i].hold.tgid);
 		EXPECT_TRUE(out[i].self);
 		EXPECT_EQ(out[i].basis, Basis::exec);
 	}
 	EXPECT_EQ(out[4].hold.tgid, 500);
 	EXPECT_NE(out[4].basis, Basis::exec);
-	EXPECT_NE(out[4].kind, "exit");
+	EXPECT_NE(out[4].kind, HoldKind{HoldCause::exit});
 }

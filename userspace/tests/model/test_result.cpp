@@ -104,11 +104,11 @@ KernelStall stall(int tid, uint64_t start, uint64_t wait)
 }
 
 const std::vector<VictimOp> kOps = {
-	{11, "mmap", 500, 2500000, true, true, 1, 0},
-	{12, "read", 40000000, 60000000, true, true, 1, 0},
-	{12, "read", 70000000, 72000000, true, true, 1, 0},
-	{13, "read", 80000000, 82000000, true, true, 0, 1},
-	{14, "read", 90000000, 92000000, true, false, 1, 0},
+	{11, Victim::mmap, 500, 2500000, true, true, 1, 0},
+	{12, Victim::read, 40000000, 60000000, true, true, 1, 0},
+	{12, Victim::read, 70000000, 72000000, true, true, 1, 0},
+	{13, Victim::read, 80000000, 82000000, true, true, 0, 1},
+	{14, Victim::read, 90000000, 92000000, true, false, 1, 0},
 };
 
 // A tracepoint run of 1 GiB anon: walks of three kinds, some failed, one

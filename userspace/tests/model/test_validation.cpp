@@ -15,7 +15,7 @@ constexpr uint64_t ms = 1000000;
 VictimOp op(pid_t tid, uint64_t start_ms, uint64_t len_ms, bool began = true, int slept = 1,
 	    int preempted = 0)
 {
-	return VictimOp{tid,           tid == 1 ? "mmap" : "fault",
+	return VictimOp{tid,           tid == 1 ? Victim::mmap : Victim::fault,
 			start_ms * ms, (start_ms + len_ms) * ms,
 			true,          began,
 			slept,         preempted};

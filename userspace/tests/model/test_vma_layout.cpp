@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "ptwalk/alias_bias.hpp"
 #include "ptwalk/result_types.hpp"
 #include "ptwalk/vma_layout.hpp"
@@ -153,7 +156,7 @@ TEST(StallEstimate, OneVmaLayoutScalesTheYieldingKindOnly)
 	// aliased: one VMA of eight under a hold; one VMA: the whole walk
 	EXPECT_EQ(sr->model_stall_max_ns, 12500000u);
 	EXPECT_EQ(sr->estimate_max_ns, 100000000u);
-	EXPECT_EQ(sr->status, "uncorrected");
+	EXPECT_EQ(sr->status, EstimateStatus::uncorrected);
 	EXPECT_NEAR(sr->model_check_ratio.value(), 13.0 / 12.5, 1e-9);
 	const StallEstimate::Kind *cr = kind(r, WalkKind::clear_refs);
 	EXPECT_EQ(cr->model_stall_max_ns, 100000000u);
@@ -225,7 +228,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 		judged({one_size(2 * GiB, 0.60, 1.0), one_size(8 * GiB, 0.90, 1.0)}));
 	add_stall_estimates(r, LayoutSpec{});
 	const StallEstimate::Kind *sr = kind(r, WalkKind::smaps_rollup);
-	EXPECT_EQ(sr->status, "range");
+	EXPECT_EQ(sr->status, EstimateStatus::range);
 	EXPECT_FALSE(sr->estimate_max_ns);
 	EXPECT_EQ(sr->estimate_max_range_ns->first, 60000000u);
 	EXPECT_EQ(sr->estimate_max_range_ns->second, 90000000u);
@@ -235,7 +238,7 @@ TEST(StallEstimate, RangeWhenTheCalibrationDisagrees)
 		judged({one_size(2 * GiB, 0.80, 1.0), one_size(8 * GiB, 0.84, 1.1)}));
 	add_stall_estimates(r2, LayoutSpec{});
 	const StallEstimate::Kind *c = kind(r2, WalkKind::smaps_rollup);
-	EXPECT_EQ(c->status, "corrected");
+	EXPECT_EQ(c->status, EstimateStatus::corrected);
 	EXPECT_NEAR(double(c->estimate_max_ns.value()), 100e6 * 0.82 * 1.05, 2);
 }
 
@@ -246,4 +249,18 @@ TEST(Calibration, Sizes)
 	EXPECT_EQ(alias_bias_sizes(256ull << 20),
 		  (std::vector<uint64_t>{128ull << 20, 256ull << 20}));
 	EXPECT_EQ(alias_bias_sizes(2ull << 20), (std::vector<uint64_t>{2ull << 20}));
+}
+
+// The results' "status" values (results/SCHEMA.md), and only those.
+TEST(StallEstimate, StatusNamesRoundTrip)
+{
+	std::set<std::string> names;
+#define PTW_X(s)                               \
+	names.insert(name(EstimateStatus::s)); \
+	EXPECT_EQ(parse_estimate_status(name(EstimateStatus::s)), EstimateStatus::s);
+	PTW_ESTIMATE_STATUSES(PTW_X)
+#undef PTW_X
+	EXPECT_EQ(names, (std::set<std::string>{"distinct", "corrected", "range", "uncorrected"}));
+	for (const char *bad : {"", "Distinct", "distinct ", "none", "?"})
+		EXPECT_EQ(parse_estimate_status(bad), std::nullopt) << bad;
 }

@@ -65,7 +65,8 @@ TEST(WalkKinds, EachKindsFileIsAWalkFile)
 	for (const auto &k : kWalkKindInfo) {
 		auto f = parse_walk_file(std::string("/proc/42/") + k.file);
 		ASSERT_TRUE(f) << k.kind;
-		EXPECT_EQ(f->file, k.file);
+		ASSERT_TRUE(f->file) << k.kind;
+		EXPECT_STREQ(name(*f->file), k.file);
 		EXPECT_EQ(f->pid, 42);
 		EXPECT_EQ(kind_locking(k.kind), &k);
 	}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptwalk/bpf_lock_spans.hpp"
+#include "ptwalk/hold_kind.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/lock_mode.hpp"
 #include "ptwalk/walk_kinds.hpp"
@@ -47,7 +48,8 @@ struct MonitorWaiter {
 struct MonitorHold {
 	uint64_t start_ns = 0, hold_ns = 0;
 	LockMode mode = LockMode::none;
-	std::string kind, mm;
+	HoldKind kind = HoldCause::unknown; // its name in the JSON
+	std::string mm;
 	MonitorHolder holder;
 	MonitorTarget target;
 	std::optional<std::string> walk_file;

@@ -21,6 +21,8 @@ namespace ptwalk {
 // One attributed wait, as the view lists it ("stalls").
 struct KernelStall {
 	int32_t tid = 0;
+	// not a Victim: the module's stalls of a thread ptwalk did not
+	// register carry the waiter's comm (module_view.cpp)
 	std::string victim;
 	LockMode mode = LockMode::none; // the waiter's
 	uint64_t start_ns = 0, wait_ns = 0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "ptwalk/hold_kind.hpp"
 #include "ptwalk/prom.hpp"
 
 namespace ptwalk {
@@ -35,7 +36,7 @@ public:
 	explicit MonitorMetrics(size_t max_comms);
 	// One finished walk. hold/wait in seconds; waits: each waiter's wait.
 	// now_s: monotonic seconds, for the recent-max gauges.
-	void add_walk(const std::string &walker, const std::string &target, const std::string &kind,
+	void add_walk(const std::string &walker, const std::string &target, const HoldKind &kind,
 		      const std::string &mode, double hold_s, const std::vector<double> &waits_s,
 		      size_t waiters_total, bool target_known, bool self, const std::string &basis,
 		      double now_s);

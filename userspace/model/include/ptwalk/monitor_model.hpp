@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptwalk/hold_kind.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/mmap_lock_trace.hpp"
 
@@ -156,7 +157,7 @@ private:
 // A /proc walk file in a task's fd table: /proc/PID/<file>.
 struct WalkFile {
 	pid_t pid = 0;
-	std::string file; // "smaps", "clear_refs", ...
+	std::optional<ProcFile> file; // nullopt: the holder's files disagree
 };
 // Parses a readlink of an fd; nullopt unless /proc/N/<walk file> (also
 // /proc/N/task/M/<file>). The walk files: each walk kind's (walk_kinds.def),
@@ -174,8 +175,8 @@ struct Walk {
 	pid_t target_tgid = 0; // 0: unknown
 	bool self = false;     // the holder's own mm
 	Basis basis = Basis::unknown;
-	std::string why;               // unknown: the reason
-	std::string kind;              // clear_refs, smaps, ... | own | exit | unknown
+	std::string why; // unknown: the reason
+	HoldKind kind = HoldCause::unknown;
 	std::string walk_file;         // "/proc/PID/file" from the fd table, or ""
 	std::vector<LockSpan> waiters; // longest first, at most 32
 	size_t waiters_total = 0;

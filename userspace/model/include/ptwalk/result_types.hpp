@@ -21,6 +21,7 @@
 #include "ptwalk/perf_summary.hpp"
 #include "ptwalk/walk_kinds.hpp"
 #include "ptwalk/procfs.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/vma_layout.hpp"
 
 namespace ptwalk {
@@ -131,7 +132,7 @@ struct VictimEntry {
 
 // A reference operation no attributed stall explains.
 struct UnexplainedOp {
-	std::string victim;
+	Victim victim = Victim::read;
 	int32_t tid = 0;
 	uint64_t start_ns = 0, ns = 0;
 };

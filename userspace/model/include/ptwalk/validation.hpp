@@ -29,12 +29,13 @@
 
 #include "ptwalk/json.hpp"
 #include "ptwalk/result_types.hpp"
+#include "ptwalk/scenario.hpp"
 
 namespace ptwalk {
 
 struct VictimOp {
 	pid_t tid = 0;
-	std::string victim;
+	Victim victim = Victim::read;
 	uint64_t start_ns = 0, end_ns = 0;
 	bool during = false;       // overlapped a walk
 	bool began_during = false; // began while a walk was in progress

@@ -87,6 +87,19 @@ uint64_t hold_bytes(LockUnit u, uint64_t mapping_bytes, uint64_t vmas, uint64_t 
 // next read). record_bytes = 0: an assumed 1.5 KiB record.
 uint64_t smaps_vmas_per_read(double record_bytes);
 
+// How a kind's stall estimate was made ("status" in the results): for
+// distinct pages as measured, corrected by the alias calibration's ratios,
+// a range of its factors, or the aliased cost uncorrected.
+#define PTW_ESTIMATE_STATUSES(X) X(distinct) X(corrected) X(range) X(uncorrected)
+enum class EstimateStatus : uint8_t {
+#define PTW_X(s) s,
+	PTW_ESTIMATE_STATUSES(PTW_X)
+#undef PTW_X
+};
+const char *name(EstimateStatus s);
+// A results' name back; nullopt for anything else.
+std::optional<EstimateStatus> parse_estimate_status(std::string_view s);
+
 // "stall_estimate": per kind the lock unit and its source, the measured
 // (aliased) stall, the model's hold for the measured layout and for the
 // layout asked for, and the estimate for it (corrected, a range, or
@@ -103,7 +116,7 @@ struct StallEstimate {
 		std::optional<std::string> measured_stall_source;
 		std::optional<uint64_t> measured_stall_max_ns;
 		std::optional<double> model_check_ratio;
-		std::string status; // distinct | corrected | range | uncorrected
+		EstimateStatus status = EstimateStatus::uncorrected;
 		std::optional<std::string> why;
 		std::optional<double> factor; // corrected
 		std::optional<uint64_t> estimate_max_ns, estimate_p50_ns;

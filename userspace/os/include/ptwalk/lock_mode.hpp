@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // How a thread holds or waits for mmap_lock: ptwalk.ko's list
-// (PTW_LOCK_MODES in module/ptwalk_abi.h), in its order. Text only at the
+// (PTW_LOCK_MODES in module/ptwalk_abi.h), in its order, from its one
+// definition with the results' names (lock_modes.def). Text only at the
 // boundaries: the module's names when its records are read, the results'
 // names (results/SCHEMA.md: a walk that took the lock both ways is
 // "read+write") when JSON is written.
@@ -10,9 +11,15 @@
 #include <optional>
 #include <string_view>
 
+#include "ptwalk/lock_modes.def"
+
 namespace ptwalk {
 
-enum class LockMode : uint8_t { none, read, write, mixed };
+enum class LockMode : uint8_t {
+#define PTW_X(mode, name) mode,
+	PTW_LOCK_MODE_NAMES(PTW_X)
+#undef PTW_X
+};
 
 // The results' name: "none", "read", "write", "read+write".
 const char *name(LockMode m);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "ptwalk/histogram.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
@@ -49,7 +50,7 @@ enum WorkloadState : int {
 };
 
 struct VictimSlot {
-	char name[16];
+	Victim victim;
 	std::atomic<int32_t> tid;
 	Histogram outside;           // operations that overlapped no walk
 	Histogram during;            // operations that overlapped a walk
