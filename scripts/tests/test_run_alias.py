@@ -161,7 +161,8 @@ def _held_rest_of_walk(r: dict) -> list[float]:
     """Per walk, the longest stall's walker-held part over the rest of its
     walk from the wait's start, for waits whose rest of walk is shorter than
     any handoff: what the walker kept the waiting writer out of."""
-    walks, best = r["walks"], {}
+    walks = r["walks"]
+    best: dict[int, tuple[int, float]] = {}
     for s in r["kernel_view"]["stalls"]:
         w = walks[s["walk"]]
         rest = w["start_ns"] + w["duration_ns"] - s["start_ns"]
