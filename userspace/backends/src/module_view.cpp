@@ -248,7 +248,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 {
 	std::map<pid_t, std::string> names;
 	for (auto &t : rec.threads)
-		names[t.tid] = t.name;
+		names[t.tid] = name(t.victim);
 	std::map<std::string, ThreadWaits> waits;
 	std::vector<ModuleStall> st;
 	for (auto &[key, x] : rec.stalls)

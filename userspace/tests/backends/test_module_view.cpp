@@ -85,7 +85,7 @@ TEST(ModuleView, KernelViewSplitsStalls)
 		rec.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid, x.start_ns), x);
 	rec.walker = 812;
 	rec.target = 800;
-	rec.threads = {{805, "mmap"}, {806, "fault"}, {807, "fault"}};
+	rec.threads = {{805, Victim::mmap}, {806, Victim::fault}, {807, Victim::fault}};
 	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 812, 900000, 9100000},
 					     {WalkKind::smaps_rollup, 812, 19900000, 26100000}};
 	KernelView kv;
@@ -229,7 +229,7 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 	rec.walker = 98;
 	rec.target = 97;
 	rec.self = 96; // its smaps_rollup of 97 is the reference walk
-	rec.threads = {{100, "mmap"}};
+	rec.threads = {{100, Victim::mmap}};
 	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 98, 3971474000, 4132208000},
 					     {WalkKind::maps, 98, 4132300000, 4132600000},
 					     {WalkKind::clear_refs, 98, 4132697000, 4275779000},

@@ -103,7 +103,7 @@ std::string table_text(const RunResult &r)
 
 StallConfig config()
 {
-	return {kTarget, {{kFault, "fault"}, {kMmap, "mmap"}}, kWalker};
+	return {kTarget, {{kFault, Victim::fault}, {kMmap, Victim::mmap}}, kWalker};
 }
 
 // The attributed stall of tid (the only one expected).
