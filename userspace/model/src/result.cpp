@@ -286,8 +286,8 @@ void print_worst_stall(const KernelView &kv, FILE *out)
 		off += " (waiter runnable, not on a CPU, " + format_ns(*s.waiter_runnable_ns) +
 		       " of it)";
 	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s, free %s\n",
-		format_ns(s.wait_ns).c_str(), s.victim.c_str(), (unsigned long long)s.walk,
-		format_ns(*s.walker_held_ns).c_str(), off.c_str(),
+		format_ns(s.wait_ns).c_str(), waiter_name(s.waiter).c_str(),
+		(unsigned long long)s.walk, format_ns(*s.walker_held_ns).c_str(), off.c_str(),
 		format_ns(*s.others_held_ns).c_str(), format_ns(*s.free_ns).c_str());
 }
 

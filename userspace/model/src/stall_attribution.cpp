@@ -478,7 +478,7 @@ std::vector<ThreadWaits> thread_summary(const StallAccumulator &acc,
 	std::vector<ThreadWaits> th;
 	for (const Victim v : victims) {
 		ThreadWaits &o = th.emplace_back();
-		o.name = name(v);
+		o.waiter.victim = v;
 		for (size_t i = 0; i < threads.size(); i++) {
 			if (threads[i].victim != v)
 				continue;
@@ -509,10 +509,10 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 	for (const auto &s : stalls) {
 		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
 			break;
-		sv.list.push_back({s.w->span.tid, name(threads[s.w->thread].victim),
-				   held_mode(s.w->span.write), s.w->span.start_ns, s.w->span.ns(),
-				   s.walk, std::nullopt, s.walker_held, s.others_held, s.free,
-				   s.off_cpu, s.runnable});
+		const Waiter who{threads[s.w->thread].victim, {}};
+		sv.list.push_back({s.w->span.tid, who, held_mode(s.w->span.write),
+				   s.w->span.start_ns, s.w->span.ns(), s.walk, std::nullopt,
+				   s.walker_held, s.others_held, s.free, s.off_cpu, s.runnable});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;
@@ -546,7 +546,7 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	StallsView &sv = kv.stalls.emplace();
 	if (!tp.target_mm_found) {
 		for (const Victim v : victims)
-			sv.threads.push_back({name(v),
+			sv.threads.push_back({{v, {}},
 					      {},
 					      0,
 					      0,
