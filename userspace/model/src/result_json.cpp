@@ -282,7 +282,8 @@ void to_json(Json::Value &j, const StallEstimate::Kind &e)
 	j["measured_hold_bytes"] = e.measured_hold_bytes;
 	j["layout_hold_bytes"] = e.layout_hold_bytes;
 	j["model_stall_max_ns"] = e.model_stall_max_ns;
-	put_optional(j, "measured_stall_source", e.measured_stall_source);
+	if (e.measured_stall_source)
+		j["measured_stall_source"] = name(*e.measured_stall_source);
 	put_optional(j, "measured_stall_max_ns", e.measured_stall_max_ns);
 	put_optional(j, "model_check_ratio", e.model_check_ratio);
 	j["status"] = name(e.status);
