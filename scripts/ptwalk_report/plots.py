@@ -163,9 +163,9 @@ def timeline(path: Path, title: str, t0: int, walks: Sequence[Walk],
         ax1.broken_barh(bars, (i - 0.4, 0.8), color=f"C{i}")
     ax1.set_yticks(range(len(kinds)), kinds)
     ax1.set_title("walks (bar = walk duration)")
-    victims = sorted({s.victim.value for s in stalls})
-    for i, v in enumerate(victims):
-        pts = [s for s in stalls if s.victim.value == v]
+    waiters = sorted({s.waiter for s in stalls})
+    for i, v in enumerate(waiters):
+        pts = [s for s in stalls if s.waiter == v]
         ax2.scatter([(s.start_ns - t0) / 1e9 for s in pts], [s.wait_ns / 1e6 for s in pts],
                     s=14, color=f"C{i + 3}", label=f"{v} wait")
     ax2.plot([(w.start_ns - t0) / 1e9 for w in walks], [w.duration_ns / 1e6 for w in walks],

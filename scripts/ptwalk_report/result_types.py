@@ -157,9 +157,11 @@ class Walk:
 
 @dataclass(frozen=True)
 class Stall:
-    """An attributed wait of `kernel_view.stalls[]`, with its split."""
+    """An attributed wait of `kernel_view.stalls[]`, with its split. Its
+    waiter is a victim, else (the module's view) a thread ptwalk did not
+    register, by its comm: exactly one of `victim` and `waiter_comm`."""
     tid: int
-    victim: VictimName
+    victim: VictimName | None
     start_ns: int
     wait_ns: int
     mode: LockMode | None = None
@@ -170,14 +172,25 @@ class Stall:
     free_ns: int | None = None
     walker_off_cpu_ns: int | None = None
     waiter_runnable_ns: int | None = None
+    waiter_comm: str | None = None
 
     @staticmethod
     def parse(o: _Obj, _i: int) -> Stall:
-        return Stall(o.int_("tid"), o.enum("victim", VictimName), o.int_("start_ns"),
+        if not o.has("victim") and not o.has("waiter_comm"):
+            raise o.fail("victim", "missing, and no waiter_comm")
+        if o.has("victim") and o.has("waiter_comm"):
+            raise o.fail("waiter_comm", "beside victim, want one of the two")
+        return Stall(o.int_("tid"), o.opt_enum("victim", VictimName), o.int_("start_ns"),
                      o.int_("wait_ns"), o.opt_enum("mode", LockMode), o.opt_int("walk"),
                      o.opt_bool("acquired"), o.opt_int("walker_held_ns"),
                      o.opt_int("others_held_ns"), o.opt_int("free_ns"),
-                     o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"))
+                     o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"),
+                     o.opt_str("waiter_comm"))
+
+    @property
+    def waiter(self) -> str:
+        """The victim's name, else the waiter's comm."""
+        return self.victim.value if self.victim is not None else str(self.waiter_comm)
 
     @property
     def split(self) -> bool:

@@ -137,7 +137,7 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     assert mm and mm["attributed"] > 0, cr["kernel_view"]["threads"]
     for s in cr["kernel_view"]["stalls"]:
         assert cr["walks"][s["walk"]]["kind"] == "clear_refs"
-        assert s["victim"] == "mmap"
+        assert s.get("victim") == "mmap", s   # no other waiter stalled
     assert sum(w["stalls"] for w in cr["walks"]) >= mm["attributed"]
 
     # fault injection raises the walk cost by the delay per PTE table

@@ -162,6 +162,22 @@ def test_absent_members_are_none_not_zero() -> None:
     assert s.split and s.walker_held_ns == 0
 
 
+def test_a_stall_of_another_waiter_reads_by_its_comm() -> None:
+    """The module's view lists the stalls of every thread a walk blocked:
+    one ptwalk did not register carries its comm, not a victim name."""
+    d = copy.deepcopy(_doc(MODULE))
+    s0 = d["kernel_view"]["stalls"][0]
+    del s0["victim"]
+    s0["waiter_comm"] = "ptwalk-workload"
+    r = rt.parse(Path("s.json"), d)
+    s = r.stalls[0]
+    assert s.victim is None and s.waiter_comm == "ptwalk-workload"
+    assert s.waiter == "ptwalk-workload"
+    s1 = r.stalls[1]
+    assert s1.victim is not None and s1.waiter_comm is None and s1.waiter == s1.victim.value
+    _same(s, s0, "stalls[0]")
+
+
 def test_a_walk_without_a_lock_reads_as_none() -> None:
     """The C++ LockMode names it "none"; writers before it wrote "" in a
     kind summary whose first walk took no lock."""
@@ -193,6 +209,10 @@ def _broken(change: Any) -> rt.ResultError:
      "unknown VictimName 'sleep'"),
     (lambda d: d["kernel_view"]["stalls"][0].update(victim="x"), "kernel_view.stalls[0].victim",
      "unknown VictimName 'x'"),
+    (lambda d: d["kernel_view"]["stalls"][0].pop("victim"), "kernel_view.stalls[0].victim",
+     "missing, and no waiter_comm"),
+    (lambda d: d["kernel_view"]["stalls"][0].update(waiter_comm="ptwalk-workload"),
+     "kernel_view.stalls[0].waiter_comm", "beside victim, want one of the two"),
     (lambda d: d["stall_estimate"]["kinds"]["smaps_rollup"].update(lock_unit="page"),
      "stall_estimate.kinds.smaps_rollup.lock_unit", "unknown LockUnit 'page'"),
     (lambda d: d["walks"][1].update(duration_ns="12"), "walks[1].duration_ns",

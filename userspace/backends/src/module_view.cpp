@@ -242,14 +242,14 @@ void fill_walk_view(WalkKernelView &v, const ModuleWalk &m)
 }
 
 // The stalls of matched walks, longest first: each into its walk's view,
-// its victim's waits (by name, else the waiter's comm) and the list.
+// its waiter's waits (its victim's, else those of its comm) and the list.
 StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &seq_to_span,
 			 std::vector<WalkKernelView> &views)
 {
-	std::map<pid_t, std::string> names;
+	std::map<pid_t, Victim> victims;
 	for (auto &t : rec.threads)
-		names[t.tid] = t.name;
-	std::map<std::string, ThreadWaits> waits;
+		victims[t.tid] = t.victim;
+	std::map<std::string, ThreadWaits> waits; // by name
 	std::vector<ModuleStall> st;
 	for (auto &[key, x] : rec.stalls)
 		if (seq_to_span.count(x.walk_seq))
@@ -261,8 +261,11 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 		const size_t i = seq_to_span[x.walk_seq];
 		views[i].stalls++;
 		views[i].max_stall_ns = std::max(views[i].max_stall_ns, x.wait_ns);
-		std::string who = names.count(x.waiter_pid) ? names[x.waiter_pid] : x.waiter_comm;
-		ThreadWaits &w = waits[who];
+		const auto v = victims.find(x.waiter_pid);
+		const Waiter who = v != victims.end() ? Waiter{v->second, {}}
+						      : Waiter{std::nullopt, x.waiter_comm};
+		ThreadWaits &w = waits[waiter_name(who)];
+		w.waiter = who;
 		w.waits.record(x.wait_ns);
 		w.attributed++;
 		w.max_attributed_ns = std::max(w.max_attributed_ns, x.wait_ns);
@@ -288,10 +291,8 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 	sv.total = uint64_t(st.size());
 	if (st.size() < keep.hard_cap)
 		sv.complete_above_ns = keep.keep_above_ns;
-	for (auto &[who, w] : waits) { // by name
-		w.name = who;
+	for (auto &[key, w] : waits)
 		sv.threads.push_back(std::move(w));
-	}
 	return sv;
 }
 

@@ -367,7 +367,7 @@ int start_scan(Run &r)
 	}
 	std::vector<WatchedThread> threads;
 	for (unsigned i = 0; i < sh->nvictims; i++)
-		threads.push_back({pid_t(sh->victims[i].tid.load()), name(sh->victims[i].victim)});
+		threads.push_back({pid_t(sh->victims[i].tid.load()), sh->victims[i].victim});
 	if (int rc = start_backend(r, threads); rc >= 0)
 		return rc;
 	start_second_view_and_perf(r, threads);

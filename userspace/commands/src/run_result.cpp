@@ -41,7 +41,7 @@ ScenarioInfo scenario(const Scenario &sc)
 {
 	ScenarioInfo scen;
 	scen.size_bytes = sc.size;
-	scen.backing = name(sc.backing);
+	scen.backing = sc.backing;
 	if (sc.backing == Backing::file)
 		scen.dir = sc.dir;
 	if (sc.backing == Backing::alias)
@@ -49,11 +49,10 @@ ScenarioInfo scenario(const Scenario &sc)
 	if (sc.backing == Backing::zeropage)
 		scen.lower_bound = "every PTE maps the zero page: walks skip "
 				   "non-normal pages, so this bounds walk cost from below";
-	scen.profile = name(sc.profile);
-	for (auto v : sc.victims)
-		scen.victims.push_back(name(v));
+	scen.profile = sc.profile;
+	scen.victims = sc.victims;
 	if (sc.fault_region != FaultRegion::any)
-		scen.fault_region = name(sc.fault_region);
+		scen.fault_region = sc.fault_region;
 	scen.interval_ns = sc.interval_ns;
 	scen.duration_ns = sc.duration_ns;
 	scen.op_interval_ns = sc.op_interval_ns;

@@ -6,11 +6,19 @@
 
 namespace ptwalk {
 
+std::string waiter_name(const Waiter &w)
+{
+	return w.victim ? name(*w.victim) : w.comm;
+}
+
 void to_json(Json::Value &j, const KernelStall &s)
 {
 	j = Json::Value::object();
 	j["tid"] = s.tid;
-	j["victim"] = s.victim;
+	if (s.waiter.victim)
+		j["victim"] = name(*s.waiter.victim);
+	else
+		j["waiter_comm"] = s.waiter.comm;
 	j["start_ns"] = s.start_ns;
 	j["wait_ns"] = s.wait_ns;
 	j["mode"] = name(s.mode);
@@ -30,7 +38,7 @@ Json::Value threads_json(const std::vector<ThreadWaits> &threads)
 {
 	Json::Value th = Json::Value::object();
 	for (const auto &t : threads) {
-		Json::Value &o = th[t.name];
+		Json::Value &o = th[waiter_name(t.waiter)];
 		if (t.unknown_why) {
 			o["waits"] = nullptr;
 			o["attributed"] = nullptr;

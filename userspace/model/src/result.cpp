@@ -138,12 +138,12 @@ void print_header(const RunResult &r, FILE *out)
 	const ScenarioInfo &scen = r.scenario;
 	const std::optional<WalkSize> &size = r.workload.size_start;
 	fprintf(out, "ptwalk run: %s %s, %s PTEs", format_bytes(scen.size_bytes).c_str(),
-		scen.backing.c_str(), size ? grouped(size->ptes).c_str() : "?");
+		name(scen.backing), size ? grouped(size->ptes).c_str() : "?");
 	if (size && size->pmd_entries > 0)
 		fprintf(out, " + %s PMD leaves", grouped(size->pmd_entries).c_str());
 	if (size)
 		fprintf(out, " (%s of PTE tables)", format_bytes(size->pte_slots * 8).c_str());
-	fprintf(out, "; scanner %s every %s for %s\n", scen.profile.c_str(),
+	fprintf(out, "; scanner %s every %s for %s\n", name(scen.profile),
 		format_ns(scen.interval_ns).c_str(), format_ns(scen.duration_ns).c_str());
 	fprintf(out, "backend: %s (%s)\n", r.backend.c_str(), r.backend_detail.c_str());
 	if (r.backend_fallback)
@@ -286,8 +286,8 @@ void print_worst_stall(const KernelView &kv, FILE *out)
 		off += " (waiter runnable, not on a CPU, " + format_ns(*s.waiter_runnable_ns) +
 		       " of it)";
 	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s, free %s\n",
-		format_ns(s.wait_ns).c_str(), s.victim.c_str(), (unsigned long long)s.walk,
-		format_ns(*s.walker_held_ns).c_str(), off.c_str(),
+		format_ns(s.wait_ns).c_str(), waiter_name(s.waiter).c_str(),
+		(unsigned long long)s.walk, format_ns(*s.walker_held_ns).c_str(), off.c_str(),
 		format_ns(*s.others_held_ns).c_str(), format_ns(*s.free_ns).c_str());
 }
 

@@ -26,7 +26,7 @@ void to_json(Json::Value &j, const ScenarioInfo &s)
 {
 	j = Json::Value::object();
 	j["size_bytes"] = s.size_bytes;
-	j["backing"] = s.backing;
+	j["backing"] = name(s.backing);
 	put_optional(j, "dir", s.dir);
 	if (s.alias) {
 		j["physical_bytes"] = s.alias->physical_bytes;
@@ -34,9 +34,13 @@ void to_json(Json::Value &j, const ScenarioInfo &s)
 		j["alias_factor"] = s.alias->factor;
 	}
 	put_optional(j, "lower_bound", s.lower_bound);
-	j["profile"] = s.profile;
-	j["victims"] = s.victims;
-	put_optional(j, "fault_region", s.fault_region);
+	j["profile"] = name(s.profile);
+	Json::Value victims = Json::Value::array();
+	for (const Victim v : s.victims)
+		victims.push_back(name(v));
+	j["victims"] = std::move(victims);
+	if (s.fault_region)
+		j["fault_region"] = name(*s.fault_region);
 	j["interval_ns"] = s.interval_ns;
 	j["duration_ns"] = s.duration_ns;
 	j["op_interval_ns"] = s.op_interval_ns;
@@ -278,7 +282,8 @@ void to_json(Json::Value &j, const StallEstimate::Kind &e)
 	j["measured_hold_bytes"] = e.measured_hold_bytes;
 	j["layout_hold_bytes"] = e.layout_hold_bytes;
 	j["model_stall_max_ns"] = e.model_stall_max_ns;
-	put_optional(j, "measured_stall_source", e.measured_stall_source);
+	if (e.measured_stall_source)
+		j["measured_stall_source"] = name(*e.measured_stall_source);
 	put_optional(j, "measured_stall_max_ns", e.measured_stall_max_ns);
 	put_optional(j, "model_check_ratio", e.model_check_ratio);
 	j["status"] = name(e.status);

@@ -468,19 +468,19 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 	return at;
 }
 
-// Per victim name (threads of one name merged): its waits on the target mm
-// and what of them was attributed to walks.
+// Per victim (its threads merged): its waits on the target mm and what of
+// them was attributed to walks.
 std::vector<ThreadWaits> thread_summary(const StallAccumulator &acc,
-					const std::vector<std::string> &names, uint64_t tmm,
+					const std::vector<Victim> &victims, uint64_t tmm,
 					const Attribution &at)
 {
 	const auto &threads = acc.config().threads;
 	std::vector<ThreadWaits> th;
-	for (const auto &n : names) {
+	for (const Victim v : victims) {
 		ThreadWaits &o = th.emplace_back();
-		o.name = n;
+		o.waiter.victim = v;
 		for (size_t i = 0; i < threads.size(); i++) {
-			if (threads[i].name != n)
+			if (threads[i].victim != v)
 				continue;
 			if (const Histogram *h = acc.waits(i, tmm))
 				o.waits.merge(*h);
@@ -509,10 +509,10 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 	for (const auto &s : stalls) {
 		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
 			break;
-		sv.list.push_back({s.w->span.tid, threads[s.w->thread].name,
-				   held_mode(s.w->span.write), s.w->span.start_ns, s.w->span.ns(),
-				   s.walk, std::nullopt, s.walker_held, s.others_held, s.free,
-				   s.off_cpu, s.runnable});
+		const Waiter who{threads[s.w->thread].victim, {}};
+		sv.list.push_back({s.w->span.tid, who, held_mode(s.w->span.write),
+				   s.w->span.start_ns, s.w->span.ns(), s.walk, std::nullopt,
+				   s.walker_held, s.others_held, s.free, s.off_cpu, s.runnable});
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;
@@ -537,16 +537,16 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	tp.unpaired_events = acc.unpaired();
 	tp.failed_acquires = acc.failed_acquires();
 
-	// Victim names in first-seen order; threads of one name merge.
-	std::vector<std::string> names;
+	// Victims in first-seen order; threads of one victim merge.
+	std::vector<Victim> victims;
 	for (const auto &t : acc.config().threads)
-		if (std::find(names.begin(), names.end(), t.name) == names.end())
-			names.push_back(t.name);
+		if (std::find(victims.begin(), victims.end(), t.victim) == victims.end())
+			victims.push_back(t.victim);
 
 	StallsView &sv = kv.stalls.emplace();
 	if (!tp.target_mm_found) {
-		for (const auto &n : names)
-			sv.threads.push_back({n,
+		for (const Victim v : victims)
+			sv.threads.push_back({{v, {}},
 					      {},
 					      0,
 					      0,
@@ -557,7 +557,7 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 	}
 	const std::vector<WalkHold> wh = walk_holds(acc, walks, tmm, views);
 	Attribution at = attribute_waits(acc, tmm, wh, views);
-	sv.threads = thread_summary(acc, names, tmm, at);
+	sv.threads = thread_summary(acc, victims, tmm, at);
 	stall_list(sv, std::move(at.stalls), acc, stats);
 	return views;
 }

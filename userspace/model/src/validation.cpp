@@ -486,12 +486,13 @@ void check_parts(const StallsView &sv, StallParts &p)
 std::optional<StallParts::Runnable> check_runnable(const StallsView &sv,
 						   const std::vector<VictimEntry> &victims)
 {
-	std::map<std::string, uint64_t> sum;
+	std::map<std::string, uint64_t> sum; // by name, as listed
 	bool any = false;
 	for (const auto &s : sv.list)
 		if (s.waiter_runnable_ns) {
 			any = true;
-			sum[s.victim] += *s.waiter_runnable_ns;
+			if (s.waiter.victim) // another waiter has no schedstat of its own
+				sum[name(*s.waiter.victim)] += *s.waiter_runnable_ns;
 		}
 	if (!any)
 		return std::nullopt;

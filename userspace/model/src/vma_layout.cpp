@@ -244,10 +244,10 @@ void measured_stall(StallEstimate::Kind &e, const KindSummary &s, const Layouts 
 		    double model_meas)
 {
 	if (s.max_stall_ns && *s.max_stall_ns > 0) {
-		e.measured_stall_source = "backend attribution (walk_summary.max_stall_ns)";
+		e.measured_stall_source = MeasuredStallSource::backend;
 		e.measured_stall_max_ns = *s.max_stall_ns;
 	} else if (L.nkinds == 1 && L.mmap_during && L.mmap_during->count() > 0) {
-		e.measured_stall_source = "mmap victim, max during walks";
+		e.measured_stall_source = MeasuredStallSource::mmap_victim;
 		e.measured_stall_max_ns = L.mmap_during->max();
 	}
 	if (e.measured_stall_max_ns && model_meas > 0)
@@ -337,6 +337,28 @@ std::optional<EstimateStatus> parse_estimate_status(std::string_view s)
 	if (s == #x) \
 		return EstimateStatus::x;
 	PTW_ESTIMATE_STATUSES(PTW_X)
+#undef PTW_X
+	return std::nullopt;
+}
+
+const char *name(MeasuredStallSource s)
+{
+	switch (s) {
+#define PTW_X(x, text)               \
+	case MeasuredStallSource::x: \
+		return text;
+		PTW_MEASURED_STALL_SOURCES(PTW_X)
+#undef PTW_X
+	}
+	return "?";
+}
+
+std::optional<MeasuredStallSource> parse_measured_stall_source(std::string_view s)
+{
+#define PTW_X(x, text) \
+	if (s == text) \
+		return MeasuredStallSource::x;
+	PTW_MEASURED_STALL_SOURCES(PTW_X)
 #undef PTW_X
 	return std::nullopt;
 }

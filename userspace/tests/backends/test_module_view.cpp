@@ -85,7 +85,7 @@ TEST(ModuleView, KernelViewSplitsStalls)
 		rec.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid, x.start_ns), x);
 	rec.walker = 812;
 	rec.target = 800;
-	rec.threads = {{805, "mmap"}, {806, "fault"}, {807, "fault"}};
+	rec.threads = {{805, Victim::mmap}, {806, Victim::fault}, {807, Victim::fault}};
 	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 812, 900000, 9100000},
 					     {WalkKind::smaps_rollup, 812, 19900000, 26100000}};
 	KernelView kv;
@@ -120,7 +120,7 @@ TEST(ModuleView, KernelViewSplitsStalls)
 
 	std::map<std::string, const ThreadWaits *> by;
 	for (auto &t : kv.stalls->threads)
-		by[t.name] = &t;
+		by[waiter_name(t.waiter)] = &t;
 	ASSERT_TRUE(by.count("mmap") && by.count("fault") && by.count("victim-x") &&
 		    by.count("victim-y"));
 	EXPECT_EQ(by["mmap"]->max_attributed_walker_held_ns, 6000000u);
@@ -134,6 +134,47 @@ TEST(ModuleView, KernelViewSplitsStalls)
 		  std::string::npos)
 		<< j;
 	EXPECT_NE(j.find("\"max_attributed_walker_held_ns\":6000000"), std::string::npos) << j;
+}
+
+// The module records every waiter on the target's mm: a stall of a thread
+// ptwalk did not register names the waiter by its comm, never as a victim.
+TEST(ModuleView, NamesAnUnregisteredWaiterByItsComm)
+{
+	ModuleRecords rec;
+	for (auto &w : parse_module_walks(data("walks-doc-sample.txt")))
+		rec.walks.emplace(w.seq, w);
+	for (auto &x : parse_module_stalls(
+		     "walk_seq=7 kind=clear_refs waiter_pid=805 waiter_comm=victim-mmap "
+		     "target_tgid=800 start_ns=2000000 wait_ns=3000000 mode=write "
+		     "walker_pid=812 acquired=1\n"
+		     "walk_seq=7 kind=clear_refs waiter_pid=801 waiter_comm=ptwalk-workload "
+		     "target_tgid=800 start_ns=2500000 wait_ns=2000000 mode=read "
+		     "walker_pid=812 acquired=1\n"))
+		rec.stalls.emplace(std::make_tuple(x.walk_seq, x.waiter_pid, x.start_ns), x);
+	rec.walker = 812;
+	rec.target = 800;
+	rec.threads = {{805, Victim::mmap}};
+	KernelView kv;
+	module_kernel_view({{WalkKind::clear_refs, 812, 900000, 9100000}}, rec, kv);
+	ASSERT_TRUE(kv.stalls);
+	const auto &list = kv.stalls->list;
+	ASSERT_EQ(list.size(), 2u);
+	EXPECT_EQ(list[0].waiter.victim, Victim::mmap);
+	EXPECT_FALSE(list[1].waiter.victim);
+	EXPECT_EQ(list[1].waiter.comm, "ptwalk-workload");
+
+	const Json::Value j(kv);
+	EXPECT_EQ(j["stalls"][0]["victim"], "mmap");
+	EXPECT_FALSE(j["stalls"][0].contains("waiter_comm"));
+	EXPECT_EQ(j["stalls"][1]["waiter_comm"], "ptwalk-workload");
+	EXPECT_FALSE(j["stalls"][1].contains("victim"));
+	// the member where "victim" stands, and the threads by victim or comm
+	EXPECT_EQ(j["stalls"][1].dump().substr(0, 52),
+		  "{\"tid\":801,\"waiter_comm\":\"ptwalk-workload\",\"start_ns");
+	std::vector<std::string> threads;
+	for (const auto &[k, v] : j["threads"].items())
+		threads.push_back(k);
+	EXPECT_EQ(threads, (std::vector<std::string>{"mmap", "ptwalk-workload"}));
 }
 
 // Kinds and modes become enums where the records are read: a record of a
@@ -229,7 +270,7 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 	rec.walker = 98;
 	rec.target = 97;
 	rec.self = 96; // its smaps_rollup of 97 is the reference walk
-	rec.threads = {{100, "mmap"}};
+	rec.threads = {{100, Victim::mmap}};
 	const std::vector<WalkSpan> spans = {{WalkKind::clear_refs, 98, 3971474000, 4132208000},
 					     {WalkKind::maps, 98, 4132300000, 4132600000},
 					     {WalkKind::clear_refs, 98, 4132697000, 4275779000},

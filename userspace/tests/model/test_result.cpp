@@ -117,8 +117,8 @@ RunResult anon_run()
 {
 	RunResult r;
 	r.scenario.size_bytes = uint64_t(1) << 30;
-	r.scenario.backing = "anon";
-	r.scenario.profile = "cadvisor";
+	r.scenario.backing = Backing::anon;
+	r.scenario.profile = Profile::cadvisor;
 	r.scenario.interval_ns = 1000000000;
 	r.scenario.duration_ns = 10000000000ull;
 	r.backend = "tracepoint";
@@ -170,10 +170,10 @@ RunResult alias_run()
 {
 	RunResult a;
 	a.scenario.size_bytes = uint64_t(1) << 30;
-	a.scenario.backing = "alias";
+	a.scenario.backing = Backing::alias;
 	a.scenario.alias = {uint64_t(1) << 28, 4.0};
 	a.scenario.lower_bound = "zero pages";
-	a.scenario.profile = "smaps";
+	a.scenario.profile = Profile::smaps;
 	a.scenario.interval_ns = 1000000000;
 	a.scenario.duration_ns = 10000000000ull;
 	AliasCalibration cal;
@@ -281,7 +281,7 @@ TEST(ResultJson, MembersInTheirOrder)
 	r.host.hostname = "h";
 	r.interrupted = "Interrupt";
 	r.scenario.dir = "/tmp";
-	r.scenario.victims = {"read", "mmap"};
+	r.scenario.victims = {Victim::read, Victim::mmap};
 	r.workload.pid = 42;
 	r.workload.populate_bytes_per_s = 1e9;
 	r.workload.ptes_source = "VmPTE/8";

@@ -103,7 +103,7 @@ std::string table_text(const RunResult &r)
 
 StallConfig config()
 {
-	return {kTarget, {{kFault, "fault"}, {kMmap, "mmap"}}, kWalker};
+	return {kTarget, {{kFault, Victim::fault}, {kMmap, Victim::mmap}}, kWalker};
 }
 
 // The attributed stall of tid (the only one expected).
@@ -152,7 +152,7 @@ TEST(StallSplit, WaitFullyBehindWalkerWriteHold)
 	EXPECT_FALSE(stall_of(kv, kFault).walker_off_cpu_ns); // no sched events
 	ASSERT_EQ(views.size(), 1u);
 	EXPECT_EQ(views[0].max_stall_walker_held_ns, 2000u);
-	EXPECT_EQ(kv.stalls->threads[0].name, "fault");
+	EXPECT_EQ(kv.stalls->threads[0].waiter.victim, Victim::fault);
 	EXPECT_EQ(kv.stalls->threads[0].max_attributed_walker_held_ns, 2000u);
 	EXPECT_FALSE(kv.stalls->threads[1].max_attributed_walker_held_ns); // mmap: none
 }
@@ -543,10 +543,10 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 	RunResult r;
 	r.backend = "tracepoint";
 	StallsView &sv = r.kernel_view.stalls.emplace();
-	auto stall = [](const char *victim, uint64_t wait, uint64_t held, uint64_t off,
-			uint64_t runnable) {
+	auto stall =
+		[](Victim victim, uint64_t wait, uint64_t held, uint64_t off, uint64_t runnable) {
 		KernelStall s;
-		s.victim = victim;
+		s.waiter.victim = victim;
 		s.mode = LockMode::write;
 		s.wait_ns = wait;
 		s.walker_held_ns = held;
@@ -556,9 +556,9 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 		s.waiter_runnable_ns = runnable;
 		return s;
 	};
-	sv.list = {stall("mmap", 30000000, 27000000, 5000000, 20000000),
-		   stall("mmap", 10000000, 9000000, 0, 4000000),
-		   stall("fault", 8000000, 8000000, 0, 3000000)};
+	sv.list = {stall(Victim::mmap, 30000000, 27000000, 5000000, 20000000),
+		   stall(Victim::mmap, 10000000, 9000000, 0, 4000000),
+		   stall(Victim::fault, 8000000, 8000000, 0, 3000000)};
 	VictimEntry mmap, fault;
 	mmap.name = "mmap";
 	mmap.run_delay_ns = 24500000; // 24 ms listed: within 1 ms
@@ -604,7 +604,7 @@ TEST(StallSplit, ViewsAgreeWithinTheModulesClockSpread)
 	auto stall = [](uint64_t start, uint64_t held, std::optional<uint64_t> spread) {
 		KernelStall s;
 		s.tid = 7;
-		s.victim = "mmap";
+		s.waiter.victim = Victim::mmap;
 		s.mode = LockMode::write;
 		s.start_ns = start;
 		s.wait_ns = 23468765;
@@ -635,7 +635,7 @@ TEST(StallSplit, ViewsCompareTheSameStallsSplit)
 	auto stall = [](int32_t tid, uint64_t start, uint64_t wait, std::optional<uint64_t> held) {
 		KernelStall s;
 		s.tid = tid;
-		s.victim = "mmap";
+		s.waiter.victim = Victim::mmap;
 		s.mode = LockMode::write;
 		s.start_ns = start;
 		s.wait_ns = wait;

@@ -264,3 +264,18 @@ TEST(StallEstimate, StatusNamesRoundTrip)
 	for (const char *bad : {"", "Distinct", "distinct ", "none", "?"})
 		EXPECT_EQ(parse_estimate_status(bad), std::nullopt) << bad;
 }
+
+// The results' "measured_stall_source" texts, and only those.
+TEST(StallEstimate, MeasuredStallSourceNamesRoundTrip)
+{
+	std::set<std::string> names;
+#define PTW_X(s, text)                              \
+	names.insert(name(MeasuredStallSource::s)); \
+	EXPECT_EQ(parse_measured_stall_source(text), MeasuredStallSource::s);
+	PTW_MEASURED_STALL_SOURCES(PTW_X)
+#undef PTW_X
+	EXPECT_EQ(names, (std::set<std::string>{"backend attribution (walk_summary.max_stall_ns)",
+						"mmap victim, max during walks"}));
+	for (const char *bad : {"", "backend", "mmap_victim", "?"})
+		EXPECT_EQ(parse_measured_stall_source(bad), std::nullopt) << bad;
+}

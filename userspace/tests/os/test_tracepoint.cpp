@@ -503,7 +503,7 @@ std::vector<LockEvent> walker_holds_and_victim_stalls()
 
 TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 {
-	StallAccumulator acc({100, {{101, "mmap"}, {102, "fault"}}, 200});
+	StallAccumulator acc({100, {{101, Victim::mmap}, {102, Victim::fault}}, 200});
 	const std::vector<LockEvent> v = walker_holds_and_victim_stalls();
 	feed_sorted(acc, v);
 
@@ -589,7 +589,7 @@ TEST(TracepointAttribution, WalkerHoldsAndVictimStalls)
 // The live-test shape: the walker is a thread of the target process.
 TEST(TracepointAttribution, WalkerThreadInsideTarget)
 {
-	StallAccumulator acc({100, {{101, "mmap"}}, 103});
+	StallAccumulator acc({100, {{101, Victim::mmap}}, 103});
 	std::vector<LockEvent> v;
 	lock(v, 100, 103, kTargetMm, true, 1000, 1000, 3000); // walker thread
 	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3100); // victim
@@ -608,7 +608,7 @@ TEST(TracepointAttribution, WalkerThreadInsideTarget)
 TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 {
 	// The target's threads produce no events (faults on per-VMA locks).
-	StallAccumulator acc({100, {{101, "fault"}}, 200});
+	StallAccumulator acc({100, {{101, Victim::fault}}, 200});
 	std::vector<LockEvent> v;
 	lock(v, 200, 200, kWalkerMm, true, 100, 110, 500);     // own mm, outside walks
 	lock(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
@@ -633,7 +633,7 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 
 TEST(TracepointAttribution, NoTargetMmSaysSo)
 {
-	StallAccumulator acc({100, {{101, "mmap"}}, 200});
+	StallAccumulator acc({100, {{101, Victim::mmap}}, 200});
 	KernelView kv;
 	auto views = attribute_stalls(acc, {{WalkKind::clear_refs, 200, 1, 2}}, {}, kv);
 	EXPECT_FALSE(views[0].seen);
@@ -667,7 +667,7 @@ TEST(TracepointAttribution, UnstartedBackendSaysWhy)
 // walks in the RT guest (837 stalls of 1 ms or more, 200 listed).
 TEST(TracepointAttribution, StallListKeepsEveryWaitAboveTheThreshold)
 {
-	StallAccumulator acc({100, {{101, "mmap"}}, 200});
+	StallAccumulator acc({100, {{101, Victim::mmap}}, 200});
 	std::vector<LockEvent> v;
 	const uint64_t ms = 1000000;
 	// one walk, 300 write holds of 3 ms each; behind each the victim waits:
@@ -877,7 +877,7 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 		usleep(100);
 
 	auto b = make_tracepoint_backend();
-	if (!b->start(getpid(), {{mmap_tid.load(), "mmap"}}, walker_tid.load())) {
+	if (!b->start(getpid(), {{mmap_tid.load(), Victim::mmap}}, walker_tid.load())) {
 		stop = true;
 		mapper.join();
 		walker.join();

@@ -17,6 +17,7 @@
 
 #include "ptwalk/kernel_view.hpp"
 #include "ptwalk/lock_mode.hpp"
+#include "ptwalk/scenario.hpp"
 #include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
@@ -32,7 +33,7 @@ struct WalkSpan {
 // A thread of the workload whose lock waits are attributed (a victim).
 struct WatchedThread {
 	pid_t tid = 0;
-	std::string name; // victim name: "mmap", "fault", ...
+	Victim victim = Victim::read;
 };
 
 // What a backend adds to one walk; fields a backend cannot see stay unset

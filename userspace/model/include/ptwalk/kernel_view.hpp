@@ -15,15 +15,25 @@
 #include "ptwalk/histogram.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/lock_mode.hpp"
+#include "ptwalk/scenario.hpp"
 
 namespace ptwalk {
+
+// Whose waits: a victim thread ptwalk registered, else the waiter's comm.
+// Only the module's view has others: it records the stalls of every
+// thread a walk blocked (module_view.cpp); the tracepoint view watches
+// the victims alone.
+struct Waiter {
+	std::optional<Victim> victim;
+	std::string comm; // when not a victim
+};
+// The victim's name, else the comm: the key of the view's "threads"
+std::string waiter_name(const Waiter &w);
 
 // One attributed wait, as the view lists it ("stalls").
 struct KernelStall {
 	int32_t tid = 0;
-	// not a Victim: the module's stalls of a thread ptwalk did not
-	// register carry the waiter's comm (module_view.cpp)
-	std::string victim;
+	Waiter waiter;                  // "victim", else "waiter_comm"
 	LockMode mode = LockMode::none; // the waiter's
 	uint64_t start_ns = 0, wait_ns = 0;
 	uint64_t walk = 0;            // index into the result's walks
@@ -46,9 +56,10 @@ struct KernelStall {
 	std::optional<uint64_t> clock_spread_ns;
 };
 
-// One victim's waits ("threads"): of one name, merged.
+// One victim's waits ("threads"), its threads merged; in the module's
+// view also those of other waiters, of one comm merged.
 struct ThreadWaits {
-	std::string name;
+	Waiter waiter;
 	Histogram waits; // every wait on the target mm
 	uint64_t attributed = 0, max_attributed_ns = 0;
 	// the largest walker_held_ns of its attributed waits, when split

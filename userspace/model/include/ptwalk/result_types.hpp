@@ -33,13 +33,13 @@ struct ScenarioInfo {
 		double factor = 0;
 	};
 	uint64_t size_bytes = 0;
-	std::string backing;
+	Backing backing = Backing::anon;
 	std::optional<std::string> dir;         // file backing
 	std::optional<Alias> alias;             // alias backing: "aliased": true
 	std::optional<std::string> lower_bound; // zeropage backing: why
-	std::string profile;
-	std::vector<std::string> victims;
-	std::optional<std::string> fault_region; // fault victim placed below/above
+	Profile profile = Profile::cadvisor;
+	std::vector<Victim> victims;
+	std::optional<FaultRegion> fault_region; // fault victim placed below/above
 	uint64_t interval_ns = 0, duration_ns = 0, op_interval_ns = 0;
 	unsigned populate_threads = 0;
 };

@@ -100,6 +100,20 @@ const char *name(EstimateStatus s);
 // A results' name back; nullopt for anything else.
 std::optional<EstimateStatus> parse_estimate_status(std::string_view s);
 
+// Where a kind's measured stall is from ("measured_stall_source"): the
+// backend's attribution, or the mmap victim's worst during walks.
+#define PTW_MEASURED_STALL_SOURCES(X)                                 \
+	X(backend, "backend attribution (walk_summary.max_stall_ns)") \
+	X(mmap_victim, "mmap victim, max during walks")
+enum class MeasuredStallSource : uint8_t {
+#define PTW_X(s, text) s,
+	PTW_MEASURED_STALL_SOURCES(PTW_X)
+#undef PTW_X
+};
+const char *name(MeasuredStallSource s);
+// A results' text back; nullopt for anything else.
+std::optional<MeasuredStallSource> parse_measured_stall_source(std::string_view s);
+
 // "stall_estimate": per kind the lock unit and its source, the measured
 // (aliased) stall, the model's hold for the measured layout and for the
 // layout asked for, and the estimate for it (corrected, a range, or
@@ -113,7 +127,7 @@ struct StallEstimate {
 		bool layout_dependent = false;
 		std::optional<uint64_t> vmas_per_read; // read_chunk
 		uint64_t measured_hold_bytes = 0, layout_hold_bytes = 0, model_stall_max_ns = 0;
-		std::optional<std::string> measured_stall_source;
+		std::optional<MeasuredStallSource> measured_stall_source;
 		std::optional<uint64_t> measured_stall_max_ns;
 		std::optional<double> model_check_ratio;
 		EstimateStatus status = EstimateStatus::uncorrected;
