@@ -280,16 +280,27 @@ TEST(StallSplit, ChainBeforeALaterWalksWriteHold)
 // writer: the walker's read hold counts for it while the writer is
 // pending, the writer's own hold 5100..5300 is others_held, and the gap
 // 5000..5100 free.
-TEST(StallSplit, ChainReaderBehindBlockedWriter)
+namespace {
+
+// An smaps walk's read hold 1000..5000, the mapper's write wait from 2000,
+// the fault victim's read wait from 3000 behind it: attributed under cfg.
+std::vector<WalkKernelView> reader_behind_writer(const StallConfig &cfg, KernelView &kv)
 {
-	StallAccumulator acc(config());
+	StallAccumulator acc(cfg);
 	Stream s;
 	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
 	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
 	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
 	s.feed(acc);
+	return attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
+}
+
+} // namespace
+
+TEST(StallSplit, ChainReaderBehindBlockedWriter)
+{
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
+	auto views = reader_behind_writer(config(), kv);
 	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
 	expect_split(stall_of(kv, kFault), 2200, 2000, 100, 100);
 	EXPECT_EQ(views[0].stalls, 2u);
@@ -303,14 +314,8 @@ TEST(StallSplit, NoChainWhenReadersPassWaitingWriters)
 {
 	StallConfig cfg = config();
 	cfg.readers_queue_behind_writers = false;
-	StallAccumulator acc(cfg);
-	Stream s;
-	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
-	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
-	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
-	s.feed(acc);
 	KernelView kv;
-	auto views = attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
+	auto views = reader_behind_writer(cfg, kv);
 	ASSERT_TRUE(kv.stalls);
 	EXPECT_EQ(kv.stalls->total, 1u);
 	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
