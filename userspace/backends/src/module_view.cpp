@@ -377,7 +377,7 @@ public:
 			poller_.join();
 		unmount();
 	}
-	std::string name() const override { return "module"; }
+	BackendKind kind() const override { return BackendKind::module; }
 	std::string detail() const override { return detail_; }
 
 	// Walks are matched by walker and time, so the target is not needed.

@@ -8,7 +8,7 @@ namespace {
 
 class SyscallBackend final : public Backend {
 public:
-	std::string name() const override { return "syscall"; }
+	BackendKind kind() const override { return BackendKind::syscall; }
 	std::string detail() const override
 	{
 		return "syscall timing only (CLOCK_MONOTONIC around the scanner's syscalls)";

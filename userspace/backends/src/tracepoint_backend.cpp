@@ -34,7 +34,7 @@ void add_tasks(pid_t pid, std::set<pid_t> &out)
 
 class TracepointBackend final : public Backend {
 public:
-	std::string name() const override { return "tracepoint"; }
+	BackendKind kind() const override { return BackendKind::tracepoint; }
 	std::string detail() const override { return detail_; }
 
 	bool start(pid_t target, const std::vector<WatchedThread> &threads, pid_t walker) override

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// The --backend names of `ptwalk run` and `ptwalk monitor`, from their
-// lists (PTW_RUN_BACKENDS, PTW_MONITOR_BACKENDS).
+// The --backend names of `ptwalk run` and `ptwalk monitor`: auto, then the
+// backends each can use, named as PTW_BACKENDS names them.
+#include "ptwalk/enum_names.hpp"
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/run.hpp"
 
@@ -8,73 +9,47 @@ namespace ptwalk {
 
 namespace {
 
-template <typename E>
-struct Named {
-	E e;
-	const char *name;
-};
-
-constexpr Named<RunBackend> kRun[] = {
-#define PTW_X(e, n) {RunBackend::e, n},
-	PTW_RUN_BACKENDS(PTW_X)
-#undef PTW_X
-};
-constexpr Named<MonitorBackend> kMonitor[] = {
-#define PTW_X(e, n) {MonitorBackend::e, n},
-	PTW_MONITOR_BACKENDS(PTW_X)
-#undef PTW_X
-};
-
-template <typename E, size_t N>
-const char *name_of(const Named<E> (&t)[N], E e)
-{
-	for (const auto &x : t)
-		if (x.e == e)
-			return x.name;
-	return "?";
-}
-template <typename E, size_t N>
-std::optional<E> parse_of(const Named<E> (&t)[N], std::string_view s)
-{
-	for (const auto &x : t)
-		if (s == x.name)
-			return x.e;
-	return std::nullopt;
-}
-template <typename E, size_t N>
-std::string all_of(const Named<E> (&t)[N])
-{
-	std::string s;
-	for (const auto &x : t)
-		s += std::string(s.empty() ? "" : "|") + x.name;
-	return s;
-}
+#define PTW_RUN_NAME(e, run, monitor) PTW_IF_##run({RunBackend::e, #e}, )
+#define PTW_MONITOR_NAME(e, run, monitor) PTW_IF_##monitor({MonitorBackend::e, #e}, )
+constexpr EnumName<RunBackend> kRun[] = {{RunBackend::automatic, "auto"},
+					 PTW_BACKENDS(PTW_RUN_NAME)};
+constexpr EnumName<MonitorBackend> kMonitor[] = {{MonitorBackend::automatic, "auto"},
+						 PTW_BACKENDS(PTW_MONITOR_NAME)};
+static_assert(enum_in_order(kRun) && enum_in_order(kMonitor));
 
 } // namespace
 
 const char *name(RunBackend b)
 {
-	return name_of(kRun, b);
+	return enum_name(kRun, b);
 }
 std::optional<RunBackend> parse_run_backend(std::string_view s)
 {
-	return parse_of(kRun, s);
+	return enum_parse(kRun, s);
 }
 std::string all_run_backends()
 {
-	return all_of(kRun);
+	return enum_names(kRun);
+}
+std::optional<BackendKind> backend_kind(RunBackend b)
+{
+	return parse_backend_kind(name(b));
 }
 const char *name(MonitorBackend b)
 {
-	return name_of(kMonitor, b);
+	return enum_name(kMonitor, b);
 }
 std::optional<MonitorBackend> parse_monitor_backend(std::string_view s)
 {
-	return parse_of(kMonitor, s);
+	return enum_parse(kMonitor, s);
 }
 std::string all_monitor_backends()
 {
-	return all_of(kMonitor);
+	return enum_names(kMonitor);
+}
+std::optional<BackendKind> backend_kind(MonitorBackend b)
+{
+	return parse_backend_kind(name(b));
 }
 
 } // namespace ptwalk

@@ -165,7 +165,7 @@ int run_module_monitor(const MonitorOptions &o)
 	}
 	const Recorded r = collect(o, dir);
 
-	MonitorResult res = monitor_result("module", o, r.t0, r.t1, r.interrupted);
+	MonitorResult res = monitor_result(BackendKind::module, o, r.t0, r.t1, r.interrupted);
 	std::vector<ModuleHold> &walks = res.walks.emplace();
 	size_t shown = 0;
 	if (!o.quiet)

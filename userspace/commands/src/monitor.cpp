@@ -160,7 +160,9 @@ public:
 					bpf_err.c_str(), err.c_str());
 			else
 				fprintf(stderr, "ptwalk monitor: %s backend unavailable: %s\n",
-					o_.backend == MonitorBackend::bpf ? "bpf" : "tracepoint",
+					name(o_.backend == MonitorBackend::bpf
+						     ? BackendKind::bpf
+						     : BackendKind::tracepoint),
 					err.c_str());
 			prober_.stop();
 			server_.stop();
@@ -355,7 +357,10 @@ private:
 					  .c_str(),
 			textfile_.empty() ? "" : (", textfile " + textfile_).c_str());
 	}
-	const char *backend() const { return trace_.bpf_used() ? "bpf" : "tracepoint"; }
+	BackendKind backend() const
+	{
+		return trace_.bpf_used() ? BackendKind::bpf : BackendKind::tracepoint;
+	}
 	MonitorHold hold(const Walk &w, MmIndex &mmi);
 	std::string table_row(const Walk &w, MmIndex &pmi);
 
@@ -474,7 +479,7 @@ void Session::print_table()
 
 } // namespace
 
-MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
+MonitorResult monitor_result(BackendKind backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
 			     bool interrupted)
 {
 	MonitorResult r;

@@ -109,7 +109,7 @@ void to_json(Json::Value &j, const MonitorResult &r)
 {
 	j = Json::Value::object();
 	j["schema"] = "ptwalk.monitor/1";
-	j["backend"] = r.backend;
+	j["backend"] = name(r.backend);
 	j["duration_ns"] = r.duration_ns;
 	j["requested_duration_ns"] = r.requested_duration_ns;
 	j["interrupted"] = r.interrupted;

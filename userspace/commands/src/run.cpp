@@ -311,14 +311,14 @@ int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 	if (r.o.backend != RunBackend::automatic)
 		return r.abort(std::string("--backend ") + name(r.o.backend) + ": " +
 			       r.backend->detail());
-	r.fallback = r.backend->name() + " unavailable: " + r.backend->detail();
+	r.fallback = std::string(name(r.backend->kind())) + " unavailable: " + r.backend->detail();
 	bool ok = false;
-	if (r.backend->name() == "module") {
+	if (r.backend->kind() == BackendKind::module) {
 		r.backend = make_tracepoint_backend();
 		ok = r.backend->start(r.wl.pid(), threads, r.sc.pid());
 		if (!ok)
-			r.fallback +=
-				"; " + r.backend->name() + " unavailable: " + r.backend->detail();
+			r.fallback += std::string("; ") + name(r.backend->kind()) +
+				      " unavailable: " + r.backend->detail();
 	}
 	if (!ok) {
 		r.backend = make_syscall_backend();
@@ -333,9 +333,9 @@ int start_backend(Run &r, const std::vector<WatchedThread> &threads)
 void start_second_view_and_perf(Run &r, const std::vector<WatchedThread> &threads)
 {
 	if (r.o.cross_check && !g_signal) {
-		if (r.backend->name() != "module") {
-			r.second_why =
-				"no second view: the primary backend is " + r.backend->name();
+		if (r.backend->kind() != BackendKind::module) {
+			r.second_why = std::string("no second view: the primary backend is ") +
+				       name(r.backend->kind());
 		} else {
 			r.second = make_tracepoint_backend();
 			if (!r.second->start(r.wl.pid(), threads, r.sc.pid())) {
@@ -490,7 +490,7 @@ void assemble(Run &r)
 {
 	RunResult &res = r.result;
 	res.scenario = run_result::scenario(r.o.sc);
-	res.backend = r.backend->name();
+	res.backend = r.backend->kind();
 	res.backend_detail = r.backend->detail();
 	if (!r.fallback.empty())
 		res.backend_fallback = r.fallback;

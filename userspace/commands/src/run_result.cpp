@@ -142,8 +142,8 @@ std::vector<VictimEntry> victims(const Shared &sh)
 	std::vector<VictimEntry> victims;
 	for (unsigned i = 0; i < sh.nvictims; i++) {
 		const VictimSlot &v = sh.victims[i];
-		victims.push_back({name(v.victim), v.tid.load(),
-				   v.outside.count() + v.during.count(), v.outside, v.during,
+		victims.push_back({v.victim, v.tid.load(), v.outside.count() + v.during.count(),
+				   v.outside, v.during,
 				   v.run_delay_known.load()
 					   ? std::optional<uint64_t>(v.run_delay_ns.load())
 					   : std::nullopt});

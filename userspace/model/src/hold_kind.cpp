@@ -4,30 +4,34 @@
 
 #include <string_view>
 
+#include "ptwalk/enum_names.hpp"
+
 namespace ptwalk {
+
+namespace {
+
+constexpr EnumName<OtherProcFile> kOtherFiles[] = {
+#define PTW_X(x) {OtherProcFile::x, #x},
+	PTW_OTHER_PROC_FILES(PTW_X)
+#undef PTW_X
+};
+constexpr EnumName<HoldCause> kCauses[] = {
+#define PTW_X(x) {HoldCause::x, #x},
+	PTW_HOLD_CAUSES(PTW_X)
+#undef PTW_X
+};
+static_assert(enum_in_order(kOtherFiles) && enum_in_order(kCauses));
+
+} // namespace
 
 const char *name(OtherProcFile f)
 {
-	switch (f) {
-#define PTW_X(x)               \
-	case OtherProcFile::x: \
-		return #x;
-		PTW_OTHER_PROC_FILES(PTW_X)
-#undef PTW_X
-	}
-	return "?";
+	return enum_name(kOtherFiles, f);
 }
 
 const char *name(HoldCause c)
 {
-	switch (c) {
-#define PTW_X(x)           \
-	case HoldCause::x: \
-		return #x;
-		PTW_HOLD_CAUSES(PTW_X)
-#undef PTW_X
-	}
-	return "?";
+	return enum_name(kCauses, c);
 }
 
 namespace {
@@ -63,11 +67,8 @@ std::optional<ProcFile> parse_proc_file(std::string_view s)
 	for (const auto &k : kWalkKindInfo)
 		if (s == k.file)
 			return k.id; // the first kind of the file
-#define PTW_X(x)     \
-	if (s == #x) \
-		return OtherProcFile::x;
-	PTW_OTHER_PROC_FILES(PTW_X)
-#undef PTW_X
+	if (auto f = enum_parse(kOtherFiles, s))
+		return *f;
 	return std::nullopt;
 }
 

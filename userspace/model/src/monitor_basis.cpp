@@ -1,32 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
-// The names of the monitor's enumerations: its results' and metrics' text.
+// The names of the monitor's enumerations beside result_enums.def's: its
+// results' and metrics' text.
+#include "ptwalk/enum_names.hpp"
 #include "ptwalk/monitor_model.hpp"
 
 namespace ptwalk {
 
-const char *name(Basis b)
-{
-	switch (b) {
-#define PTW_X(x)       \
-	case Basis::x: \
-		return #x;
-		PTW_MONITOR_BASES(PTW_X)
-#undef PTW_X
-	}
-	return "?";
-}
+namespace {
+
+constexpr EnumName<LifeEnd> kLifeEnds[] = {
+	{LifeEnd::exit, "exit"},
+	{LifeEnd::exec, "exec"},
+	{LifeEnd::reused, "reused"},
+};
+static_assert(enum_in_order(kLifeEnds));
+
+} // namespace
 
 const char *name(LifeEnd e)
 {
-	switch (e) {
-	case LifeEnd::exit:
-		return "exit";
-	case LifeEnd::exec:
-		return "exec";
-	case LifeEnd::reused:
-		return "reused";
-	}
-	return "?";
+	return enum_name(kLifeEnds, e);
 }
 
 } // namespace ptwalk

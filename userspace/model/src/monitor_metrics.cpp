@@ -134,7 +134,7 @@ std::string MonitorMetrics::render(double now_s, double cpu_s, double start_unix
 		 "when the monitor started (Unix time)");
 	x.sample("ptwalk_monitor_start_time_seconds", {}, start_unix_s);
 	x.family("ptwalk_monitor_info", "gauge", "backend in use");
-	x.sample("ptwalk_monitor_info", {{"backend", health_.backend}}, 1);
+	x.sample("ptwalk_monitor_info", {{"backend", name(health_.backend)}}, 1);
 	return x.text();
 }
 

@@ -145,7 +145,7 @@ void print_header(const RunResult &r, FILE *out)
 		fprintf(out, " (%s of PTE tables)", format_bytes(size->pte_slots * 8).c_str());
 	fprintf(out, "; scanner %s every %s for %s\n", name(scen.profile),
 		format_ns(scen.interval_ns).c_str(), format_ns(scen.duration_ns).c_str());
-	fprintf(out, "backend: %s (%s)\n", r.backend.c_str(), r.backend_detail.c_str());
+	fprintf(out, "backend: %s (%s)\n", name(r.backend), r.backend_detail.c_str());
 	if (r.backend_fallback)
 		fprintf(out, "         %s\n", r.backend_fallback->c_str());
 	if (r.kernel.uname)
@@ -249,8 +249,8 @@ void print_victims(const RunResult &r, FILE *out)
 		return;
 	fprintf(out, "\n%-8s %9s %9s  %-21s %-21s %-21s %-21s %7s\n", "victim", "ops out", "during",
 		"p50 out/during", "p99 out/during", "p99.9 out/during", "max out/during", "p99.9x");
-	for (const char *name : {"read", "write", "fault", "mmap"}) {
-		const VictimEntry *v = find_victim(r.victims, name);
+	for (const Victim victim : kVictims) {
+		const VictimEntry *v = find_victim(r.victims, victim);
 		if (!v)
 			continue;
 		const Histogram &o = v->outside, &d = v->during;
@@ -263,7 +263,7 @@ void print_victims(const RunResult &r, FILE *out)
 		char ratio[16] = "-";
 		if (po > 0 && d.count() > 0)
 			snprintf(ratio, sizeof(ratio), "%.1f", double(pd) / double(po));
-		fprintf(out, "%-8s %9llu %9llu  %-21s %-21s %-21s %-21s %7s\n", name,
+		fprintf(out, "%-8s %9llu %9llu  %-21s %-21s %-21s %-21s %7s\n", name(victim),
 			(unsigned long long)o.count(), (unsigned long long)d.count(),
 			q(0.50).c_str(), q(0.99).c_str(), q(0.999).c_str(),
 			cell(o.max(), d.max()).c_str(), ratio);
@@ -309,8 +309,8 @@ void print_validation(const Validation &val, FILE *out)
 			(unsigned long long)val.stall_parts->checked);
 	if (val.stall_parts && val.stall_parts->runnable && val.stall_parts->runnable->bad) {
 		std::string names;
-		for (const auto &n : val.stall_parts->runnable->bad_victims)
-			names += (names.empty() ? "" : ", ") + n;
+		for (const Victim b : val.stall_parts->runnable->bad_victims)
+			names += std::string(names.empty() ? "" : ", ") + name(b);
 		fprintf(out,
 			"validation: waiter runnable DISAGREES with schedstat: %s runnable "
 			"longer in its stalls than the kernel's run_delay\n",

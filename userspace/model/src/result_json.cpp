@@ -14,10 +14,10 @@ const KindSummary *find_kind(const std::vector<KindSummary> &s, WalkKind kind)
 	return nullptr;
 }
 
-const VictimEntry *find_victim(const std::vector<VictimEntry> &v, std::string_view name)
+const VictimEntry *find_victim(const std::vector<VictimEntry> &v, Victim victim)
 {
 	for (const auto &e : v)
-		if (e.name == name)
+		if (e.victim == victim)
 			return &e;
 	return nullptr;
 }
@@ -182,7 +182,7 @@ Json::Value number_or_null(const std::optional<double> &v)
 void to_json(Json::Value &j, const StallValidation &v)
 {
 	j = Json::Value::object();
-	j["view"] = v.view;
+	j["view"] = name(v.view);
 	if (v.skipped) {
 		j["skipped"] = *v.skipped;
 		return;
@@ -263,7 +263,10 @@ void to_json(Json::Value &j, const Validation &v)
 			Json::Value o = {{"victims", x->victims},
 					 {"bad", x->bad},
 					 {"tolerance_ns", x->tolerance_ns}};
-			o["bad_victims"] = x->bad_victims;
+			Json::Value bad = Json::Value::array();
+			for (const Victim b : x->bad_victims)
+				bad.push_back(name(b));
+			o["bad_victims"] = std::move(bad);
 			j["stall_parts"]["runnable_vs_schedstat"] = std::move(o);
 		}
 	}
@@ -320,11 +323,12 @@ void put_figures(Json::Value &j, const RunResult &r)
 	put_optional(j, "perf", r.perf);
 	Json::Value victims = Json::Value::object();
 	for (const auto &v : r.victims) {
-		victims[v.name] = {{"tid", v.tid},
-				   {"ops", v.ops},
-				   {"outside", v.outside.to_json().value()},
-				   {"during", v.during.to_json().value()}};
-		put_optional(victims[v.name], "run_delay_ns", v.run_delay_ns);
+		Json::Value &e = victims[name(v.victim)];
+		e = {{"tid", v.tid},
+		     {"ops", v.ops},
+		     {"outside", v.outside.to_json().value()},
+		     {"during", v.during.to_json().value()}};
+		put_optional(e, "run_delay_ns", v.run_delay_ns);
 	}
 	j["victims"] = std::move(victims);
 	j["validation"] = r.validation;
@@ -352,7 +356,7 @@ void to_json(Json::Value &j, const RunResult &r)
 	put_optional(j, "interrupted", r.interrupted);
 	put_optional(j, "error", r.error);
 	j["scenario"] = r.scenario;
-	j["backend"] = r.backend;
+	j["backend"] = name(r.backend);
 	j["backend_detail"] = r.backend_detail;
 	put_optional(j, "backend_fallback", r.backend_fallback);
 	j["workload"] = r.workload;

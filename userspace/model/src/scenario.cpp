@@ -6,31 +6,13 @@
 #include <initializer_list>
 #include <utility>
 
+#include "ptwalk/enum_names.hpp"
+
 namespace ptwalk {
 
 namespace {
 
-constexpr std::array<std::pair<Backing, const char *>, 7> kBackings{{
-	{Backing::anon, "anon"},
-	{Backing::thp, "thp"},
-	{Backing::shmem, "shmem"},
-	{Backing::file, "file"},
-	{Backing::hugetlb, "hugetlb"},
-	{Backing::alias, "alias"},
-	{Backing::zeropage, "zeropage"},
-}};
-constexpr std::array<std::pair<Victim, const char *>, 4> kVictims{{
-	{Victim::read, "read"},
-	{Victim::write, "write"},
-	{Victim::fault, "fault"},
-	{Victim::mmap, "mmap"},
-}};
-constexpr std::array<std::pair<FaultRegion, const char *>, 3> kFaultRegions{{
-	{FaultRegion::any, "any"},
-	{FaultRegion::below, "below"},
-	{FaultRegion::above, "above"},
-}};
-constexpr std::pair<Profile, const char *> kProfileList[] = {
+constexpr EnumName<Profile> kProfiles[] = {
 #define PTW_X(name, module, mode, unit, file, source) {Profile::name, #name},
 	PTW_WALK_KINDS(PTW_X)
 #undef PTW_X
@@ -38,85 +20,21 @@ constexpr std::pair<Profile, const char *> kProfileList[] = {
 		PTW_PROFILES(PTW_X)
 #undef PTW_X
 };
-constexpr auto kProfiles = std::to_array(kProfileList);
-
-template <typename T, size_t N>
-std::optional<T> lookup(const std::array<std::pair<T, const char *>, N> &a, std::string_view s)
-{
-	for (auto &[v, n] : a)
-		if (s == n)
-			return v;
-	return std::nullopt;
-}
-template <typename T, size_t N>
-const char *rlookup(const std::array<std::pair<T, const char *>, N> &a, T v)
-{
-	for (auto &[x, n] : a)
-		if (x == v)
-			return n;
-	return "?";
-}
-template <typename T, size_t N>
-std::string join(const std::array<std::pair<T, const char *>, N> &a)
-{
-	std::string s;
-	for (auto &[v, n] : a) {
-		if (!s.empty())
-			s += '|';
-		s += n;
-	}
-	return s;
-}
+static_assert(enum_in_order(kProfiles));
 
 } // namespace
 
-std::optional<Backing> parse_backing(std::string_view s)
-{
-	return lookup(kBackings, s);
-}
-std::optional<Victim> parse_victim(std::string_view s)
-{
-	return lookup(kVictims, s);
-}
 std::optional<Profile> parse_profile(std::string_view s)
 {
-	return lookup(kProfiles, s);
-}
-std::optional<FaultRegion> parse_fault_region(std::string_view s)
-{
-	return lookup(kFaultRegions, s);
-}
-const char *name(Backing b)
-{
-	return rlookup(kBackings, b);
-}
-const char *name(Victim v)
-{
-	return rlookup(kVictims, v);
+	return enum_parse(kProfiles, s);
 }
 const char *name(Profile p)
 {
-	return rlookup(kProfiles, p);
-}
-const char *name(FaultRegion f)
-{
-	return rlookup(kFaultRegions, f);
-}
-std::string all_backings()
-{
-	return join(kBackings);
-}
-std::string all_victims()
-{
-	return join(kVictims);
+	return enum_name(kProfiles, p);
 }
 std::string all_profiles()
 {
-	return join(kProfiles);
-}
-std::string all_fault_regions()
-{
-	return join(kFaultRegions);
+	return enum_names(kProfiles);
 }
 
 uint64_t fault_region_address(FaultRegion where, uint64_t base, uint64_t len, uint64_t bytes)

@@ -201,7 +201,7 @@ std::string one_line(const StallValidation &st)
 	snprintf(buf, sizeof(buf),
 		 "validation: victims' clocks vs %s: %llu/%llu slow operations "
 		 "during walks explained, %llu/%llu stalls >= %.1f ms confirmed: %s",
-		 st.view.c_str(), (unsigned long long)st.recalled,
+		 name(st.view), (unsigned long long)st.recalled,
 		 (unsigned long long)st.reference_ops, (unsigned long long)st.confirmed,
 		 (unsigned long long)st.stalls_checked, double(st.threshold_ns) / 1e6,
 		 st.agree ? "agree" : "DISAGREE");
@@ -447,7 +447,7 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 		     const StallsView &second)
 {
 	ValidationInput in2 = in;
-	in2.view = "tracepoint";
+	in2.view = BackendKind::tracepoint;
 	set_view(in2, second);
 	in2.second = nullptr;
 	val.stalls_tracepoint = validate_stalls(in2);
@@ -486,26 +486,26 @@ void check_parts(const StallsView &sv, StallParts &p)
 std::optional<StallParts::Runnable> check_runnable(const StallsView &sv,
 						   const std::vector<VictimEntry> &victims)
 {
-	std::map<std::string, uint64_t> sum; // by name, as listed
+	std::map<Victim, uint64_t> sum; // in the victims' order
 	bool any = false;
 	for (const auto &s : sv.list)
 		if (s.waiter_runnable_ns) {
 			any = true;
 			if (s.waiter.victim) // another waiter has no schedstat of its own
-				sum[name(*s.waiter.victim)] += *s.waiter_runnable_ns;
+				sum[*s.waiter.victim] += *s.waiter_runnable_ns;
 		}
 	if (!any)
 		return std::nullopt;
 	StallParts::Runnable r;
 	r.tolerance_ns = 1000000;
-	for (const auto &[name, total] : sum) {
-		const VictimEntry *v = find_victim(victims, name);
+	for (const auto &[victim, total] : sum) {
+		const VictimEntry *v = find_victim(victims, victim);
 		if (!v || !v->run_delay_ns)
 			continue;
 		r.victims++;
 		if (total > *v->run_delay_ns + r.tolerance_ns) {
 			r.bad++;
-			r.bad_victims.push_back(name);
+			r.bad_victims.push_back(victim);
 		}
 	}
 	return r;
@@ -517,11 +517,11 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		    const KernelView *second)
 {
 	const KernelView &kv = result.kernel_view;
-	const std::string &view = result.backend;
+	const BackendKind view = result.backend;
 	// the second view counts only with stalls of its own
 	const StallsView *second_sv = second && second->stalls ? &*second->stalls : nullptr;
 	Validation val;
-	if (kv.stalls && (view == "tracepoint" || view == "module")) {
+	if (kv.stalls && (view == BackendKind::tracepoint || view == BackendKind::module)) {
 		ValidationInput in;
 		in.view = view;
 		in.ops = ops;
@@ -538,7 +538,8 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 			add_second_view(val, in, *kv.stalls, second_sv ? *second_sv : StallsView{});
 	} else {
 		val.stalls.view = view;
-		val.stalls.skipped = "no kernel view of stalls with the " + view + " backend";
+		val.stalls.skipped =
+			std::string("no kernel view of stalls with the ") + name(view) + " backend";
 	}
 	val.walks = validate_walks(result);
 	if (kv.stalls || second_sv) {

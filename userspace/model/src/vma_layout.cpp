@@ -291,7 +291,7 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 	L.size = double(result.scenario.size_bytes);
 	if (!lay || L.size <= 0)
 		return;
-	if (const VictimEntry *mmap = find_victim(result.victims, "mmap"))
+	if (const VictimEntry *mmap = find_victim(result.victims, Victim::mmap))
 		L.mmap_during = &mmap->during;
 	L.m_vmas = lay->mapping.vmas;
 	L.m_largest = lay->mapping.largest_bytes;
@@ -317,50 +317,6 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 			out.kinds.push_back(estimate_kind(result, *s, kl, L));
 	}
 	result.stall_estimate = std::move(out);
-}
-
-const char *name(EstimateStatus s)
-{
-	switch (s) {
-#define PTW_X(x)                \
-	case EstimateStatus::x: \
-		return #x;
-		PTW_ESTIMATE_STATUSES(PTW_X)
-#undef PTW_X
-	}
-	return "?";
-}
-
-std::optional<EstimateStatus> parse_estimate_status(std::string_view s)
-{
-#define PTW_X(x)     \
-	if (s == #x) \
-		return EstimateStatus::x;
-	PTW_ESTIMATE_STATUSES(PTW_X)
-#undef PTW_X
-	return std::nullopt;
-}
-
-const char *name(MeasuredStallSource s)
-{
-	switch (s) {
-#define PTW_X(x, text)               \
-	case MeasuredStallSource::x: \
-		return text;
-		PTW_MEASURED_STALL_SOURCES(PTW_X)
-#undef PTW_X
-	}
-	return "?";
-}
-
-std::optional<MeasuredStallSource> parse_measured_stall_source(std::string_view s)
-{
-#define PTW_X(x, text) \
-	if (s == text) \
-		return MeasuredStallSource::x;
-	PTW_MEASURED_STALL_SOURCES(PTW_X)
-#undef PTW_X
-	return std::nullopt;
 }
 
 void print_stall_estimates(const StallEstimate &se, FILE *out)

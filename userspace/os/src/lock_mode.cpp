@@ -3,17 +3,19 @@
 
 #include <iterator>
 
+#include "ptwalk/enum_names.hpp"
 #include "ptwalk/module_abi.hpp"
 
 namespace ptwalk {
 
 namespace {
 
-constexpr const char *kNames[] = {
-#define PTW_X(mode, name) name,
+constexpr EnumName<LockMode> kNames[] = {
+#define PTW_X(mode, name) {LockMode::mode, name},
 	PTW_LOCK_MODE_NAMES(PTW_X)
 #undef PTW_X
 };
+static_assert(enum_in_order(kNames));
 
 // the enum is the module's list, in its order
 static_assert(std::size(contract::kLockModes) == std::size(kNames));
@@ -26,15 +28,12 @@ static_assert(contract::kLockModes[size_t(LockMode::mixed)] == "mixed");
 
 const char *name(LockMode m)
 {
-	return size_t(m) < std::size(kNames) ? kNames[size_t(m)] : "?";
+	return enum_name(kNames, m);
 }
 
 std::optional<LockMode> parse_lock_mode(std::string_view s)
 {
-	for (size_t i = 0; i < std::size(kNames); i++)
-		if (s == kNames[i])
-			return LockMode(i);
-	return std::nullopt;
+	return enum_parse(kNames, s);
 }
 
 std::optional<LockMode> module_lock_mode(std::string_view s)

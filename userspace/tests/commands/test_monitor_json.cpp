@@ -41,8 +41,8 @@ MonitorResult trace_result(bool bpf, bool interrupted)
 	MonitorOptions o;
 	o.duration_ns = 3000000000ull;
 	o.min_hold_ns = 1000000;
-	MonitorResult r =
-		monitor_result(bpf ? "bpf" : "tracepoint", o, 111, 3000000222ull, interrupted);
+	MonitorResult r = monitor_result(bpf ? BackendKind::bpf : BackendKind::tracepoint, o, 111,
+					 3000000222ull, interrupted);
 	MonitorTraceResult &t = r.trace.emplace();
 	if (bpf) {
 		t.bpf = BpfLockStats{.events = 10,
@@ -177,7 +177,7 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 	MonitorOptions o;
 	o.duration_ns = 2000000000ull;
 	o.min_hold_ns = 500000;
-	MonitorResult r = monitor_result("module", o, 7, 2000000009ull, false);
+	MonitorResult r = monitor_result(BackendKind::module, o, 7, 2000000009ull, false);
 	const ModuleHold h{
 		.seq = 42,
 		.kind = WalkKind::smaps_rollup,
@@ -237,7 +237,7 @@ TEST(MonitorJson, ModuleResultAsTheOldAssemblyWroteIt)
 
 TEST(MonitorJson, ModuleResultWithoutWalksKeepsAnEmptyArray)
 {
-	MonitorResult r = monitor_result("module", MonitorOptions{}, 0, 0, false);
+	MonitorResult r = monitor_result(BackendKind::module, MonitorOptions{}, 0, 0, false);
 	r.walks.emplace();
 	const Json j = monitor_result_json(r);
 	ASSERT_NE(j.find("walks"), nullptr);

@@ -20,3 +20,12 @@ TEST(MonitorBasis, NamesAreTheResultsValues)
 	EXPECT_STREQ(name(LifeEnd::reused), "reused");
 	EXPECT_STREQ(name(LifeEnd::exec), "exec");
 }
+
+TEST(MonitorBasis, ParsesItsNamesOnly)
+{
+#define PTW_X(b) EXPECT_EQ(parse_basis(name(Basis::b)), Basis::b);
+	PTW_MONITOR_BASES(PTW_X)
+#undef PTW_X
+	EXPECT_FALSE(parse_basis("mm-owner"));
+	EXPECT_FALSE(parse_basis(""));
+}

@@ -121,7 +121,7 @@ RunResult anon_run()
 	r.scenario.profile = Profile::cadvisor;
 	r.scenario.interval_ns = 1000000000;
 	r.scenario.duration_ns = 10000000000ull;
-	r.backend = "tracepoint";
+	r.backend = BackendKind::tracepoint;
 	r.backend_detail = "tp detail";
 	r.kernel.uname = KernelInfo::Uname{"6.1.0-test", "", ""};
 	r.workload.size_start = size(3, uint64_t(1) << 30, 0);
@@ -137,7 +137,7 @@ RunResult anon_run()
 	r.kernel_view.stalls = StallsView{};
 	r.kernel_view.stalls->list = {stall(11, 1000, 2000000), stall(12, 50000000, 3000000)};
 	r.kernel_view.stalls->total = 5;
-	VictimEntry v{"mmap", 11, 12, {}, {}};
+	VictimEntry v{Victim::mmap, 11, 12, {}, {}};
 	for (uint64_t x : {100, 100, 100, 100, 100, 900, 900, 1000, 1000, 5000})
 		v.outside.record(x);
 	v.during.record(200);
@@ -191,7 +191,7 @@ RunResult alias_run()
 	cal.ratio = {{WalkKind::smaps, 0.82}};
 	cal.stall_ratio = {{WalkKind::smaps, 1.1}};
 	a.alias_calibration = cal;
-	a.backend = "module";
+	a.backend = BackendKind::module;
 	a.backend_detail = "ptwalk.ko";
 	a.backend_fallback = "bpf unavailable";
 	a.kernel.uname = KernelInfo::Uname{"6.1.0-test", "", ""};
@@ -222,7 +222,7 @@ RunResult alias_run()
 	a.kernel_view.stalls = StallsView{};
 	a.kernel_view.stalls->list = {stall(11, 1000, 2000000)};
 	a.kernel_view.stalls->complete_above_ns = 1000000;
-	a.victims.push_back({"read", 12, 0, {}, {}});
+	a.victims.push_back({Victim::read, 12, 0, {}, {}});
 	return a;
 }
 
@@ -250,7 +250,7 @@ TEST(ResultGolden, AliasedModuleRunAsAssembledByKeys)
 TEST(ResultGolden, SyscallBackendSkipsTheStallValidation)
 {
 	RunResult s;
-	s.backend = "syscall";
+	s.backend = BackendKind::syscall;
 	s.kernel_view.source = "syscall timing only";
 	add_validation(s, kOps, 0, nullptr);
 	EXPECT_EQ(text(s.validation), golden("syscall_validation.json"));

@@ -509,7 +509,7 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 	s.lock(kTarget, kFault, false, 3000000, 3600000, 3700000);
 	s.feed(acc);
 	RunResult r;
-	r.backend = "tracepoint";
+	r.backend = BackendKind::tracepoint;
 	attribute_stalls(acc, {{WalkKind::clear_refs, kWalker, 500, 5000000}}, {}, r.kernel_view);
 	ASSERT_TRUE(r.kernel_view.stalls);
 	ASSERT_EQ(r.kernel_view.stalls->list.size(), 2u);
@@ -545,8 +545,8 @@ TEST(StallSplit, ValidationChecksPartsAndTableShowsWorst)
 // hold is a bad split; victims without run_delay are not checked.
 TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 {
-	RunResult r;
-	r.backend = "tracepoint";
+	RunResult r{};
+	r.backend = BackendKind::tracepoint;
 	StallsView &sv = r.kernel_view.stalls.emplace();
 	auto stall =
 		[](Victim victim, uint64_t wait, uint64_t held, uint64_t off, uint64_t runnable) {
@@ -565,9 +565,9 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 		   stall(Victim::mmap, 10000000, 9000000, 0, 4000000),
 		   stall(Victim::fault, 8000000, 8000000, 0, 3000000)};
 	VictimEntry mmap, fault;
-	mmap.name = "mmap";
+	mmap.victim = Victim::mmap;
 	mmap.run_delay_ns = 24500000; // 24 ms listed: within 1 ms
-	fault.name = "fault";         // no schedstat: not checked
+	fault.victim = Victim::fault; // no schedstat: not checked
 	r.victims = {mmap, fault};
 	add_validation(r, {}, 0, nullptr);
 	ASSERT_TRUE(r.validation.stall_parts);
@@ -582,7 +582,7 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 	EXPECT_EQ(r.validation.stall_parts->bad, 1u);
 	EXPECT_EQ(r.validation.stall_parts->runnable->bad, 1u);
 	ASSERT_EQ(r.validation.stall_parts->runnable->bad_victims.size(), 1u);
-	EXPECT_EQ(r.validation.stall_parts->runnable->bad_victims[0], "mmap");
+	EXPECT_EQ(r.validation.stall_parts->runnable->bad_victims[0], Victim::mmap);
 	Json::Value j;
 	to_json(j, r.validation);
 	EXPECT_EQ(j["stall_parts"]["runnable_vs_schedstat"]["bad"].get<uint64_t>(), 1u);
@@ -604,8 +604,8 @@ TEST(StallSplit, WaiterRunnableAgainstSchedstat)
 // Within the spread the views agree; beyond it they do not.
 TEST(StallSplit, ViewsAgreeWithinTheModulesClockSpread)
 {
-	RunResult r;
-	r.backend = "module";
+	RunResult r{};
+	r.backend = BackendKind::module;
 	auto stall = [](uint64_t start, uint64_t held, std::optional<uint64_t> spread) {
 		KernelStall s;
 		s.tid = 7;
@@ -635,8 +635,8 @@ TEST(StallSplit, ViewsAgreeWithinTheModulesClockSpread)
 
 TEST(StallSplit, ViewsCompareTheSameStallsSplit)
 {
-	RunResult r;
-	r.backend = "module";
+	RunResult r{};
+	r.backend = BackendKind::module;
 	auto stall = [](int32_t tid, uint64_t start, uint64_t wait, std::optional<uint64_t> held) {
 		KernelStall s;
 		s.tid = tid;

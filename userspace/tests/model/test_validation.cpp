@@ -31,7 +31,7 @@ ViewStall stall(pid_t tid, uint64_t start_ms, uint64_t len_ms)
 TEST(Validation, RecallAndPrecisionAgainstTheVictimsClocks)
 {
 	ValidationInput in;
-	in.view = "module";
+	in.view = BackendKind::module;
 	for (uint64_t i = 0; i < 20; i++) {
 		in.ops.push_back(op(1, 100 * i, 10));
 		in.stalls.push_back(stall(1, 100 * i + 1, 8));
@@ -70,7 +70,7 @@ TEST(Validation, RecallAndPrecisionAgainstTheVictimsClocks)
 TEST(Validation, UpkeepBetweenOperationsConfirmsItsStall)
 {
 	ValidationInput in;
-	in.view = "tracepoint";
+	in.view = BackendKind::tracepoint;
 	for (uint64_t i = 0; i < 9; i++) {
 		in.ops.push_back(op(2, 100 * i, 10));
 		in.stalls.push_back(stall(2, 100 * i + 1, 8));
@@ -94,7 +94,7 @@ TEST(Validation, UpkeepBetweenOperationsConfirmsItsStall)
 TEST(Validation, OperationsThatCannotBeTheWalksAreKeptApart)
 {
 	ValidationInput in;
-	in.view = "tracepoint";
+	in.view = BackendKind::tracepoint;
 	in.ops.push_back(op(1, 0, 10, true, 0));      // did not sleep: preempted
 	in.ops.push_back(op(1, 100, 10, false));      // began before the walk
 	in.ops.push_back(op(1, 200, 10));             // a preempted victim across it
@@ -117,7 +117,7 @@ TEST(Validation, OperationsThatCannotBeTheWalksAreKeptApart)
 TEST(Validation, SecondViewAdjudicatesMisses)
 {
 	ValidationInput in;
-	in.view = "module";
+	in.view = BackendKind::module;
 	in.ops.push_back(op(1, 0, 10));
 	in.ops.push_back(op(1, 100, 10));
 	in.stalls.push_back(stall(1, 1, 8));
@@ -148,7 +148,7 @@ TEST(Validation, SecondViewAdjudicatesMisses)
 TEST(Validation, TruncatedStallListIsADisagreement)
 {
 	ValidationInput in;
-	in.view = "module";
+	in.view = BackendKind::module;
 	in.stalls.push_back(stall(1, 0, 5));
 	in.stalls_total = 10; // nine more, possibly above the threshold
 	in.ops.push_back(op(1, 0, 6));
@@ -159,7 +159,7 @@ TEST(Validation, TruncatedStallListIsADisagreement)
 TEST(Validation, ListCompleteAboveTheThresholdIsNotTruncation)
 {
 	ValidationInput in;
-	in.view = "module";
+	in.view = BackendKind::module;
 	in.stalls.push_back(stall(1, 0, 5));
 	in.stalls_total = 10; // nine more, all below the list's completeness bound
 	in.complete_above_ns = ms;
@@ -173,7 +173,7 @@ TEST(Validation, ListCompleteAboveTheThresholdIsNotTruncation)
 TEST(Validation, LineSaysAgreeOrDisagree)
 {
 	ValidationInput in;
-	in.view = "module";
+	in.view = BackendKind::module;
 	in.ops.push_back(op(1, 0, 10));
 	in.stalls_total = 0;
 	Validation val;

@@ -760,7 +760,7 @@ TEST(TracepointMonitor, HoldsOwnersWaiters)
 TEST(TracepointBackend, SyscallBackendIsTrivial)
 {
 	auto b = make_syscall_backend();
-	EXPECT_EQ(b->name(), "syscall");
+	EXPECT_EQ(b->kind(), BackendKind::syscall);
 	EXPECT_TRUE(b->start(1, {}, 2));
 	b->stop();
 	KernelView kv;
@@ -768,7 +768,7 @@ TEST(TracepointBackend, SyscallBackendIsTrivial)
 	ASSERT_EQ(v.size(), 1u);
 	EXPECT_FALSE(v[0].seen);
 	EXPECT_EQ(view_text(kv), "{\"source\":\"syscall timing only\"}");
-	EXPECT_EQ(make_tracepoint_backend()->name(), "tracepoint");
+	EXPECT_EQ(make_tracepoint_backend()->kind(), BackendKind::tracepoint);
 }
 
 namespace {

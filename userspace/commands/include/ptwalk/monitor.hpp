@@ -19,17 +19,16 @@
 
 namespace ptwalk {
 
-// --backend of `ptwalk monitor`: X(enumerator, name). automatic: module
-// when ptwalk.ko is loaded, else bpf, else tracepoint.
-#define PTW_MONITOR_BACKENDS(X) \
-	X(automatic, "auto") X(module, "module") X(bpf, "bpf") X(tracepoint, "tracepoint")
-enum class MonitorBackend {
-#define PTW_X(e, n) e,
-	PTW_MONITOR_BACKENDS(PTW_X)
-#undef PTW_X
-};
+// --backend of `ptwalk monitor`: automatic (module when ptwalk.ko is
+// loaded, else bpf, else tracepoint), or a backend that monitors
+// (PTW_BACKENDS in result_enums.def, named as it names them).
+#define PTW_MONITOR_BACKEND(e, run, monitor) PTW_IF_##monitor(e, )
+enum class MonitorBackend { automatic, PTW_BACKENDS(PTW_MONITOR_BACKEND) };
+#undef PTW_MONITOR_BACKEND
 const char *name(MonitorBackend b);
 std::optional<MonitorBackend> parse_monitor_backend(std::string_view s);
+// The backend asked for; nullopt for automatic.
+std::optional<BackendKind> backend_kind(MonitorBackend b);
 std::string all_monitor_backends(); // "auto|module|..." for messages
 
 struct MonitorOptions {
@@ -55,7 +54,7 @@ inline constexpr int kMonitorUnsupported = 4;
 
 // A monitor result with what every one starts with (results/SCHEMA.md,
 // ptwalk.monitor/1): the backend, the window and the hold threshold.
-MonitorResult monitor_result(const char *backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
+MonitorResult monitor_result(BackendKind backend, const MonitorOptions &o, uint64_t t0, uint64_t t1,
 			     bool interrupted);
 
 // The module flavour: every walk ptwalk.ko records on the host, with the

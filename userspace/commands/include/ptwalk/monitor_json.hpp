@@ -84,7 +84,7 @@ struct MonitorTraceResult {
 // The whole result: the window and the threshold, then either the trace's
 // part (bpf, tracepoint) or the module's walks.
 struct MonitorResult {
-	std::string backend; // bpf | tracepoint | module
+	BackendKind backend = BackendKind::tracepoint;
 	uint64_t duration_ns = 0, requested_duration_ns = 0;
 	bool interrupted = false;
 	uint64_t start_ns = 0, min_hold_ns = 0;

@@ -9,22 +9,22 @@
 #include <string_view>
 #include <vector>
 
+#include "ptwalk/result_enums.hpp"
 #include "ptwalk/scenario.hpp"
 #include "ptwalk/vma_layout.hpp"
 
 namespace ptwalk {
 
-// --backend of `ptwalk run`: X(enumerator, name). automatic: module when
-// ptwalk.ko is loaded, else tracepoint, else syscall.
-#define PTW_RUN_BACKENDS(X) \
-	X(automatic, "auto") X(module, "module") X(tracepoint, "tracepoint") X(syscall, "syscall")
-enum class RunBackend {
-#define PTW_X(e, n) e,
-	PTW_RUN_BACKENDS(PTW_X)
-#undef PTW_X
-};
+// --backend of `ptwalk run`: automatic (module when ptwalk.ko is loaded,
+// else tracepoint, else syscall), or a backend that runs scenarios
+// (PTW_BACKENDS in result_enums.def, named as it names them).
+#define PTW_RUN_BACKEND(e, run, monitor) PTW_IF_##run(e, )
+enum class RunBackend { automatic, PTW_BACKENDS(PTW_RUN_BACKEND) };
+#undef PTW_RUN_BACKEND
 const char *name(RunBackend b);
 std::optional<RunBackend> parse_run_backend(std::string_view s);
+// The backend asked for; nullopt for automatic.
+std::optional<BackendKind> backend_kind(RunBackend b);
 std::string all_run_backends(); // "auto|module|..." for messages
 
 struct RunOptions {

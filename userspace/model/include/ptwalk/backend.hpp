@@ -17,6 +17,7 @@
 
 #include "ptwalk/kernel_view.hpp"
 #include "ptwalk/lock_mode.hpp"
+#include "ptwalk/result_enums.hpp"
 #include "ptwalk/scenario.hpp"
 #include "ptwalk/walk_kinds.hpp"
 
@@ -61,8 +62,8 @@ struct WalkKernelView {
 
 struct Backend {
 	virtual ~Backend() = default;
-	// "syscall", "tracepoint" or "module".
-	virtual std::string name() const = 0;
+	// syscall, tracepoint or module.
+	virtual BackendKind kind() const = 0;
 	// One line: what is in use, or why something is missing.
 	virtual std::string detail() const = 0;
 	// Begin observing. target = the workload's tgid; threads = its watched

@@ -15,6 +15,7 @@
 
 #include "ptwalk/hold_kind.hpp"
 #include "ptwalk/prom.hpp"
+#include "ptwalk/result_enums.hpp"
 
 namespace ptwalk {
 
@@ -26,7 +27,7 @@ struct MonitorHealth {
 	uint64_t probes = 0;      // /proc/PID/cmdline probes done
 	uint64_t probe_facts = 0; // probes whose lock event was seen
 	uint64_t fd_scans = 0;    // walker fd tables read
-	std::string backend = "tracepoint";
+	BackendKind backend = BackendKind::tracepoint;
 	// bpf: the programs' run time in the kernel (-1: not counted)
 	int64_t kernel_run_ns = -1;
 };

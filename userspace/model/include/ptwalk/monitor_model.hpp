@@ -19,6 +19,7 @@
 #include "ptwalk/hold_kind.hpp"
 #include "ptwalk/json.hpp"
 #include "ptwalk/mmap_lock_trace.hpp"
+#include "ptwalk/result_enums.hpp"
 
 namespace ptwalk {
 
@@ -87,17 +88,7 @@ std::vector<MonitoredHold> analyze_holds(const HoldCollector &c, size_t max_wait
 // (The syscalls:sys_enter_openat tracepoint carries a user pointer, not the
 // path, on the kernels we run; so paths come from the fd table.)
 
-// How the monitor knows a walk's target ("basis" in its results): a probe,
-// mm_owner (the kernel's mm->owner, read by the bpf backend), the walker's
-// fd_table, the mm's teardown by its owner's exit or exec, unknown, or
-// module (ptwalk.ko named it: the module flavour).
-#define PTW_MONITOR_BASES(X) X(probe) X(mm_owner) X(fd_table) X(exit) X(exec) X(unknown) X(module)
-enum class Basis {
-#define PTW_X(b) b,
-	PTW_MONITOR_BASES(PTW_X)
-#undef PTW_X
-};
-const char *name(Basis b);
+// How the monitor knows a walk's target: Basis (result_enums.hpp).
 // How an mm's life ended.
 enum class LifeEnd { exit, exec, reused };
 const char *name(LifeEnd e);

@@ -121,7 +121,7 @@ struct KindSummary {
 
 // One "victims" member: a victim's latencies outside and during walks.
 struct VictimEntry {
-	std::string name;
+	Victim victim = Victim::read;
 	int32_t tid = 0;
 	uint64_t ops = 0;
 	Histogram outside, during;
@@ -146,7 +146,7 @@ struct UnconfirmedStall {
 // "validation.stalls": one view's stalls against the victims' clocks
 // (validation.hpp says how).
 struct StallValidation {
-	std::string view;
+	BackendKind view = BackendKind::tracepoint;
 	std::optional<std::string> skipped; // no view of stalls: why, and nothing else
 	uint64_t threshold_ns = 0, reference_ops = 0, reference_ops_dropped = 0;
 	uint64_t slow_not_slept = 0, began_before_walk = 0, began_before_walk_recalled = 0;
@@ -199,7 +199,7 @@ struct StallParts {
 	struct Runnable {
 		uint64_t victims = 0, bad = 0;
 		uint64_t tolerance_ns = 0;
-		std::vector<std::string> bad_victims;
+		std::vector<Victim> bad_victims;
 	};
 	std::optional<Runnable> runnable;
 };
@@ -224,7 +224,8 @@ struct RunResult {
 	std::optional<AliasCalibration> alias_calibration; // the alias backing
 	std::optional<std::string> interrupted, error;
 	ScenarioInfo scenario;
-	std::string backend, backend_detail;
+	BackendKind backend = BackendKind::syscall;
+	std::string backend_detail;
 	std::optional<std::string> backend_fallback;
 	WorkloadInfo workload;
 	SelfMemory self_memory;
@@ -242,7 +243,7 @@ struct RunResult {
 
 // The kind's summary or victim by name; nullptr when there is none.
 const KindSummary *find_kind(const std::vector<KindSummary> &s, WalkKind kind);
-const VictimEntry *find_victim(const std::vector<VictimEntry> &v, std::string_view name);
+const VictimEntry *find_victim(const std::vector<VictimEntry> &v, Victim victim);
 
 void to_json(Json::Value &j, const ScenarioInfo &s);
 void to_json(Json::Value &j, const LayoutSummary &l);

@@ -8,21 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "ptwalk/result_enums.hpp"
 #include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
 
-// alias: one memfd of `physical` bytes mapped again and again to build
-// incident-scale page tables on a small host; zeropage: anonymous memory
-// read-faulted so every PTE maps the zero page (a lower bound: walks skip
-// non-normal pages).
-enum class Backing { anon, thp, shmem, file, hugetlb, alias, zeropage };
-enum class Victim { read, write, fault, mmap };
-// Where the fault victim maps its region: any (where mmap puts it), or
-// below / above the walked mapping. A walk visits VMAs in address order,
-// so the placement decides when the walk reaches the victim's VMA (on
-// 6.12, clear_refs write-locks each VMA it reaches until the walk ends).
-enum class FaultRegion { any, below, above };
+// Backing, Victim, FaultRegion: result_enums.hpp.
 // Every walk kind (walk_kinds.def), then the profiles of several kinds.
 enum class Profile {
 #define PTW_X(name, module, mode, unit, file, source) name,
@@ -43,18 +34,9 @@ constexpr Profile profile_of(WalkKind k)
 	return Profile(size_t(k));
 }
 
-std::optional<Backing> parse_backing(std::string_view s);
-std::optional<Victim> parse_victim(std::string_view s);
 std::optional<Profile> parse_profile(std::string_view s);
-std::optional<FaultRegion> parse_fault_region(std::string_view s);
-const char *name(Backing b);
-const char *name(Victim v);
 const char *name(Profile p);
-const char *name(FaultRegion f);
-std::string all_backings(); // "anon|thp|..." for messages
-std::string all_victims();
-std::string all_profiles();
-std::string all_fault_regions();
+std::string all_profiles(); // "clear_refs|..." for messages
 
 // The kinds of walk a profile performs, in order, per interval.
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.

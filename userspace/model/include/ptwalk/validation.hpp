@@ -50,11 +50,11 @@ struct ViewStall {
 };
 
 struct ValidationInput {
-	std::string view;              // "tracepoint" or "module"
-	std::vector<VictimOp> ops;     // the victims' slow operations
-	uint64_t ops_dropped = 0;      // slow operations not kept
-	std::vector<ViewStall> stalls; // attributed stalls (all or the largest)
-	uint64_t stalls_total = 0;     // attributed stalls in all
+	BackendKind view = BackendKind::tracepoint; // tracepoint or module
+	std::vector<VictimOp> ops;                  // the victims' slow operations
+	uint64_t ops_dropped = 0;                   // slow operations not kept
+	std::vector<ViewStall> stalls;              // attributed stalls (all or the largest)
+	uint64_t stalls_total = 0;                  // attributed stalls in all
 	// the list holds every attributed stall of this many ns or more
 	// (kernel_view "stalls_complete_above_ns"; absent: only what it shows)
 	uint64_t complete_above_ns = UINT64_MAX;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptwalk/result_enums.hpp"
 #include "ptwalk/walk_kinds.hpp"
 
 namespace ptwalk {
@@ -86,33 +87,6 @@ uint64_t hold_bytes(LockUnit u, uint64_t mapping_bytes, uint64_t vmas, uint64_t 
 // record) records and walks one more that does not fit (shown again by the
 // next read). record_bytes = 0: an assumed 1.5 KiB record.
 uint64_t smaps_vmas_per_read(double record_bytes);
-
-// How a kind's stall estimate was made ("status" in the results): for
-// distinct pages as measured, corrected by the alias calibration's ratios,
-// a range of its factors, or the aliased cost uncorrected.
-#define PTW_ESTIMATE_STATUSES(X) X(distinct) X(corrected) X(range) X(uncorrected)
-enum class EstimateStatus : uint8_t {
-#define PTW_X(s) s,
-	PTW_ESTIMATE_STATUSES(PTW_X)
-#undef PTW_X
-};
-const char *name(EstimateStatus s);
-// A results' name back; nullopt for anything else.
-std::optional<EstimateStatus> parse_estimate_status(std::string_view s);
-
-// Where a kind's measured stall is from ("measured_stall_source"): the
-// backend's attribution, or the mmap victim's worst during walks.
-#define PTW_MEASURED_STALL_SOURCES(X)                                 \
-	X(backend, "backend attribution (walk_summary.max_stall_ns)") \
-	X(mmap_victim, "mmap victim, max during walks")
-enum class MeasuredStallSource : uint8_t {
-#define PTW_X(s, text) s,
-	PTW_MEASURED_STALL_SOURCES(PTW_X)
-#undef PTW_X
-};
-const char *name(MeasuredStallSource s);
-// A results' text back; nullopt for anything else.
-std::optional<MeasuredStallSource> parse_measured_stall_source(std::string_view s);
 
 // "stall_estimate": per kind the lock unit and its source, the measured
 // (aliased) stall, the model's hold for the measured layout and for the
