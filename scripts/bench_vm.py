@@ -294,7 +294,7 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
                 if st is None:
                     continue
                 print(f"  attribution agreement ({k.name}, {x.accel}): {kind}, "
-                      f"{st.view} vs victims' clocks: recall "
+                      f"{st.view.value if st.view else None} vs victims' clocks: recall "
                       f"{st.recalled}/{st.reference_ops}, precision "
                       f"{st.confirmed}/{st.stalls_checked} (target >= 95% each)")
     return 0

@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Writes scripts/ptwalk_report/walk_kinds.py from the one definition of the
 walk kinds and scanner profiles, userspace/model/include/ptwalk/walk_kinds.def,
-and of the lock modes, userspace/os/include/ptwalk/lock_modes.def (the C++
-library includes both). --check: exit 1 when the written module differs from
-what the definitions give (scripts/tests/test_walk_kinds.py)."""
+and of the lock modes, userspace/os/include/ptwalk/lock_modes.def, and
+scripts/ptwalk_report/result_enums.py from that of the results' other
+enumerations, userspace/model/include/ptwalk/result_enums.def (the C++
+library includes all three). --check: exit 1 when a written module differs
+from what the definitions give (scripts/tests/test_walk_kinds.py)."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -16,6 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 DEF = REPO / "userspace" / "model" / "include" / "ptwalk" / "walk_kinds.def"
 LOCK_MODES_DEF = REPO / "userspace" / "os" / "include" / "ptwalk" / "lock_modes.def"
 OUT = REPO / "scripts" / "ptwalk_report" / "walk_kinds.py"
+ENUMS_DEF = REPO / "userspace" / "model" / "include" / "ptwalk" / "result_enums.def"
+ENUMS_OUT = REPO / "scripts" / "ptwalk_report" / "result_enums.py"
 
 
 @dataclass(frozen=True)
@@ -155,18 +160,100 @@ def render(t: Table) -> str:
     return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class ResultEnums:
+    backends: tuple[tuple[str, bool, bool], ...]  # (name, run uses it, monitor does)
+    # (the Python class, its docstring, ((member, its text in the JSON), ...))
+    lists: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]
+
+
+# result_enums.def's lists of plain names: (macro, Python class, docstring)
+PLAIN_LISTS = (
+    ("PTW_BACKINGS", "Backing", "The scenario's memory (scenario.backing)."),
+    ("PTW_VICTIMS", "VictimName", "A victim (scenario.victims, victims' keys, a stall's victim)."),
+    ("PTW_FAULT_REGIONS", "FaultRegion", "Where the fault victim maps (scenario.fault_region)."),
+    ("PTW_ESTIMATE_STATUSES", "EstimateStatus",
+     "How a kind's stall estimate was made (stall_estimate.kinds.KIND.status)."),
+    ("PTW_MONITOR_BASES", "MonitorBasis",
+     "How the monitor knows a walk's target (a hold's target.basis)."),
+)
+
+
+def parse_result_enums(text: str) -> ResultEnums:
+    backends = tuple((n, r == "1", m == "1") for n, r, m in
+                     re.findall(r"\bX\((\w+),\s*([01]),\s*([01])\)",
+                                _body(text, "PTW_BACKENDS", ENUMS_DEF)))
+    if not backends:
+        raise ValueError(f"{ENUMS_DEF.name}: PTW_BACKENDS lists nothing")
+    lists = []
+    for macro, cls, doc in PLAIN_LISTS:
+        names = tuple(re.findall(r"\bX\((\w+)\)", _body(text, macro, ENUMS_DEF)))
+        if not names:
+            raise ValueError(f"{ENUMS_DEF.name}: {macro} lists nothing")
+        lists.append((cls, doc, tuple((n, n) for n in names)))
+    sources = tuple(re.findall(r'\bX\((\w+),\s*"([^"]+)"\)',
+                               _body(text, "PTW_MEASURED_STALL_SOURCES", ENUMS_DEF)))
+    if not sources:
+        raise ValueError(f"{ENUMS_DEF.name}: PTW_MEASURED_STALL_SOURCES lists nothing")
+    lists.append(("MeasuredStallSource",
+                  "Where a kind's measured stall is from (measured_stall_source).",
+                  sources))
+    for cls, _, members in lists + [("Backend", "", tuple((n, n) for n, _, _ in backends))]:
+        n = len(members)
+        if len({m for m, _ in members}) != n or len({t for _, t in members}) != n:
+            raise ValueError(f"{ENUMS_DEF.name}: {cls}: a name or text listed twice")
+    return ResultEnums(backends, tuple(lists))
+
+
+def _enum(cls: str, doc: str, members: tuple[tuple[str, str], ...]) -> list[str]:
+    return ["", "", f"class {cls}(enum.Enum):", f'    """{doc}"""',
+            *(f'    {m} = "{t}"' for m, t in members)]
+
+
+def render_result_enums(e: ResultEnums) -> str:
+    out = [
+        "# SPDX-License-Identifier: GPL-2.0",
+        '"""The enumerations of ptwalk\'s results and of the monitor\'s JSON beyond',
+        "the walk kinds, lock modes and units of walk_kinds.py, written by",
+        "scripts/gen_walk_kinds.py from their one definition,",
+        "userspace/model/include/ptwalk/result_enums.def: do not edit",
+        "(scripts/tests/test_walk_kinds.py fails when it drifts). Each member's",
+        'value is its text in the JSON (results/SCHEMA.md)."""',
+        "from __future__ import annotations",
+        "",
+        "import enum",
+    ]
+    out += _enum("Backend", "The kernel view a result was measured with (backend).",
+                 tuple((n, n) for n, run, _ in e.backends if run))
+    out += _enum("MonitorBackend", "The kernel view of a monitor's JSON (backend).",
+                 tuple((n, n) for n, _, mon in e.backends if mon))
+    for cls, doc, members in e.lists:
+        out += _enum(cls, doc, members)
+    return "\n".join(out) + "\n"
+
+
+def outputs() -> list[tuple[Path, Path, str]]:
+    """(module, its definition, what the definitions give)."""
+    return [(OUT, DEF, render(parse(DEF.read_text(encoding="utf-8")))),
+            (ENUMS_OUT, ENUMS_DEF,
+             render_result_enums(parse_result_enums(ENUMS_DEF.read_text(encoding="utf-8"))))]
+
+
 def main(argv: list[str]) -> int:
-    want = render(parse(DEF.read_text(encoding="utf-8")))
     if argv[1:] == ["--check"]:
-        if OUT.read_text(encoding="utf-8") != want:
-            print(f"{OUT.relative_to(REPO)} differs from {DEF.relative_to(REPO)}: "
-                  f"run scripts/gen_walk_kinds.py", file=sys.stderr)
-            return 1
-        return 0
+        rc = 0
+        for out, src, want in outputs():
+            if out.read_text(encoding="utf-8") != want:
+                print(f"{os.path.relpath(out, REPO)} differs from "
+                      f"{os.path.relpath(src, REPO)}: run scripts/gen_walk_kinds.py",
+                      file=sys.stderr)
+                rc = 1
+        return rc
     if argv[1:]:
         print("usage: gen_walk_kinds.py [--check]", file=sys.stderr)
         return 2
-    OUT.write_text(want, encoding="utf-8")
+    for out, _, want in outputs():
+        out.write_text(want, encoding="utf-8")
     return 0
 
 

@@ -1,19 +1,31 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The enumerations of a ptwalk.result/1 document beyond the walk kinds,
-lock modes and units of walk_kinds.py: each member's value is its text in
-the JSON (results/SCHEMA.md)."""
+"""The enumerations of ptwalk's results and of the monitor's JSON beyond
+the walk kinds, lock modes and units of walk_kinds.py, written by
+scripts/gen_walk_kinds.py from their one definition,
+userspace/model/include/ptwalk/result_enums.def: do not edit
+(scripts/tests/test_walk_kinds.py fails when it drifts). Each member's
+value is its text in the JSON (results/SCHEMA.md)."""
 from __future__ import annotations
 
 import enum
 
 
 class Backend(enum.Enum):
+    """The kernel view a result was measured with (backend)."""
     module = "module"
     tracepoint = "tracepoint"
     syscall = "syscall"
 
 
+class MonitorBackend(enum.Enum):
+    """The kernel view of a monitor's JSON (backend)."""
+    module = "module"
+    bpf = "bpf"
+    tracepoint = "tracepoint"
+
+
 class Backing(enum.Enum):
+    """The scenario's memory (scenario.backing)."""
     anon = "anon"
     thp = "thp"
     shmem = "shmem"
@@ -24,24 +36,40 @@ class Backing(enum.Enum):
 
 
 class VictimName(enum.Enum):
+    """A victim (scenario.victims, victims' keys, a stall's victim)."""
     read = "read"
     write = "write"
     fault = "fault"
     mmap = "mmap"
 
 
+class FaultRegion(enum.Enum):
+    """Where the fault victim maps (scenario.fault_region)."""
+    any = "any"
+    below = "below"
+    above = "above"
+
+
 class EstimateStatus(enum.Enum):
+    """How a kind's stall estimate was made (stall_estimate.kinds.KIND.status)."""
     distinct = "distinct"
     corrected = "corrected"
     range = "range"
     uncorrected = "uncorrected"
 
 
-class Accel(enum.Enum):
-    tcg = "tcg"
-    kvm = "kvm"
+class MonitorBasis(enum.Enum):
+    """How the monitor knows a walk's target (a hold's target.basis)."""
+    probe = "probe"
+    mm_owner = "mm_owner"
+    fd_table = "fd_table"
+    exit = "exit"
+    exec = "exec"
+    unknown = "unknown"
+    module = "module"
 
 
-class GuestClock(enum.Enum):
-    realtime = "realtime"
-    icount = "icount"
+class MeasuredStallSource(enum.Enum):
+    """Where a kind's measured stall is from (measured_stall_source)."""
+    backend = "backend attribution (walk_summary.max_stall_ns)"
+    mmap_victim = "mmap victim, max during walks"

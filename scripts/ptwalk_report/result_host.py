@@ -4,10 +4,21 @@ host (and a ptwalk-vm guest), the workload's size and the tool's own
 memory (results/SCHEMA.md); result_types.Result holds them."""
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
-from .result_enums import Accel, GuestClock
 from .result_json import _kind, _Obj
+
+
+# the guest's accelerator and clock, as scripts/ptwalk_vm writes them
+class Accel(enum.Enum):
+    tcg = "tcg"
+    kvm = "kvm"
+
+
+class GuestClock(enum.Enum):
+    realtime = "realtime"
+    icount = "icount"
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .result_enums import Accel, Backend, Backing, EstimateStatus, GuestClock, VictimName
-from .result_host import GuestVm, Host, Kernel, MeasuredOn, SelfMemory, WalkSize, Workload
+from .result_enums import (Backend, Backing, EstimateStatus, FaultRegion, MeasuredStallSource,
+                           VictimName)
+from .result_host import (Accel, GuestClock, GuestVm, Host, Kernel, MeasuredOn, SelfMemory,
+                          WalkSize, Workload)
 from .result_json import InputError, ResultError, T, _Obj
 from .walk_kinds import LockMode, LockUnit, Profile, WalkKind, WalkLockMode
 
-__all__ = ["Accel", "Backend", "Backing", "EstimateStatus", "GuestClock", "GuestVm", "Host",
-           "InputError", "Kernel", "MeasuredOn", "ResultError", "SelfMemory", "VictimName",
-           "WalkLockMode", "WalkSize", "Workload"]
+__all__ = ["Accel", "Backend", "Backing", "EstimateStatus", "FaultRegion", "GuestClock", "GuestVm",
+           "Host", "InputError", "Kernel", "MeasuredOn", "MeasuredStallSource", "ResultError",
+           "SelfMemory", "VictimName", "WalkLockMode", "WalkSize", "Workload"]
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ class KernelView:
 
 @dataclass(frozen=True)
 class StallValidation:
-    view: str | None = None
+    view: Backend | None = None
     skipped: str | None = None
     threshold_ns: int | None = None
     reference_ops: int | None = None
@@ -244,7 +246,7 @@ class StallValidation:
 
     @staticmethod
     def parse(o: _Obj) -> StallValidation:
-        return StallValidation(o.opt_str("view"), o.opt_str("skipped"),
+        return StallValidation(o.opt_enum("view", Backend), o.opt_str("skipped"),
                                o.opt_int("threshold_ns"), o.opt_int("reference_ops"),
                                o.opt_int("recalled"), o.opt_float("recall"),
                                o.opt_int("stalls_checked"), o.opt_int("confirmed"),
@@ -357,7 +359,7 @@ class KindEstimate:
     measured_hold_bytes: int | None = None
     layout_hold_bytes: int | None = None
     model_stall_max_ns: int | None = None
-    measured_stall_source: str | None = None
+    measured_stall_source: MeasuredStallSource | None = None
     measured_stall_max_ns: int | None = None
     model_check_ratio: float | None = None
     status: EstimateStatus | None = None
@@ -374,7 +376,8 @@ class KindEstimate:
             o.enum("lock_unit", LockUnit), o.opt_enum("lock_mode", LockMode),
             o.opt_str("source"), o.opt_bool("layout_dependent"), o.opt_float("vmas_per_read"),
             o.opt_int("measured_hold_bytes"), o.opt_int("layout_hold_bytes"),
-            o.opt_int("model_stall_max_ns"), o.opt_str("measured_stall_source"),
+            o.opt_int("model_stall_max_ns"),
+            o.opt_enum("measured_stall_source", MeasuredStallSource),
             o.opt_int("measured_stall_max_ns"), o.opt_float("model_check_ratio"),
             o.opt_enum("status", EstimateStatus), o.opt_str("why"), o.opt_float("factor"),
             o.opt_int("estimate_max_ns"), o.opt_int("estimate_p50_ns"),
@@ -423,7 +426,7 @@ class Scenario:
     op_interval_ns: int | None = None
     populate_threads: int | None = None
     dir: str | None = None
-    fault_region: str | None = None
+    fault_region: FaultRegion | None = None
 
     @staticmethod
     def parse(o: _Obj) -> Scenario:
@@ -434,7 +437,7 @@ class Scenario:
                         o.opt_int("physical_bytes"), o.opt_int("alias_factor"),
                         o.opt_int("interval_ns"), o.opt_int("duration_ns"),
                         o.opt_int("op_interval_ns"), o.opt_int("populate_threads"),
-                        o.opt_str("dir"), o.opt_str("fault_region"))
+                        o.opt_str("dir"), o.opt_enum("fault_region", FaultRegion))
 
     @property
     def planned_walk_intervals(self) -> int:

@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
 """userspace/model/include/ptwalk/walk_kinds.def is the one definition of the
 walk kinds and scanner profiles, userspace/os/include/ptwalk/lock_modes.def
-that of the lock modes: the C++ library includes them (their facts are
-checked against module/ptwalk_abi.h at compile time), the Python tools read
-scripts/ptwalk_report/walk_kinds.py, written from them. These checks fail
-when the Python module drifts from them or when code lists kinds by hand
-again."""
+that of the lock modes, userspace/model/include/ptwalk/result_enums.def that
+of the backends, the monitor's basis values and the results' other
+enumerations: the C++ library includes them (their facts are checked
+against module/ptwalk_abi.h at compile time), the Python tools read
+scripts/ptwalk_report/walk_kinds.py and result_enums.py, written from them.
+These checks fail when the Python modules drift from them or when code
+lists kinds, backends or basis values by hand again."""
 from __future__ import annotations
 
 import re
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 
@@ -19,13 +22,56 @@ import ptwalk_abi
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import gen_walk_kinds  # noqa: E402
-from ptwalk_report import walk_kinds  # noqa: E402
+from ptwalk_report import result_enums, walk_kinds  # noqa: E402
 
 
-def test_the_python_module_is_the_definitions() -> None:
+def test_the_python_modules_are_the_definitions() -> None:
     want = gen_walk_kinds.render(gen_walk_kinds.parse(gen_walk_kinds.DEF.read_text()))
     assert gen_walk_kinds.OUT.read_text() == want, "run scripts/gen_walk_kinds.py"
+    want = gen_walk_kinds.render_result_enums(
+        gen_walk_kinds.parse_result_enums(gen_walk_kinds.ENUMS_DEF.read_text()))
+    assert gen_walk_kinds.ENUMS_OUT.read_text() == want, "run scripts/gen_walk_kinds.py"
     assert gen_walk_kinds.main(["gen_walk_kinds.py", "--check"]) == 0
+
+
+def test_a_drifted_module_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "result_enums.py"
+    out.write_text(gen_walk_kinds.ENUMS_OUT.read_text().replace('    bpf = "bpf"\n', ""))
+    monkeypatch.setattr(gen_walk_kinds, "ENUMS_OUT", out)
+    assert gen_walk_kinds.main(["gen_walk_kinds.py", "--check"]) == 1
+    assert "result_enums.py differs from" in capsys.readouterr().err
+
+
+def test_backends_and_results_enums_are_the_definitions() -> None:
+    e = gen_walk_kinds.parse_result_enums(gen_walk_kinds.ENUMS_DEF.read_text())
+    # what ptwalk run and ptwalk monitor can use, in their --backend order
+    assert [n for n, run, _ in e.backends if run] == ["module", "tracepoint", "syscall"]
+    assert [n for n, _, mon in e.backends if mon] == ["module", "bpf", "tracepoint"]
+    assert [b.value for b in result_enums.Backend] == ["module", "tracepoint", "syscall"]
+    assert [b.value for b in result_enums.MonitorBackend] == ["module", "bpf", "tracepoint"]
+    lists = {cls: [t for _, t in members] for cls, _, members in e.lists}
+    for cls, texts in lists.items():
+        assert [m.value for m in getattr(result_enums, cls)] == texts, cls
+    assert lists["MonitorBasis"] == ["probe", "mm_owner", "fd_table", "exit", "exec",
+                                     "unknown", "module"]
+    assert result_enums.MeasuredStallSource.mmap_victim.value == "mmap victim, max during walks"
+    for bad in ("ebpf", "auto", "Module"):
+        with pytest.raises(ValueError, match="not a valid Backend"):
+            result_enums.Backend(bad)
+
+
+def test_a_broken_enum_definition_is_refused() -> None:
+    text = gen_walk_kinds.ENUMS_DEF.read_text()
+    with pytest.raises(ValueError, match="PTW_BACKENDS"):
+        gen_walk_kinds.parse_result_enums(text.replace("#define PTW_BACKENDS",
+                                                       "#define PTW_BACKENDZ"))
+    with pytest.raises(ValueError, match="listed twice"):
+        gen_walk_kinds.parse_result_enums(text.replace("X(mm_owner)", "X(probe)"))
+    with pytest.raises(ValueError, match="PTW_VICTIMS lists nothing"):
+        gen_walk_kinds.parse_result_enums(text.replace(
+            "#define PTW_VICTIMS(X) X(read) X(write) X(fault) X(mmap)",
+            "#define PTW_VICTIMS(X) Y(read)"))
 
 
 def test_the_table_parses() -> None:
@@ -82,11 +128,17 @@ def test_module_kinds_and_modes_are_the_modules() -> None:
     assert {f.lock_mode.value for f in facts.values()} <= set(c.lock_modes)
 
 
-# A hand list: three or more distinct kind names as string literals within
-# three lines of code. Data (results/, deploy/), the tests, the definition
-# and its generated module are not code that may list them.
-KIND_LITERAL = re.compile(r"""["'](%s)["']""" % "|".join(
-    sorted((k.value for k in walk_kinds.WalkKind), key=len, reverse=True)))
+# A hand list: three or more distinct names of one list as string literals
+# within three lines of code. Data (results/, deploy/), the tests, the
+# definitions and their generated modules are not code that may list them.
+def literal(names: Iterable[str]) -> re.Pattern[str]:
+    return re.compile(r"""["'](%s)["']""" % "|".join(sorted(set(names), key=len, reverse=True)))
+
+
+KIND_LITERAL = literal(k.value for k in walk_kinds.WalkKind)
+BACKEND_LITERAL = literal([b.value for b in result_enums.Backend]
+                          + [b.value for b in result_enums.MonitorBackend])
+BASIS_LITERAL = literal(b.value for b in result_enums.MonitorBasis)
 # selections named after kinds, not lists of the kinds
 ALLOWED = {
     "module/ptwalk_abi.h": "the module's contract, PTW_KINDS (checked against the table above)",
@@ -94,10 +146,10 @@ ALLOWED = {
 }
 
 
-def hand_lists(text: str) -> list[int]:
+def hand_lists(text: str, names: re.Pattern[str] = KIND_LITERAL) -> list[int]:
     lines = text.splitlines()
     return [i + 1 for i in range(len(lines))
-            if len(set(KIND_LITERAL.findall("\n".join(lines[i:i + 3])))) >= 3]
+            if len(set(names.findall("\n".join(lines[i:i + 3])))) >= 3]
 
 
 def code_files() -> list[Path]:
@@ -112,17 +164,24 @@ def code_files() -> list[Path]:
     return sorted(f for f in out
                   if not str(f.relative_to(REPO)).startswith(skip)
                   and "build" not in f.relative_to(REPO).parts
-                  and f != gen_walk_kinds.OUT)
+                  and f not in (gen_walk_kinds.OUT, gen_walk_kinds.ENUMS_OUT))
 
 
-def test_no_kind_is_listed_outside_the_definition() -> None:
+@pytest.mark.parametrize("what,names,allowed,definition", [
+    ("walk kinds", KIND_LITERAL, ALLOWED, "walk_kinds.def"),
+    ("backends", BACKEND_LITERAL, {}, "result_enums.def"),
+    ("basis values", BASIS_LITERAL, {}, "result_enums.def"),
+])
+def test_nothing_is_listed_outside_its_definition(what: str, names: re.Pattern[str],
+                                                  allowed: dict[str, str],
+                                                  definition: str) -> None:
     found = []
     for f in code_files():
         rel = str(f.relative_to(REPO))
-        if rel in ALLOWED:
+        if rel in allowed:
             continue
-        found += [f"{rel}:{n}" for n in hand_lists(f.read_text(errors="replace"))]
-    assert not found, f"walk kinds listed by hand (use walk_kinds.def): {found}"
+        found += [f"{rel}:{n}" for n in hand_lists(f.read_text(errors="replace"), names)]
+    assert not found, f"{what} listed by hand (use {definition}): {found}"
 
 
 def test_the_hand_list_check_finds_one() -> None:
@@ -131,3 +190,7 @@ def test_the_hand_list_check_finds_one() -> None:
     assert hand_lists('if (k == "clear_refs" || k == "clear_refs_anon" ||\n'
                       '    k == "softdirty")') == [1]
     assert hand_lists('a = "smaps"\nb = "clear_refs"\n\n\nc = "pagemap"') == []
+    assert hand_lists('if b in ("module", "tracepoint", "syscall"):', BACKEND_LITERAL) == [1]
+    assert hand_lists('{"bpf", "module",\n "tracepoint"}', BACKEND_LITERAL) == [1]
+    assert hand_lists('basis in ("exit", "fd_table", "probe")', BASIS_LITERAL) == [1]
+    assert hand_lists('b = "module"\nc = "bpf"', BACKEND_LITERAL) == []
