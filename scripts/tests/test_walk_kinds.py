@@ -132,13 +132,15 @@ def test_module_kinds_and_modes_are_the_modules() -> None:
 # within three lines of code. Data (results/, deploy/), the tests, the
 # definitions and their generated modules are not code that may list them.
 def literal(names: Iterable[str]) -> re.Pattern[str]:
-    return re.compile(r"""["'](%s)["']""" % "|".join(sorted(set(names), key=len, reverse=True)))
+    return re.compile(r"""["'](%s)["']""" % "|".join(
+        re.escape(n) for n in sorted(set(names), key=len, reverse=True)))
 
 
 KIND_LITERAL = literal(k.value for k in walk_kinds.WalkKind)
 BACKEND_LITERAL = literal([b.value for b in result_enums.Backend]
                           + [b.value for b in result_enums.MonitorBackend])
 BASIS_LITERAL = literal(b.value for b in result_enums.MonitorBasis)
+LOCK_MODE_LITERAL = literal([m.value for m in walk_kinds.WalkLockMode] + ["mixed"])
 # selections named after kinds, not lists of the kinds
 ALLOWED = {
     "module/ptwalk_abi.h": "the module's contract, PTW_KINDS (checked against the table above)",
@@ -171,6 +173,10 @@ def code_files() -> list[Path]:
     ("walk kinds", KIND_LITERAL, ALLOWED, "walk_kinds.def"),
     ("backends", BACKEND_LITERAL, {}, "result_enums.def"),
     ("basis values", BASIS_LITERAL, {}, "result_enums.def"),
+    ("lock modes", LOCK_MODE_LITERAL, {
+        "module/ptwalk_abi.h": "the module's contract, PTW_LOCK_MODES",
+        "userspace/os/src/lock_mode.cpp": "checks the module's list at compile time"},
+     "lock_modes.def"),
 ])
 def test_nothing_is_listed_outside_its_definition(what: str, names: re.Pattern[str],
                                                   allowed: dict[str, str],
@@ -194,3 +200,4 @@ def test_the_hand_list_check_finds_one() -> None:
     assert hand_lists('{"bpf", "module",\n "tracepoint"}', BACKEND_LITERAL) == [1]
     assert hand_lists('basis in ("exit", "fd_table", "probe")', BASIS_LITERAL) == [1]
     assert hand_lists('b = "module"\nc = "bpf"', BACKEND_LITERAL) == []
+    assert hand_lists('m in ("read", "write", "read+write")', LOCK_MODE_LITERAL) == [1]

@@ -22,13 +22,12 @@ constexpr EnumName<Backing> kBackings[] = {PTW_BACKINGS(PTW_BACKING_NAME)};
 constexpr EnumName<Victim> kVictimNames[] = {PTW_VICTIMS(PTW_VICTIM_NAME)};
 constexpr EnumName<FaultRegion> kFaultRegions[] = {PTW_FAULT_REGIONS(PTW_FAULT_REGION_NAME)};
 constexpr EnumName<EstimateStatus> kStatuses[] = {PTW_ESTIMATE_STATUSES(PTW_STATUS_NAME)};
-constexpr EnumName<MeasuredStallSource> kSources[] = {
-	PTW_MEASURED_STALL_SOURCES(PTW_SOURCE_NAME)};
+constexpr EnumName<MeasuredStallSource> kSources[] = {PTW_MEASURED_STALL_SOURCES(PTW_SOURCE_NAME)};
 constexpr EnumName<Basis> kBases[] = {PTW_MONITOR_BASES(PTW_BASIS_NAME)};
 
 static_assert(enum_in_order(kBackends) && enum_in_order(kBackings) && enum_in_order(kVictimNames) &&
-	      enum_in_order(kFaultRegions) && enum_in_order(kStatuses) &&
-	      enum_in_order(kSources) && enum_in_order(kBases));
+	      enum_in_order(kFaultRegions) && enum_in_order(kStatuses) && enum_in_order(kSources) &&
+	      enum_in_order(kBases));
 
 #define PTW_RUNS(x, run, monitor) run,
 #define PTW_MONITORS(x, run, monitor) monitor,

@@ -27,7 +27,8 @@ std::vector<std::string> all_backends()
 // can use each.
 TEST(BackendNames, KindsRoundTrip)
 {
-	EXPECT_EQ(all_backends(), (std::vector<std::string>{"module", "bpf", "tracepoint", "syscall"}));
+	EXPECT_EQ(all_backends(),
+		  (std::vector<std::string>{"module", "bpf", "tracepoint", "syscall"}));
 	for (const auto &n : all_backends())
 		EXPECT_STREQ(name(*parse_backend_kind(n)), n.c_str());
 	EXPECT_FALSE(parse_backend_kind("auto"));

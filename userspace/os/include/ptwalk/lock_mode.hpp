@@ -21,12 +21,12 @@ enum class LockMode : uint8_t {
 #undef PTW_X
 };
 
-// The results' name: "none", "read", "write", "read+write".
+// The results' name (lock_modes.def: mixed is read+write).
 const char *name(LockMode m);
 // A results' name back; nullopt for anything else.
 std::optional<LockMode> parse_lock_mode(std::string_view s);
-// A ptwalk.ko record's name ("none", "read", "write", "mixed"); nullopt
-// for anything else.
+// A ptwalk.ko record's name (PTW_LOCK_MODES: mixed as the module names
+// it); nullopt for anything else.
 std::optional<LockMode> module_lock_mode(std::string_view s);
 
 // The mode of one hold or wait: for writing or for reading.
