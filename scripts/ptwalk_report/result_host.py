@@ -59,14 +59,14 @@ class Host:
     cpus: int | None = None
     mem_total_bytes: int | None = None
     mem_available_bytes: int | None = None
-    thp: dict[str, str] = field(default_factory=dict)
+    thp: dict[str, str | None] = field(default_factory=dict)   # None: unreadable
     virtualized: str | None = None   # "hypervisor", "xen"; None: false or absent
     vm: GuestVm | None = None
 
     @staticmethod
     def parse(o: _Obj) -> Host:
         t = o.opt_obj("thp")
-        thp = {k: t.str_(k) for k in t.d} if t is not None else {}
+        thp = {k: t.opt_str(k) for k in t.d} if t is not None else {}
         virt = o.d.get("virtualized")
         if virt is not None and not isinstance(virt, (str, bool)):
             raise o.fail("virtualized", f"is {_kind(virt)}, want a string or false")

@@ -21,6 +21,7 @@ from .result_enums import (Backend, Backing, EstimateStatus, FaultRegion, Measur
 from .result_host import (Accel, GuestClock, GuestVm, Host, Kernel, MeasuredOn, SelfMemory,
                           WalkSize, Workload)
 from .result_json import InputError, ResultError, T, _Obj
+from .result_validation import Validation
 from .walk_kinds import LockMode, LockUnit, Profile, WalkKind, WalkLockMode
 
 __all__ = ["Accel", "Backend", "Backing", "EstimateStatus", "FaultRegion", "GuestClock", "GuestVm",
@@ -175,6 +176,7 @@ class Stall:
     walker_off_cpu_ns: int | None = None
     waiter_runnable_ns: int | None = None
     waiter_comm: str | None = None
+    clock_spread_ns: int | None = None
 
     @staticmethod
     def parse(o: _Obj, _i: int) -> Stall:
@@ -187,7 +189,7 @@ class Stall:
                      o.opt_bool("acquired"), o.opt_int("walker_held_ns"),
                      o.opt_int("others_held_ns"), o.opt_int("free_ns"),
                      o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"),
-                     o.opt_str("waiter_comm"))
+                     o.opt_str("waiter_comm"), o.opt_int("clock_spread_ns"))
 
     @property
     def waiter(self) -> str:
@@ -199,6 +201,24 @@ class Stall:
         """It carries the three parts of its wait."""
         return (self.walker_held_ns is not None and self.others_held_ns is not None
                 and self.free_ns is not None)
+
+
+@dataclass(frozen=True)
+class SchedEvents:
+    """`kernel_view.sched_events` (tracepoint): whether the walker's
+    switches were followed (`why` not), and the waiters' wakeups too."""
+    available: bool
+    why: str | None = None
+    filter: str | None = None
+    waiters: bool | None = None
+    waiters_why: str | None = None
+    spans_dropped: int | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> SchedEvents:
+        return SchedEvents(o.bool_("available"), o.opt_str("why"), o.opt_str("filter"),
+                           o.opt_bool("waiters"), o.opt_str("waiters_why"),
+                           o.opt_int("spans_dropped"))
 
 
 @dataclass(frozen=True)
@@ -216,6 +236,11 @@ class KernelView:
     walks_matched: int | None = None
     walks_hookable: int | None = None
     module_walks_unmatched: int | None = None
+    sched_events: SchedEvents | None = None
+
+    def counter(self, name: str) -> int | None:
+        """A module counter by its name (None: no such counter, or no module)."""
+        return self.counters.get(name) if self.counters is not None else None
 
     @staticmethod
     def parse(o: _Obj) -> KernelView:
@@ -224,90 +249,12 @@ class KernelView:
         if c is not None:
             counters = {k: c.int_(k) for k in c.d}
         stalls = o.objs("stalls", Stall.parse) if o.has("stalls") else None
+        sched = o.opt_obj("sched_events")
         return KernelView(o.opt_str("source"), o.opt_int("events"), o.opt_int("lost_events"),
                           stalls, o.opt_int("stalls_total"), o.opt_int("stalls_complete_above_ns"),
                           counters, o.opt_int("nmissed"), o.opt_int("walks_matched"),
-                          o.opt_int("walks_hookable"), o.opt_int("module_walks_unmatched"))
-
-
-@dataclass(frozen=True)
-class StallValidation:
-    view: Backend | None = None
-    skipped: str | None = None
-    threshold_ns: int | None = None
-    reference_ops: int | None = None
-    recalled: int | None = None
-    recall: float | None = None
-    stalls_checked: int | None = None
-    confirmed: int | None = None
-    precision: float | None = None
-    agree: bool | None = None
-    disagreements: tuple[str, ...] = ()
-
-    @staticmethod
-    def parse(o: _Obj) -> StallValidation:
-        return StallValidation(o.opt_enum("view", Backend), o.opt_str("skipped"),
-                               o.opt_int("threshold_ns"), o.opt_int("reference_ops"),
-                               o.opt_int("recalled"), o.opt_float("recall"),
-                               o.opt_int("stalls_checked"), o.opt_int("confirmed"),
-                               o.opt_float("precision"), o.opt_bool("agree"),
-                               o.strs("disagreements"))
-
-
-@dataclass(frozen=True)
-class WalkValidation:
-    """The module's walks against the scanner's (`validation.walks`)."""
-    walks: int | None = None
-    matched_once: int | None = None
-    module_walks_unmatched: int | None = None
-    walk_proper_timed: int | None = None
-    walk_proper_le_syscall: int | None = None
-    pte_slots_checked: int | None = None
-    pte_slots_in_bounds: int | None = None
-    short_after_yielding_lock: int | None = None
-    short_unconfirmed: int | None = None
-    complete_walk_pte_slots: float | None = None
-    agree: bool | None = None
-    disagreements: tuple[str, ...] = ()
-
-    INTS = ("walks", "matched_once", "module_walks_unmatched", "walk_proper_timed",
-            "walk_proper_le_syscall", "pte_slots_checked", "pte_slots_in_bounds",
-            "short_after_yielding_lock", "short_unconfirmed")
-
-    @staticmethod
-    def parse(o: _Obj) -> WalkValidation:
-        ints = {k: o.opt_int(k) for k in WalkValidation.INTS}
-        return WalkValidation(complete_walk_pte_slots=o.opt_float("complete_walk_pte_slots"),
-                              agree=o.opt_bool("agree"), disagreements=o.strs("disagreements"),
-                              **ints)
-
-
-@dataclass(frozen=True)
-class StallParts:
-    checked: int
-    bad: int
-
-    @staticmethod
-    def parse(o: _Obj) -> StallParts:
-        return StallParts(o.int_("checked"), o.int_("bad"))
-
-
-@dataclass(frozen=True)
-class Validation:
-    stalls: StallValidation | None = None
-    stalls_tracepoint: StallValidation | None = None
-    walks: WalkValidation | None = None
-    stall_parts: StallParts | None = None
-
-    @staticmethod
-    def parse(o: _Obj) -> Validation:
-        def opt(key: str, parse: Callable[[_Obj], T]) -> T | None:
-            x = o.opt_obj(key)
-            return parse(x) if x is not None else None
-        return Validation(opt("stalls", StallValidation.parse),
-                          opt("stalls_tracepoint", StallValidation.parse),
-                          opt("walks", WalkValidation.parse),
-                          opt("stall_parts", StallParts.parse))
+                          o.opt_int("walks_hookable"), o.opt_int("module_walks_unmatched"),
+                          SchedEvents.parse(sched) if sched is not None else None)
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,56 @@ def test_a_stall_of_another_waiter_reads_by_its_comm() -> None:
     _same(s, s0, "stalls[0]")
 
 
+def test_the_cross_checks_read_as_members() -> None:
+    """What the cross-validation and end-to-end tests read: the two views'
+    agreement, a split's clock spread, the victims' runnable time against
+    schedstat, the sched events followed, and the operations and stalls
+    one view leaves unexplained."""
+    d = copy.deepcopy(_doc(MODULE))
+    val, kv = d["validation"], d["kernel_view"]
+    val["stalls"].update(not_behind_walk=3, unexplained=[
+        {"victim": "mmap", "tid": 7, "start_ns": 10, "ns": 2_000_000}],
+        unconfirmed=[{"tid": 7, "start_ns": 20, "wait_ns": 1_500_000}])
+    val["views"] = {"module_stalls": 31, "module_in_tracepoint": 30, "tracepoint_in_module": 29,
+                    "tracepoint_stalls": 33, "split_compared": 28, "split_agree": 27,
+                    "split_max_diff_ns": 40_000}
+    val["stall_parts"]["runnable_vs_schedstat"] = {"victims": 2, "bad": 1,
+                                                   "tolerance_ns": 1_000_000,
+                                                   "bad_victims": ["fault"]}
+    kv["stalls"][0]["clock_spread_ns"] = 1234
+    d["host"]["thp"]["defrag"] = None   # an unreadable setting is null
+    kv["sched_events"] = {"available": True, "filter": "kernel", "waiters": False,
+                          "waiters_why": "no wakeup filter"}
+    r = rt.parse(Path("x.json"), d)
+    assert r.validation is not None and r.validation.stalls is not None
+    st = r.validation.stalls
+    assert (st.not_behind_walk, st.reference_ops_dropped, st.confirmed_by_upkeep) == (3, 0, 0)
+    assert st.unexplained[0].victim is rt.VictimName.mmap and st.unexplained[0].ns == 2_000_000
+    assert st.unconfirmed[0].wait_ns == 1_500_000
+    views = r.validation.views
+    assert views is not None and (views.split_compared, views.split_agree) == (28, 27)
+    parts = r.validation.stall_parts
+    assert parts is not None and parts.runnable_vs_schedstat is not None
+    assert parts.runnable_vs_schedstat.bad_victims == (rt.VictimName.fault,)
+    assert r.stalls[0].clock_spread_ns == 1234 and r.stalls[1].clock_spread_ns is None
+    assert r.kernel_view is not None and r.kernel_view.sched_events is not None
+    sched = r.kernel_view.sched_events
+    assert sched.available and sched.waiters is False and sched.why is None
+    assert r.kernel_view.counter("failed_attempts.all") == kv["counters"]["failed_attempts.all"]
+    assert r.kernel_view.counter("no_such_counter") is None
+    assert r.host.thp["defrag"] is None and r.host.thp["enabled"]
+    assert _same(r, d, "x.json") > 0
+    # absent: no views, no runnable check, no sched events
+    plain = rt.parse(MODULE, _doc(MODULE))
+    assert plain.validation is not None and plain.validation.views is None
+    assert plain.validation.stall_parts is not None
+    assert plain.validation.stall_parts.runnable_vs_schedstat is None
+    assert plain.kernel_view is not None and plain.kernel_view.sched_events is None
+    val["stall_parts"]["runnable_vs_schedstat"]["bad_victims"] = ["sleep"]
+    with pytest.raises(rt.ResultError, match="runnable_vs_schedstat.bad_victims.0.: unknown"):
+        rt.parse(Path("x.json"), d)
+
+
 def test_a_walk_without_a_lock_reads_as_none() -> None:
     """The C++ LockMode names it "none"; writers before it wrote "" in a
     kind summary whose first walk took no lock."""
