@@ -86,11 +86,57 @@ class WalkSize:
     pte_slots: int | None = None
     rss_bytes: int | None = None
     huge_bytes: int | None = None
+    vmas: int | None = None
 
     @staticmethod
     def parse(o: _Obj) -> WalkSize:
         return WalkSize(o.opt_int("ptes"), o.opt_int("pmd_entries"), o.opt_int("entries"),
-                        o.opt_int("pte_slots"), o.opt_int("rss_bytes"), o.opt_int("huge_bytes"))
+                        o.opt_int("pte_slots"), o.opt_int("rss_bytes"), o.opt_int("huge_bytes"),
+                        o.opt_int("vmas"))
+
+
+@dataclass(frozen=True)
+class SizeBucket:
+    """`vma_layout.size_histogram[]`: VMAs of from_bytes up to to_bytes."""
+    from_bytes: int
+    to_bytes: int
+    count: int
+    bytes: int
+
+    @staticmethod
+    def parse(o: _Obj, _i: int) -> SizeBucket:
+        return SizeBucket(o.int_("from_bytes"), o.int_("to_bytes"), o.int_("count"),
+                          o.int_("bytes"))
+
+
+@dataclass(frozen=True)
+class MappingVmas:
+    """`vma_layout.mapping`: the walked mapping's VMAs."""
+    vmas: int
+    bytes: int
+    largest_bytes: int
+    smallest_bytes: int
+
+    @staticmethod
+    def parse(o: _Obj) -> MappingVmas:
+        return MappingVmas(o.int_("vmas"), o.int_("bytes"), o.int_("largest_bytes"),
+                           o.int_("smallest_bytes"))
+
+
+@dataclass(frozen=True)
+class VmaLayout:
+    """`workload.vma_layout`: the workload's VMAs once populated."""
+    vmas: int
+    bytes: int
+    largest_bytes: int
+    mapping: MappingVmas
+    size_histogram: tuple[SizeBucket, ...] = ()
+
+    @staticmethod
+    def parse(o: _Obj) -> VmaLayout:
+        return VmaLayout(o.int_("vmas"), o.int_("bytes"), o.int_("largest_bytes"),
+                         MappingVmas.parse(o.obj("mapping")),
+                         o.objs("size_histogram", SizeBucket.parse, required=False))
 
 
 @dataclass(frozen=True)
@@ -101,14 +147,18 @@ class Workload:
     populate_bytes_per_s: float | None = None
     size_start: WalkSize | None = None
     size_end: WalkSize | None = None
+    vma_layout: VmaLayout | None = None
+    ptes_source: str | None = None
 
     @staticmethod
     def parse(o: _Obj) -> Workload:
-        s, e = o.opt_obj("size_start"), o.opt_obj("size_end")
+        s, e, lay = o.opt_obj("size_start"), o.opt_obj("size_end"), o.opt_obj("vma_layout")
         return Workload(o.opt_int("pid"), o.opt_int("populate_ns"), o.opt_int("populate_bytes"),
                         o.opt_float("populate_bytes_per_s"),
                         WalkSize.parse(s) if s is not None else None,
-                        WalkSize.parse(e) if e is not None else None)
+                        WalkSize.parse(e) if e is not None else None,
+                        VmaLayout.parse(lay) if lay is not None else None,
+                        o.opt_str("ptes_source"))
 
 
 @dataclass(frozen=True)

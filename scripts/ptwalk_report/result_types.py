@@ -204,6 +204,24 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class ThreadWaits:
+    """`kernel_view.threads.NAME`: a waiter's mmap_lock waits during walks
+    and how many were attributed; all None, and `why`, when unknown."""
+    waits: Latency | None = None
+    attributed: int | None = None
+    max_attributed_ns: int | None = None
+    max_attributed_walker_held_ns: int | None = None
+    why: str | None = None
+
+    @staticmethod
+    def parse(o: _Obj) -> ThreadWaits:
+        w = o.opt_obj("waits")
+        return ThreadWaits(Latency.parse(w) if w is not None else None, o.opt_int("attributed"),
+                           o.opt_int("max_attributed_ns"),
+                           o.opt_int("max_attributed_walker_held_ns"), o.opt_str("why"))
+
+
+@dataclass(frozen=True)
 class SchedEvents:
     """`kernel_view.sched_events` (tracepoint): whether the walker's
     switches were followed (`why` not), and the waiters' wakeups too."""
@@ -237,10 +255,16 @@ class KernelView:
     walks_hookable: int | None = None
     module_walks_unmatched: int | None = None
     sched_events: SchedEvents | None = None
+    threads: dict[str, ThreadWaits] = field(default_factory=dict)   # by victim name, or comm
+    target_mm_found: bool | None = None
 
     def counter(self, name: str) -> int | None:
         """A module counter by its name (None: no such counter, or no module)."""
         return self.counters.get(name) if self.counters is not None else None
+
+    def thread(self, name: str) -> ThreadWaits | None:
+        """A waiter's waits by its victim name or comm (None: not listed)."""
+        return self.threads.get(name)
 
     @staticmethod
     def parse(o: _Obj) -> KernelView:
@@ -249,12 +273,14 @@ class KernelView:
         if c is not None:
             counters = {k: c.int_(k) for k in c.d}
         stalls = o.objs("stalls", Stall.parse) if o.has("stalls") else None
-        sched = o.opt_obj("sched_events")
+        sched, th = o.opt_obj("sched_events"), o.opt_obj("threads")
+        threads = {k: ThreadWaits.parse(th.obj(k)) for k in th.d} if th is not None else {}
         return KernelView(o.opt_str("source"), o.opt_int("events"), o.opt_int("lost_events"),
                           stalls, o.opt_int("stalls_total"), o.opt_int("stalls_complete_above_ns"),
                           counters, o.opt_int("nmissed"), o.opt_int("walks_matched"),
                           o.opt_int("walks_hookable"), o.opt_int("module_walks_unmatched"),
-                          SchedEvents.parse(sched) if sched is not None else None)
+                          SchedEvents.parse(sched) if sched is not None else None, threads,
+                          o.opt_bool("target_mm_found"))
 
 
 @dataclass(frozen=True)
@@ -374,6 +400,7 @@ class Scenario:
     populate_threads: int | None = None
     dir: str | None = None
     fault_region: FaultRegion | None = None
+    lower_bound: str | None = None   # zeropage: why its figures are a lower bound
 
     @staticmethod
     def parse(o: _Obj) -> Scenario:
@@ -384,7 +411,8 @@ class Scenario:
                         o.opt_int("physical_bytes"), o.opt_int("alias_factor"),
                         o.opt_int("interval_ns"), o.opt_int("duration_ns"),
                         o.opt_int("op_interval_ns"), o.opt_int("populate_threads"),
-                        o.opt_str("dir"), o.opt_enum("fault_region", FaultRegion))
+                        o.opt_str("dir"), o.opt_enum("fault_region", FaultRegion),
+                        o.opt_str("lower_bound"))
 
     @property
     def planned_walk_intervals(self) -> int:

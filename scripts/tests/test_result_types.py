@@ -88,9 +88,9 @@ def _same(obj: Any, j: dict[str, Any], where: str) -> int:
             for i, (a, b) in enumerate(zip(v, x)):
                 n += _same(a, b, f"{at}[{i}]")
         elif isinstance(v, dict) and v and dataclasses.is_dataclass(next(iter(v.values()))):
-            assert {k.value for k in v} == set(x), at
+            assert {_json_of(k) for k in v} == set(x), at
             for k, a in v.items():
-                n += _same(a, x[k.value], f"{at}.{k.value}")
+                n += _same(a, x[_json_of(k)], f"{at}.{_json_of(k)}")
         elif f.name == "virtualized":
             assert v == (x if isinstance(x, str) else None), at
         elif isinstance(v, float) and isinstance(x, (int, float)):
@@ -216,6 +216,12 @@ def test_the_cross_checks_read_as_members() -> None:
     assert r.kernel_view.counter("failed_attempts.all") == kv["counters"]["failed_attempts.all"]
     assert r.kernel_view.counter("no_such_counter") is None
     assert r.host.thp["defrag"] is None and r.host.thp["enabled"]
+    mm = r.kernel_view.thread("mmap")
+    assert mm is not None and mm.attributed == kv["threads"]["mmap"]["attributed"]
+    assert mm.waits is not None and mm.waits.count == kv["threads"]["mmap"]["waits"]["count"]
+    assert r.kernel_view.thread("ptwalk-workload") is None
+    size = r.workload.size_start if r.workload is not None else None
+    assert size is not None and size.vmas == d["workload"]["size_start"]["vmas"]
     assert _same(r, d, "x.json") > 0
     # absent: no views, no runnable check, no sched events
     plain = rt.parse(MODULE, _doc(MODULE))
@@ -225,6 +231,27 @@ def test_the_cross_checks_read_as_members() -> None:
     assert plain.kernel_view is not None and plain.kernel_view.sched_events is None
     val["stall_parts"]["runnable_vs_schedstat"]["bad_victims"] = ["sleep"]
     with pytest.raises(rt.ResultError, match="runnable_vs_schedstat.bad_victims.0.: unknown"):
+        rt.parse(Path("x.json"), d)
+
+
+def test_the_layout_and_the_zero_page_notes_read_as_members() -> None:
+    """The workload's VMA layout, and a zeropage run's two notes: why its
+    figures are a lower bound, and where its PTE count came from."""
+    d = copy.deepcopy(_doc(MODULE))
+    lay = d["workload"]["vma_layout"]
+    r = rt.parse(Path("x.json"), d)
+    assert r.workload is not None and r.workload.vma_layout is not None
+    assert r.workload.vma_layout.mapping.vmas == lay["mapping"]["vmas"]
+    assert sum(b.count for b in r.workload.vma_layout.size_histogram) == lay["vmas"]
+    assert r.scenario.lower_bound is None and r.workload.ptes_source is None
+    d["scenario"]["lower_bound"] = "zero-page PTEs are not in Rss"
+    d["workload"]["ptes_source"] = "zero-page: counted from the PTE tables"
+    r = rt.parse(Path("x.json"), d)
+    assert r.workload is not None and r.workload.ptes_source == d["workload"]["ptes_source"]
+    assert r.scenario.lower_bound == d["scenario"]["lower_bound"]
+    assert _same(r, d, "x.json") > 0
+    del lay["mapping"]["vmas"]
+    with pytest.raises(rt.ResultError, match="workload.vma_layout.mapping.vmas: missing"):
         rt.parse(Path("x.json"), d)
 
 
