@@ -7,10 +7,14 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from ptwalk_report import results
+from ptwalk_report.result_types import Result, parse
 
 REPO = Path(__file__).resolve().parents[2]
 PTWALK = REPO / "build" / "ptwalk"
+T = TypeVar("T")
 
 
 # Every ptwalk a test starts carries this in its environment, and so do its
@@ -33,6 +37,41 @@ def run_ptwalk(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[
 def load(path: Path) -> dict[str, Any]:
     with open(path) as f:
         return json.load(f)
+
+
+def load_result(path: Path) -> Result:
+    """A ptwalk.result/1 file, typed (results.load raises InputError for
+    a document of another schema)."""
+    return results.load([path])[0]
+
+
+def parse_result(name: str, text: bytes | str) -> Result:
+    """A ptwalk.result/1 document returned as text (a guest's file), typed."""
+    return parse(Path(name), json.loads(text))
+
+
+def run_result(tmp_path: Path, *args: str,
+               timeout: float = 120) -> tuple[Result, subprocess.CompletedProcess[str]]:
+    """`ptwalk run ARGS --out TMP/r.json`, which must succeed, and its result."""
+    out = tmp_path / "r.json"
+    p = run_ptwalk("run", *args, "--out", str(out), timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return load_result(out), p
+
+
+def known(v: T | None, what: object = None) -> T:
+    """A member the test needs present (absent, it is a failure, as the
+    JSON's KeyError was)."""
+    assert v is not None, what
+    return v
+
+
+def meminfo(key: str) -> int:
+    """A /proc/meminfo figure by its name (0 when not listed), in its unit."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    return 0
 
 
 def ptwalk_children() -> list[int]:

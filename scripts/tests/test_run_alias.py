@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ptwalk_cli import is_root, load, run_ptwalk, wait_no_children
+from ptwalk_cli import (is_root, known, load, load_result, meminfo, run_ptwalk, run_result,
+                        wait_no_children)
+from ptwalk_report.result_types import EstimateStatus, Result
+from ptwalk_report.walk_kinds import WalkKind
 
 MIB = 1 << 20
 
@@ -89,31 +92,26 @@ def test_alias_run_is_labelled_and_calibrated(tmp_path: Path) -> None:
 
 
 def test_alias_without_calibration_says_so(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    p = run_ptwalk("run", "--size", "256M", "--backing", "alias", "--physical", "16M",
-                   "--calibrate-size", "0", "--scanner", "clear_refs", "--interval", "100ms",
-                   "--duration", "500ms", "--victims", "none", "--out", str(out))
-    assert p.returncode == 0, p.stderr
-    r = load(out)
-    assert "uncorrected" in r["alias_calibration"]["skipped"]
-    assert all("ns_per_pte_corrected" not in w for w in r["walks"])
+    r, p = run_result(tmp_path, "--size", "256M", "--backing", "alias", "--physical", "16M",
+                      "--calibrate-size", "0", "--scanner", "clear_refs", "--interval", "100ms",
+                      "--duration", "500ms", "--victims", "none")
+    assert "uncorrected" in known(known(r.alias_calibration).skipped)
+    assert all(w.ns_per_pte_corrected is None for w in r.walks)
     assert "uncorrected" in p.stdout
 
 
 def test_zeropage_counts_ptes_from_page_tables(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    p = run_ptwalk("run", "--size", "512M", "--backing", "zeropage", "--scanner", "clear_refs",
-                   "--interval", "100ms", "--duration", "500ms", "--victims", "read",
-                   "--out", str(out))
-    assert p.returncode == 0, p.stderr
-    r = load(out)
-    assert "lower_bound" in r["scenario"]
-    assert "zero-page" in r["workload"]["ptes_source"]
+    r, p = run_result(tmp_path, "--size", "512M", "--backing", "zeropage", "--scanner",
+                      "clear_refs", "--interval", "100ms", "--duration", "500ms",
+                      "--victims", "read")
+    assert r.scenario.lower_bound is not None
+    work = known(r.workload)
+    assert "zero-page" in known(work.ptes_source, work)
     # zero-page PTEs are not in Rss
-    assert r["workload"]["size_start"]["rss_bytes"] < 64 * MIB
+    assert known(known(work.size_start).rss_bytes) < 64 * MIB
     n = (512 * MIB) // 4096
-    for w in r["walks"]:
-        assert n <= w["ptes"] <= n * 1.1
+    for w in r.walks:
+        assert n <= known(w.ptes, w) <= n * 1.1
     assert "ZERO PAGE" in p.stdout
 
 
@@ -124,10 +122,7 @@ def test_zeropage_counts_ptes_from_page_tables(tmp_path: Path) -> None:
     (["--size", "1T", "--backing", "alias", "--physical", "64G"], False),
 ])
 def test_memory_guard_counts_tables_and_physical(args: list[str], ok: bool) -> None:
-    total = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            total = int(line.split()[1]) * 1024
+    total = meminfo("MemAvailable") * 1024
     if not 8 << 30 <= total <= 30 << 30:
         pytest.skip(f"cases are sized for a host with 8-30 GiB available ({total >> 30} GiB)")
     p = run_ptwalk("run", *args, "--dry-run")
@@ -140,9 +135,8 @@ def test_memory_guard_counts_tables_and_physical(args: list[str], ok: bool) -> N
         assert len(p.stderr.strip().splitlines()) == 1
 
 
-def _per_walk_stalls(r: dict) -> list[tuple[int, int]]:
-    return [(w.get("max_stall_ns", 0), w["duration_ns"]) for w in r["walks"]
-            if "error" not in w]
+def _per_walk_stalls(r: Result) -> list[tuple[int, int]]:
+    return [(w.max_stall_ns or 0, w.duration_ns) for w in r.walks if w.error is None]
 
 
 def _median(v: list[float]) -> float:
@@ -157,19 +151,18 @@ def _median(v: list[float]) -> float:
 HANDOFF_FLOOR_NS = 4_000_000
 
 
-def _held_rest_of_walk(r: dict) -> list[float]:
+def _held_rest_of_walk(r: Result) -> list[float]:
     """Per walk, the longest stall's walker-held part over the rest of its
     walk from the wait's start, for waits whose rest of walk is shorter than
     any handoff: what the walker kept the waiting writer out of."""
-    walks = r["walks"]
     best: dict[int, tuple[int, float]] = {}
-    for s in r["kernel_view"]["stalls"]:
-        w = walks[s["walk"]]
-        rest = w["start_ns"] + w["duration_ns"] - s["start_ns"]
-        if s.get("walker_held_ns") is None or not 0 < rest < HANDOFF_FLOOR_NS:
+    for s in known(known(r.kernel_view).stalls):
+        w = r.walks[known(s.walk, s)]
+        rest = w.start_ns + w.duration_ns - s.start_ns
+        if s.walker_held_ns is None or not 0 < rest < HANDOFF_FLOOR_NS:
             continue
-        if s["wait_ns"] > best.get(s["walk"], (0, 0.0))[0]:
-            best[s["walk"]] = (s["wait_ns"], s["walker_held_ns"] / rest)
+        if s.wait_ns > (best[w.index][0] if w.index in best else 0):
+            best[w.index] = (s.wait_ns, s.walker_held_ns / rest)
     return [share for _, share in best.values()]
 
 
@@ -200,9 +193,9 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     p = run_ptwalk("run", *common, "--backing", "alias", "--physical", "16M",
                    "--calibrate-size", "1G", "--out", str(al_out))
     assert p.returncode == 0, p.stderr
-    one, al = load(one_out), load(al_out)
-    assert one["workload"]["vma_layout"]["mapping"]["vmas"] == 1
-    assert al["workload"]["vma_layout"]["mapping"]["vmas"] == 64
+    one, al = load_result(one_out), load_result(al_out)
+    assert known(known(one.workload).vma_layout).mapping.vmas == 1
+    assert known(known(al.workload).vma_layout).mapping.vmas == 64
 
     one_st, al_st = _per_walk_stalls(one), _per_walk_stalls(al)
     assert len(one_st) >= 8 and len(al_st) >= 8
@@ -211,9 +204,9 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     assert one_share >= 0.6, one_st
     # aliased: the walk gave the lock up between VMAs while the writer
     # waited: every walk with a stall took it more than once
-    stalled = [w for w in al["walks"] if "error" not in w and w.get("stalls")]
-    assert stalled and all(w["lock_acquisitions"] > 1 for w in stalled), \
-        [(w["lock_acquisitions"], w["stalls"]) for w in stalled]
+    stalled = [w for w in al.walks if w.error is None and w.stalls]
+    assert stalled and all(known(w.lock_acquisitions, w) > 1 for w in stalled), \
+        [(w.lock_acquisitions, w.stalls) for w in stalled]
     # ... and took it back ahead of the writer to the walk's end: the
     # walker held it for most of the rest of the walk (measured 0.62-1.0,
     # median 0.9; a writer let in at the next boundary would have waited
@@ -226,28 +219,31 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     assert _median(held) >= 0.6, sorted(held)
 
     # the one-VMA run's own figures: the model is the whole walk
-    e1 = one["stall_estimate"]["kinds"]["smaps_rollup"]
-    assert e1["status"] == "distinct" and e1["layout_hold_bytes"] == 1 << 30
+    e1 = known(one.stall_estimate).kinds[WalkKind.smaps_rollup]
+    assert e1.status == EstimateStatus.distinct and e1.layout_hold_bytes == 1 << 30
     # the aliased run: the model for its layout is one VMA of 64 ...
-    ea = al["stall_estimate"]["kinds"]["smaps_rollup"]
-    assert ea["measured_hold_bytes"] == 16 * MIB
-    assert ea["layout_hold_bytes"] == 1 << 30
+    ea = known(al.stall_estimate).kinds[WalkKind.smaps_rollup]
+    assert ea.measured_hold_bytes == 16 * MIB
+    assert ea.layout_hold_bytes == 1 << 30
     # ... and its estimate for one VMA per mapping, corrected where the two
     # calibrated sizes agree and a range where not, is what the one-VMA run
     # measured, within 4x either way (two runs one after the other on a
     # shared 2-core host: 3.5x seen once in 10 with 3x; a layout-blind
     # estimate would be 64x off) ...
-    if ea["status"] == "corrected":
-        lo = hi = ea["estimate_p50_ns"]
+    lo: float
+    hi: float
+    if ea.status == EstimateStatus.corrected:
+        lo = hi = known(ea.estimate_p50_ns, ea)
     else:
-        assert ea["status"] == "range"
-        assert "differs" in ea["why"] or "no stall" in ea["why"], ea["why"]
-        lo, hi = ea["estimate_p50_range_ns"]
+        assert ea.status == EstimateStatus.range
+        why = known(ea.why, ea)
+        assert "differs" in why or "no stall" in why, why
+        lo, hi = known(ea.estimate_p50_range_ns, ea)
     one_stall = _median([float(s) for s, _ in one_st])
     assert lo / 4 <= one_stall <= hi * 4, (ea, one_stall)
     # ... and not the aliased run's own model: one VMA of 64 under a hold
-    assert ea["model_stall_max_ns"] == pytest.approx(
-        al["walk_summary"]["smaps_rollup"]["duration_max_ns"] / 64, rel=0.01)
+    assert ea.model_stall_max_ns == pytest.approx(
+        known(al.walk_summary[WalkKind.smaps_rollup].duration_max_ns) / 64, rel=0.01)
     assert wait_no_children() == []
 
 
