@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from matrix_util import fake_boot, kernel_entry
 from ptwalk_vm import config, qemu
 from ptwalk_vm.config import ConfigError
 
@@ -68,11 +69,12 @@ def test_deps_installs_what_the_6_12_matrix_looks_for() -> None:
 
 
 def test_two_matrices_ids_and_a_developer_bzimage(tmp_path: Path) -> None:
-    boot = tmp_path / "boot"
-    boot.mkdir()
-    for rel in ("6.1.0-9-amd64", "6.1.0-12-amd64", "6.12.43+deb12-amd64", "6.12.95+deb12-amd64"):
-        (boot / f"vmlinuz-{rel}").write_bytes(b"not a bzImage")
+    boot = fake_boot(tmp_path, "6.1.0-9-amd64", "6.1.0-12-amd64", "6.12.43+deb12-amd64",
+                     "6.12.95+deb12-amd64")
     _bzimage(tmp_path / "bzImage", "6.1.192-patched")
+    a = kernel_entry("a", "amd64", f"{boot}/vmlinuz-6.1.*", r"6\.1\.\d+-\d+-amd64")
+    b = kernel_entry("b", "amd64", f"{boot}/vmlinuz-6.12.*", r"6\.12\.43\+deb12-amd64")
+    mine = kernel_entry("mine", "patched", tmp_path / "bzImage")
     toml = tmp_path / "k.toml"
     toml.write_text(f"""default_matrix = "a"
 test_matrices = ["a", "b", "mine"]
@@ -80,22 +82,11 @@ test_matrices = ["a", "b", "mine"]
 qemu = "qemu-system-x86_64"
 [matrix.a]
 series = "6.1"
-[[matrix.a.kernel]]
-name = "amd64"
-image = "{boot}/vmlinuz-6.1.*"
-release_match = '6\\.1\\.\\d+-\\d+-amd64'
-[matrix.b]
+{a}[matrix.b]
 series = "6.12"
-[[matrix.b.kernel]]
-name = "amd64"
-image = "{boot}/vmlinuz-6.12.*"
-release_match = '6\\.12\\.43\\+deb12-amd64'
-[matrix.mine]
+{b}[matrix.mine]
 series = "dev"
-[[matrix.mine.kernel]]
-name = "patched"
-image = "{tmp_path}/bzImage"
-""")
+{mine}""")
     cfg = config.load(toml)
     ks, missing = cfg.matrices(cfg.test_matrices)
     assert not missing
@@ -161,10 +152,7 @@ def test_known_bugs_are_data(tmp_path: Path) -> None:
 qemu = "q"
 [matrix.m]
 known_bugs = ["smaps_rollup_skp"]
-[[matrix.m.kernel]]
-name = "amd64"
-image = "{boot}"
-""")
+{kernel_entry("m", "amd64", boot)}""")
     with pytest.raises(ConfigError, match="unknown bug 'smaps_rollup_skp'"):
         config.load(toml).matrix("m")
     assert config.load(toml).kernel("x", boot).known_bugs is None  # outside a matrix: unknown

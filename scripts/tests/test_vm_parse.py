@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from matrix_util import fake_boot, kernel_entry
 from ptwalk_vm import cli, config, initramfs, parse, qemu
 
 DATA = Path(__file__).with_name("data")
@@ -275,24 +276,12 @@ def test_parse_add() -> None:
 
 
 def test_matrix_is_data(tmp_path: Path) -> None:
-    boot = tmp_path / "boot"
-    boot.mkdir()
-    for rel in ("6.1.0-9-amd64", "6.1.0-12-amd64", "6.1.0-12-cloud-amd64"):
-        (boot / f"vmlinuz-{rel}").write_bytes(b"not a bzImage")
+    boot = fake_boot(tmp_path, "6.1.0-9-amd64", "6.1.0-12-amd64", "6.1.0-12-cloud-amd64")
     toml = tmp_path / "k.toml"
-    toml.write_text(f"""default_matrix = "m"
-[arch.x86_64]
-qemu = "qemu-system-x86_64"
-[[matrix.m.kernel]]
-name = "amd64"
-image = "{boot}/vmlinuz-6.1.*"
-release_match = '6\\.1\\.\\d+-\\d+-amd64'
-ko = "{tmp_path}/ko/{{release}}/ptwalk.ko"
-[[matrix.m.kernel]]
-name = "rt"
-image = "{boot}/vmlinuz-6.1.*"
-release_match = '.*-rt-amd64'
-""")
+    toml.write_text('default_matrix = "m"\n[arch.x86_64]\nqemu = "qemu-system-x86_64"\n'
+                    + kernel_entry("m", "amd64", f"{boot}/vmlinuz-6.1.*", r"6\.1\.\d+-\d+-amd64",
+                                   ko=f"{tmp_path}/ko/{{release}}/ptwalk.ko")
+                    + kernel_entry("m", "rt", f"{boot}/vmlinuz-6.1.*", ".*-rt-amd64"))
     (tmp_path / "ko/6.1.0-12-amd64").mkdir(parents=True)
     (tmp_path / "ko/6.1.0-12-amd64/ptwalk.ko").write_bytes(b"vermagic=6.1.0-12-amd64 SMP\0")
     cfg = config.load(toml)
