@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -146,14 +146,21 @@ def test_idle_half_requests(served: Env, witness: WalkWitness) -> None:
     assert not st.statuses, st.statuses  # no answer to half a request
 
 
-def test_flood_from_8_threads(served: Env, witness: WalkWitness) -> None:
+def loaded_window(e: Env, ww: WalkWitness, load: Callable[[int, int, float], http_load.Load],
+                  threads: int, what: str) -> http_load.LoadStats:
+    """load(port, threads, 6 s) against the monitor, watched; what its
+    clients saw, once check_window passed."""
     t0 = time.time()
-    with http_load.ProcWatch(served.pid) as pw, \
-            http_load.flood(served.port, 8, 6) as load:
+    with http_load.ProcWatch(e.pid) as pw, load(e.port, threads, 6) as running:
         time.sleep(6)
-    st = load.stop()
+    st = running.stop()
     print(st.summary())
-    check_window(served, t0, pw, witness, "a flood from 8 threads")
+    check_window(e, t0, pw, ww, what)
+    return st
+
+
+def test_flood_from_8_threads(served: Env, witness: WalkWitness) -> None:
+    st = loaded_window(served, witness, http_load.flood, 8, "a flood from 8 threads")
     assert st.statuses[200] >= 100, st  # the flood was served too
     # the rest refused by the per-address limit (a closed connection is
     # counted until the server has reaped it): reset, never answered wrong
@@ -162,13 +169,7 @@ def test_flood_from_8_threads(served: Env, witness: WalkWitness) -> None:
 
 
 def test_2mib_headers(served: Env, witness: WalkWitness) -> None:
-    t0 = time.time()
-    with http_load.ProcWatch(served.pid) as pw, \
-            http_load.big_headers(served.port, 4, 6) as load:
-        time.sleep(6)
-    st = load.stop()
-    print(st.summary())
-    check_window(served, t0, pw, witness, "2 MiB headers")
+    st = loaded_window(served, witness, http_load.big_headers, 4, "2 MiB headers")
     # answered 431 once the headers passed the request memory, and closed;
     # a client still sending may see the reset before the answer
     assert st.statuses[431] >= 1, st
@@ -176,12 +177,7 @@ def test_2mib_headers(served: Env, witness: WalkWitness) -> None:
 
 
 def test_clients_leaving_mid_response(served: Env, witness: WalkWitness) -> None:
-    t0 = time.time()
-    with http_load.ProcWatch(served.pid) as pw, \
-            http_load.leave_mid_response(served.port, 4, 6) as load:
-        time.sleep(6)
-    st = load.stop()
-    print(st.summary())
-    check_window(served, t0, pw, witness, "clients leaving mid-response")
+    st = loaded_window(served, witness, http_load.leave_mid_response, 4,
+                       "clients leaving mid-response")
     assert st.attempts >= 100, st
     assert set(st.statuses) <= {200, 0}, st
