@@ -59,13 +59,7 @@ def pairs_of(out: Path, pairs: int) -> list[tuple[list[res.Result], list[res.Res
 
 def calibrate(sets: list[tuple[list[res.Result], list[res.Result]]], path: Path,
               source: str) -> None:
-    noise: dict[str, float] = {}
-    for a, b in sets:
-        for s in compare.compare_sets(a, b).scenarios:
-            for r in s.rows:
-                if r.change_pct is not None and abs(r.change_pct) != float("inf"):
-                    k = f"{s.scenario}|{r.metric}"
-                    noise[k] = round(max(noise.get(k, 0.0), abs(r.change_pct)), 1)
+    noise = compare.aa_noise(sets, digits=1)
     doc = {"schema": compare.NOISE_SCHEMA,
            "comment": "A/A calibration of ptwalk compare: per scenario and metric, the "
                       "largest |%change of run means| between A/A pairs of QUICK=1 qualify "

@@ -31,6 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ptwalk_report import compare  # noqa: E402
@@ -108,21 +109,29 @@ def find_kernel(cfg: vmconfig.Config, kid: str) -> vmconfig.Kernel:
     return k
 
 
+def run_vm_script(cfg: vmconfig.Config, k: vmconfig.Kernel, script: str, args: str,
+                  run_dir: Path, out: Path | None, **opts: Any) -> pipeline.parse.VmResult:
+    """`sh scripts/vm/SCRIPT PTWALK.KO PTWALK ARGS` in one boot of k, with
+    RunOptions opts; when it succeeded, the guest's files under out."""
+    r = pipeline.run_in_vm(cfg, k, f"sh scripts/vm/{script} /ptwalk/module/ptwalk.ko "
+                           f"/ptwalk/build/ptwalk {args}".rstrip(),
+                           pipeline.RunOptions(add=[(REPO / "scripts/vm" / script,
+                                                     f"/ptwalk/scripts/vm/{script}")], **opts),
+                           run_dir)
+    if r.ok and out is not None:
+        for name, data in r.files.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(data)
+    return r
+
+
 def run_power(cfg: vmconfig.Config, k: vmconfig.Kernel, out: Path, *, clock: str,
               pairs: int, runs: int, pct: int, order: str,
               log=sys.stderr) -> tuple[pipeline.parse.VmResult, str]:
     """scripts/vm/power.sh in one boot; its result files under OUT."""
     accel = "tcg" if clock == "icount" else "auto"
-    r = pipeline.run_in_vm(cfg, k, f"sh scripts/vm/power.sh /ptwalk/module/ptwalk.ko "
-                           f"/ptwalk/build/ptwalk 128M {runs} {pairs} {pct} {order}",
-                           pipeline.RunOptions(add=[(REPO / "scripts/vm/power.sh",
-                                                     "/ptwalk/scripts/vm/power.sh")],
-                                               timeout=3600.0, smp=1, accel=accel,
-                                               clock=clock, log=log), out / "vm")
-    if r.ok:
-        for name, data in r.files.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_bytes(data)
+    r = run_vm_script(cfg, k, "power.sh", f"128M {runs} {pairs} {pct} {order}", out / "vm", out,
+                      timeout=3600.0, smp=1, accel=accel, clock=clock, log=log)
     sizing = next((ln.strip() for ln in (r.stdout or "").splitlines()
                    if ln.startswith("power: baseline")), "")
     return r, sizing
@@ -203,13 +212,7 @@ def calibrate(cfg: vmconfig.Config, k: vmconfig.Kernel, clock: str, pairs: int, 
         print(f"  A/A calibration ({k.id}, {clock}): results carry no single VM clock: "
               f"{'; '.join(map(str, ons)) or 'none'}")
         return 1
-    noise: dict[str, float] = {}
-    for a, b in sets:
-        for s in compare.compare_sets(a, b).scenarios:
-            for row in s.rows:
-                if row.change_pct is not None and abs(row.change_pct) != float("inf"):
-                    key = f"{s.scenario}|{row.metric}"
-                    noise[key] = round(max(noise.get(key, 0.0), abs(row.change_pct)), 2)
+    noise = compare.aa_noise(sets, digits=2)
     if not noise:
         print(f"  A/A calibration ({k.id}, {clock}): no metric measured")
         return 1
@@ -259,17 +262,11 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
     and the three views' agreement (scripts/vm/crossvalidate.sh)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        r = pipeline.run_in_vm(cfg, k, "sh scripts/vm/bench-overhead.sh /ptwalk/module/ptwalk.ko "
-                               f"/ptwalk/build/ptwalk 256M {rounds}",
-                               pipeline.RunOptions(add=[(REPO / "scripts/vm/bench-overhead.sh",
-                                                         "/ptwalk/scripts/vm/bench-overhead.sh")],
-                                                   timeout=1800.0), out / "vm")
+        r = run_vm_script(cfg, k, "bench-overhead.sh", f"256M {rounds}", out / "vm", out,
+                          timeout=1800.0)
         if not r.ok:
             print(f"  module overhead per kind: failed: {r.problem()}")
             return 1
-        for name, data in r.files.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_bytes(data)
         note = " (TCG: a kprobe trap costs far more than on hardware)" if r.accel == "tcg" else ""
         # the kinds scripts/vm/bench-overhead.sh measured, in the table's order
         for kind in _profiles_in({f.name.rsplit("-", 1)[0]
@@ -279,11 +276,7 @@ def overhead_and_agreement(cfg: vmconfig.Config, k: vmconfig.Kernel, rounds: int
             print(f"  module overhead ({k.name}, {r.accel}): {kind} walk {no / 1e6:.2f} -> "
                   f"{mod / 1e6:.2f} ms with ptwalk.ko loaded: x{mod / no:.3f}, "
                   f"{rounds} interleaved rounds{note}")
-        x = pipeline.run_in_vm(cfg, k, "sh scripts/vm/crossvalidate.sh /ptwalk/module/ptwalk.ko "
-                               "/ptwalk/build/ptwalk",
-                               pipeline.RunOptions(add=[(REPO / "scripts/vm/crossvalidate.sh",
-                                                         "/ptwalk/scripts/vm/crossvalidate.sh")],
-                                                   timeout=900.0), out / "xv")
+        x = run_vm_script(cfg, k, "crossvalidate.sh", "", out / "xv", None, timeout=900.0)
         if not x.ok:
             print(f"  attribution agreement: failed: {x.problem()}")
             return 1
@@ -357,17 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     k = found
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        r = pipeline.run_in_vm(cfg, k, "sh scripts/vm/bench.sh /ptwalk/module/ptwalk.ko "
-                               f"/ptwalk/build/ptwalk 128M {RUNS} " + " ".join(map(str, PCTS)),
-                               pipeline.RunOptions(add=[(REPO / "scripts/vm/bench.sh",
-                                                         "/ptwalk/scripts/vm/bench.sh")],
-                                                   timeout=1200.0), out / "vm")
+        r = run_vm_script(cfg, k, "bench.sh", f"128M {RUNS} " + " ".join(map(str, PCTS)),
+                          out / "vm", out, timeout=1200.0)
         if not r.ok:
             print(f"  VM benchmarks: failed: {r.problem()}")
             return 1
-        for name, data in r.files.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_bytes(data)
         no, mod = med(out / "nomodule"), med(out / "module")
         print(f"  module overhead ({k.name}, {r.accel}): clear_refs {no:.1f} -> {mod:.1f} ns/PTE "
               f"with ptwalk.ko loaded: x{mod / no:.3f}"

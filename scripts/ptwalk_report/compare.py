@@ -369,6 +369,21 @@ def compare_sets(a: list[res.Result], b: list[res.Result], *, alpha: float = 0.0
     return Comparison(verdict, out, tested, len(rows) - tested, note)
 
 
+def aa_noise(pairs: Sequence[tuple[list[res.Result], list[res.Result]]], *,
+             digits: int) -> dict[str, float]:
+    """An A/A calibration: per "scenario|metric", the largest |%change| of
+    the run means between the sets of each A/A pair (rounded to digits);
+    a change_pct compare_sets() leaves undefined or infinite is left out."""
+    noise: dict[str, float] = {}
+    for a, b in pairs:
+        for s in compare_sets(a, b).scenarios:
+            for row in s.rows:
+                if row.change_pct is not None and abs(row.change_pct) != float("inf"):
+                    key = f"{s.scenario}|{row.metric}"
+                    noise[key] = round(max(noise.get(key, 0.0), abs(row.change_pct)), digits)
+    return noise
+
+
 def _metric_order(name: str) -> tuple[int, str]:
     return (0 if name.startswith("walk ") else 1, name)
 
