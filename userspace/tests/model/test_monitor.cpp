@@ -6,6 +6,7 @@
 #include "ptwalk/monitor.hpp"
 #include "ptwalk/monitor_metrics.hpp"
 #include "ptwalk/prom.hpp"
+#include "test_util.hpp"
 
 using namespace ptwalk;
 
@@ -13,34 +14,12 @@ namespace {
 
 constexpr uint64_t kMm = 0xffff888100070000ull;
 
-LockEvent lev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType ty, bool w)
-{
-	LockEvent e;
-	e.time_ns = t;
-	e.tgid = tgid;
-	e.tid = tid;
-	e.mm = mm;
-	e.type = ty;
-	e.write = w;
-	return e;
-}
-
-// start, acquire, release of one task
-void hold(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool w, uint64_t s,
-	  uint64_t a, uint64_t r)
-{
-	v.push_back(lev(s, tgid, tid, mm, LockEventType::StartLocking, w));
-	v.push_back(lev(a, tgid, tid, mm, LockEventType::AcquireReturned, w));
-	v.push_back(lev(r, tgid, tid, mm, LockEventType::Released, w));
-}
+using tests::lock_event;
+using tests::lock_hold;
 
 void feed(WalkTracker &t, std::vector<LockEvent> v)
 {
-	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
-		return a.time_ns < b.time_ns;
-	});
-	for (const auto &e : v)
-		t.lock(e);
+	tests::feed_in_time_order(std::move(v), [&t](const LockEvent &e) { t.lock(e); });
 }
 
 // 1 us holds count, waiters may end 100 ns later, probes wait timeout
@@ -146,18 +125,18 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 		      [](uint64_t at) { return at >= 5000 && at <= 5100 ? pid_t(100) : pid_t(0); });
 	std::vector<LockEvent> v;
 	// walker 300 holds the idle target's mm for write 2000 ns
-	hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
+	lock_hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
 	// a thread of the target waits behind it
-	hold(v, 100, 101, kMm, false, 1500, 3001, 3010);
+	lock_hold(v, 100, 101, kMm, false, 1500, 3001, 3010);
 	// the prober waited too: not a victim
-	hold(v, 5, prober, kMm, false, 1600, 3002, 3003);
+	lock_hold(v, 5, prober, kMm, false, 1600, 3002, 3003);
 	feed(t, v);
 	t.advance(3500, false);
 	EXPECT_TRUE(out.empty()); // unknown yet: waits for a probe
 	EXPECT_TRUE(t.wants_probe());
 	// the probe: prober's own lock event inside its logged interval
 	std::vector<LockEvent> p;
-	hold(p, 5, prober, kMm, false, 5050, 5050, 5060);
+	lock_hold(p, 5, prober, kMm, false, 5050, 5050, 5060);
 	feed(t, p);
 	t.advance(6000, false);
 	ASSERT_EQ(out.size(), 1u);
@@ -175,7 +154,7 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 	std::vector<Walk> out;
 	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
-	hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
+	lock_hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
 	feed(t, v);
 	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::clear_refs});
 	t.advance(4200, false);
@@ -191,8 +170,8 @@ TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
 	std::vector<Walk> out;
 	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
-	hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
-	hold(v, 300, 300, kMm, true, 3500, 3500, 3600); // too short
+	lock_hold(v, 300, 300, kMm, true, 1000, 1000, 3000);
+	lock_hold(v, 300, 300, kMm, true, 3500, 3500, 3600); // too short
 	feed(t, v);
 	t.advance(3200, false);
 	EXPECT_TRUE(out.empty());
@@ -209,18 +188,18 @@ TEST(WalkTracker, ExitTeardownIsSelfAndReusedAddressNotTheOldOwner)
 	WalkTracker t(small_config(100'000, prober), collect(out),
 		      [](uint64_t at) { return at < 2000 ? pid_t(100) : pid_t(400); });
 	std::vector<LockEvent> v;
-	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
-	hold(v, 300, 300, kMm, false, 600, 600, 1600); // a reader walks 100
+	lock_hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
+	lock_hold(v, 300, 300, kMm, false, 600, 600, 1600); // a reader walks 100
 	feed(t, v);
 	t.task_end(100, 1700, false);
 	v.clear();
-	hold(v, 100, 100, kMm, true, 1800, 1800, 30'000); // exit_mmap of 100
+	lock_hold(v, 100, 100, kMm, true, 1800, 1800, 30'000); // exit_mmap of 100
 	feed(t, v);
 	t.task_born(400, 40'000);
 	v.clear();
-	hold(v, 400, 400, kMm, true, 41'000, 41'000, 45'000);   // new owner, own
-	hold(v, 300, 300, kMm, false, 50'000, 50'000, 52'000);  // reader on reused address
-	hold(v, 5, prober, kMm, false, 60'000, 60'000, 60'010); // probe: now 400's
+	lock_hold(v, 400, 400, kMm, true, 41'000, 41'000, 45'000);   // new owner, own
+	lock_hold(v, 300, 300, kMm, false, 50'000, 50'000, 52'000);  // reader on reused address
+	lock_hold(v, 5, prober, kMm, false, 60'000, 60'000, 60'010); // probe: now 400's
 	feed(t, v);
 	t.advance(1'000'000, true);
 	ASSERT_EQ(out.size(), 4u);
@@ -328,24 +307,24 @@ TEST(WalkTracker, TeardownRunByTheLastReaderIsTheOwnersExit)
 	WalkTracker t(small_config(100'000, prober), collect(out),
 		      [](uint64_t) { return pid_t(100); });
 	std::vector<LockEvent> v;
-	hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
-	hold(v, 300, 300, kMm, false, 600, 600, 1600); // the reader walks 100
+	lock_hold(v, 5, prober, kMm, false, 500, 500, 510); // probe: kMm is 100's
+	lock_hold(v, 300, 300, kMm, false, 600, 600, 1600); // the reader walks 100
 	feed(t, v);
 	t.fd_evidence(300, 600, WalkFile{100, WalkKind::pagemap});
 	t.task_end(100, 1700, false);
 	v.clear();
-	hold(v, 300, 300, kMm, false, 1800, 1800, 9000); // unmap_vmas()
-	hold(v, 300, 300, kMm, true, 9000 + 400'000, 9000 + 400'000, 9000 + 420'000);
+	lock_hold(v, 300, 300, kMm, false, 1800, 1800, 9000); // unmap_vmas()
+	lock_hold(v, 300, 300, kMm, true, 9000 + 400'000, 9000 + 400'000, 9000 + 420'000);
 	feed(t, v);
 	t.fd_evidence(300, 1800, WalkFile{100, WalkKind::pagemap});
 	// a clear_refs writer that got the mm before the exit: write, but
 	// not at once after a read hold of its own
 	v.clear();
-	hold(v, 301, 301, kMm, true, 430'000, 430'000, 440'000);
+	lock_hold(v, 301, 301, kMm, true, 430'000, 430'000, 440'000);
 	// the address reused by a process no fact names yet: its own madvise,
 	// then at once munmap, has the shape but is no teardown
-	hold(v, 400, 400, kMm, false, 600'000, 600'000, 610'000);
-	hold(v, 400, 400, kMm, true, 610'500, 610'500, 620'000);
+	lock_hold(v, 400, 400, kMm, false, 600'000, 600'000, 610'000);
+	lock_hold(v, 400, 400, kMm, true, 610'500, 610'500, 620'000);
 	feed(t, v);
 	t.advance(10'000'000, true);
 	ASSERT_EQ(out.size(), 6u);
@@ -379,16 +358,16 @@ TEST(WalkTracker, TeardownShapeOfAnUnnamedMmNeedsTheReadProcessEnded)
 	t.task_end(100, 500, false);
 	// the fd table is read while the read hold is in flight
 	std::vector<LockEvent> v;
-	hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
+	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
 	feed(t, v);
 	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::pagemap});
 	v.clear();
-	hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
-	hold(v, 301, 301, kMm + 64, false, 20'000, 20'000, 29'000); // 101 lives
+	lock_hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
+	lock_hold(v, 301, 301, kMm + 64, false, 20'000, 20'000, 29'000); // 101 lives
 	feed(t, v);
 	t.fd_evidence(301, 20'000, WalkFile{101, WalkKind::smaps});
 	v.clear();
-	hold(v, 301, 301, kMm + 64, true, 29'500, 29'500, 32'000);
+	lock_hold(v, 301, 301, kMm + 64, true, 29'500, 29'500, 32'000);
 	feed(t, v);
 	t.advance(1'000'000, true);
 	ASSERT_EQ(out.size(), 4u);
@@ -537,7 +516,7 @@ TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 	std::vector<Walk> out;
 	WalkTracker t(small_config(1000), collect(out), nullptr);
 	std::vector<LockEvent> v;
-	hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
+	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
 	feed(t, v);
 	t.fd_evidence(300, 1000, WalkFile{0, WalkKind::pagemap});
 	t.advance(6000, false);
@@ -558,8 +537,8 @@ TEST(WalkTracker, ExecsTeardownOfItsPreExecMmIsItsOwn)
 	WalkTracker t(small_config(10'000), collect(out), nullptr);
 	// tracepoints: unmap under the read lock, the write lock at once
 	std::vector<LockEvent> v;
-	hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
-	hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
+	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 9000);
+	lock_hold(v, 300, 300, kMm, true, 9500, 9500, 12'000);
 	feed(t, v);
 	t.task_end(300, 20'000, true);
 	// bpf: the kernel marks the teardown; one mm named by a probe
@@ -570,8 +549,8 @@ TEST(WalkTracker, ExecsTeardownOfItsPreExecMmIsItsOwn)
 	t.task_end(600, 61'000, true);
 	// the same shape with the exec 200 ms later: not tied to it
 	v.clear();
-	hold(v, 500, 500, kMm + 128, false, 70'000, 70'000, 79'000);
-	hold(v, 500, 500, kMm + 128, true, 79'500, 79'500, 82'000);
+	lock_hold(v, 500, 500, kMm + 128, false, 70'000, 70'000, 79'000);
+	lock_hold(v, 500, 500, kMm + 128, true, 79'500, 79'500, 82'000);
 	feed(t, v);
 	t.task_end(500, 82'000 + 200'000'000, true);
 	t.advance(300'000'000, true);

@@ -13,8 +13,10 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/validation.hpp"
 #include "ptwalk/vma_layout.hpp"
+#include "test_util.hpp"
 
 using namespace ptwalk;
+using tests::table_text;
 
 namespace {
 
@@ -36,18 +38,6 @@ std::string summary_text(const RunResult &r)
 	for (const auto &s : r.walk_summary)
 		j[name(s.kind)] = s;
 	return Json(j).dump(1) + "\n";
-}
-
-std::string table(const RunResult &r)
-{
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	print_table(r, f);
-	fclose(f);
-	std::string t(buf, len);
-	free(buf);
-	return t;
 }
 
 // variant: 1 corrected ns/PTE, 2 incomplete, 3 failed
@@ -159,7 +149,7 @@ TEST(ResultGolden, TracepointRunAsAssembledByKeys)
 	ASSERT_TRUE(r.stall_estimate);
 	EXPECT_EQ(text(*r.stall_estimate), golden("anon_stall_estimate.json"));
 	r.error = "scanner: failed";
-	EXPECT_EQ(table(r), golden("anon_table.txt"));
+	EXPECT_EQ(table_text(r), golden("anon_table.txt"));
 }
 
 namespace {
@@ -244,7 +234,7 @@ TEST(ResultGolden, AliasedModuleRunAsAssembledByKeys)
 	EXPECT_EQ(text(*a.stall_estimate), golden("alias_stall_estimate.json"));
 	EXPECT_EQ(workload_rss_reference(a.workload), 272629760u);
 	a.complete = true;
-	EXPECT_EQ(table(a), golden("alias_table.txt"));
+	EXPECT_EQ(table_text(a), golden("alias_table.txt"));
 }
 
 TEST(ResultGolden, SyscallBackendSkipsTheStallValidation)

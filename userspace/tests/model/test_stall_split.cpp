@@ -8,8 +8,10 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/stall_attribution.hpp"
 #include "ptwalk/validation.hpp"
+#include "test_util.hpp"
 
 using namespace ptwalk;
+using tests::table_text;
 
 namespace {
 
@@ -17,17 +19,10 @@ constexpr uint64_t kMm = 0xffff888812345678ull;
 constexpr pid_t kTarget = 100, kWalker = 200;
 constexpr pid_t kFault = 101, kMmap = 102, kOther = 103; // threads of the target
 
+// An event of the target's mm.
 LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, LockEventType type, bool write, bool success = true)
 {
-	LockEvent e;
-	e.time_ns = t;
-	e.tgid = tgid;
-	e.tid = tid;
-	e.mm = kMm;
-	e.type = type;
-	e.write = write;
-	e.success = success;
-	return e;
+	return tests::lock_event(t, tgid, tid, kMm, type, write, success);
 }
 
 struct Stream {
@@ -38,9 +33,7 @@ struct Stream {
 	// start_locking at t0, acquired at t1, released at t2
 	void lock(pid_t tgid, pid_t tid, bool write, uint64_t t0, uint64_t t1, uint64_t t2)
 	{
-		locks.push_back(ev(t0, tgid, tid, LockEventType::StartLocking, write));
-		locks.push_back(ev(t1, tgid, tid, LockEventType::AcquireReturned, write));
-		locks.push_back(ev(t2, tgid, tid, LockEventType::Released, write));
+		tests::lock_hold(locks, tgid, tid, kMm, write, t0, t1, t2);
 	}
 	void off(pid_t tid, uint64_t out, uint64_t in)
 	{
@@ -87,19 +80,6 @@ struct Stream {
 		}
 	}
 };
-
-// The table print_table() writes for r.
-std::string table_text(const RunResult &r)
-{
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	print_table(r, f);
-	fclose(f);
-	std::string t(buf, len);
-	free(buf);
-	return t;
-}
 
 StallConfig config()
 {

@@ -22,6 +22,7 @@
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/stall_attribution.hpp"
 #include "ptwalk/tracefs.hpp"
+#include "test_util.hpp"
 
 using namespace ptwalk;
 
@@ -62,36 +63,12 @@ std::vector<uint8_t> make_raw(const TraceEventFormat &f, uint64_t mm, bool write
 	return raw;
 }
 
-LockEvent ev(uint64_t t, pid_t tgid, pid_t tid, uint64_t mm, LockEventType type, bool write,
-	     bool success = true)
-{
-	LockEvent e;
-	e.time_ns = t;
-	e.tgid = tgid;
-	e.tid = tid;
-	e.mm = mm;
-	e.type = type;
-	e.write = write;
-	e.success = success;
-	return e;
-}
-
-// start_locking at t0, acquired at t1, released at t2
-void lock(std::vector<LockEvent> &v, pid_t tgid, pid_t tid, uint64_t mm, bool write, uint64_t t0,
-	  uint64_t t1, uint64_t t2)
-{
-	v.push_back(ev(t0, tgid, tid, mm, LockEventType::StartLocking, write));
-	v.push_back(ev(t1, tgid, tid, mm, LockEventType::AcquireReturned, write));
-	v.push_back(ev(t2, tgid, tid, mm, LockEventType::Released, write));
-}
+using tests::lock_event;
+using tests::lock_hold;
 
 void feed_sorted(StallAccumulator &acc, std::vector<LockEvent> v)
 {
-	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
-		return a.time_ns < b.time_ns;
-	});
-	for (const auto &e : v)
-		acc.feed(e);
+	tests::feed_in_time_order(std::move(v), [&acc](const LockEvent &e) { acc.feed(e); });
 }
 
 // An integer member of a dumped JSON ("key":N); -1 when absent.
@@ -419,10 +396,10 @@ TEST(TracepointPairing, WaitsHoldsDowngradeUnpaired)
 	} r;
 	LockPairer p(r);
 	// write lock 10..20 wait, held to 50, downgraded at 30
-	p.feed(ev(10, 1, 1, 5, LockEventType::StartLocking, true));
-	p.feed(ev(20, 1, 1, 5, LockEventType::AcquireReturned, true));
-	p.feed(ev(30, 1, 1, 5, LockEventType::AcquireReturned, false)); // downgrade
-	p.feed(ev(50, 1, 1, 5, LockEventType::Released, false));
+	p.feed(lock_event(10, 1, 1, 5, LockEventType::StartLocking, true));
+	p.feed(lock_event(20, 1, 1, 5, LockEventType::AcquireReturned, true));
+	p.feed(lock_event(30, 1, 1, 5, LockEventType::AcquireReturned, false)); // downgrade
+	p.feed(lock_event(50, 1, 1, 5, LockEventType::Released, false));
 	ASSERT_EQ(r.w.size(), 1u);
 	EXPECT_EQ(r.w[0].ns(), 10u);
 	ASSERT_EQ(r.h.size(), 2u);
@@ -433,22 +410,22 @@ TEST(TracepointPairing, WaitsHoldsDowngradeUnpaired)
 	EXPECT_EQ(r.h[1].ns(), 20u);
 	EXPECT_EQ(p.unpaired(), 0u);
 	// failed killable lock: a wait, no hold
-	p.feed(ev(60, 1, 1, 5, LockEventType::StartLocking, true));
-	p.feed(ev(70, 1, 1, 5, LockEventType::AcquireReturned, true, false));
+	p.feed(lock_event(60, 1, 1, 5, LockEventType::StartLocking, true));
+	p.feed(lock_event(70, 1, 1, 5, LockEventType::AcquireReturned, true, false));
 	EXPECT_EQ(r.w.size(), 2u);
 	EXPECT_FALSE(r.w[1].success);
 	EXPECT_EQ(r.h.size(), 2u);
 	// released without acquire (tracing began mid-hold), lost release
-	p.feed(ev(80, 1, 1, 5, LockEventType::Released, false));
-	p.feed(ev(90, 1, 1, 5, LockEventType::StartLocking, false));
-	p.feed(ev(91, 1, 1, 5, LockEventType::AcquireReturned, false));
-	p.feed(ev(95, 1, 1, 5, LockEventType::StartLocking, false)); // release lost
+	p.feed(lock_event(80, 1, 1, 5, LockEventType::Released, false));
+	p.feed(lock_event(90, 1, 1, 5, LockEventType::StartLocking, false));
+	p.feed(lock_event(91, 1, 1, 5, LockEventType::AcquireReturned, false));
+	p.feed(lock_event(95, 1, 1, 5, LockEventType::StartLocking, false)); // release lost
 	EXPECT_EQ(p.unpaired(), 2u);
 	// two mms of one task are independent
-	p.feed(ev(100, 1, 1, 6, LockEventType::StartLocking, false));
-	p.feed(ev(101, 1, 1, 5, LockEventType::AcquireReturned, false));
-	p.feed(ev(102, 1, 1, 6, LockEventType::AcquireReturned, false));
-	p.feed(ev(103, 1, 1, 5, LockEventType::Released, false));
+	p.feed(lock_event(100, 1, 1, 6, LockEventType::StartLocking, false));
+	p.feed(lock_event(101, 1, 1, 5, LockEventType::AcquireReturned, false));
+	p.feed(lock_event(102, 1, 1, 6, LockEventType::AcquireReturned, false));
+	p.feed(lock_event(103, 1, 1, 5, LockEventType::Released, false));
 	EXPECT_EQ(r.h.back().mm, 5u);
 	EXPECT_EQ(r.h.back().ns(), 2u);
 	EXPECT_EQ(p.unpaired(), 2u);
@@ -460,11 +437,11 @@ TEST(TracepointReorder, HoldsBackAndSorts)
 	std::vector<uint64_t> out;
 	auto d = [&](const LockEvent &e) { out.push_back(e.time_ns); };
 	for (uint64_t t : {500, 100, 300, 950, 200})
-		r.push(ev(t, 1, 1, 1, LockEventType::StartLocking, false));
+		r.push(lock_event(t, 1, 1, 1, LockEventType::StartLocking, false));
 	r.flush(1000, false, d); // delivers <= 900
 	EXPECT_EQ(out, (std::vector<uint64_t>{100, 200, 300, 500}));
-	r.push(ev(920, 1, 1, 1, LockEventType::StartLocking, false));
-	r.push(ev(400, 1, 1, 1, LockEventType::StartLocking, false)); // too late
+	r.push(lock_event(920, 1, 1, 1, LockEventType::StartLocking, false));
+	r.push(lock_event(400, 1, 1, 1, LockEventType::StartLocking, false)); // too late
 	r.flush(1010, true, d);
 	EXPECT_EQ(out, (std::vector<uint64_t>{100, 200, 300, 500, 400, 920, 950}));
 	EXPECT_EQ(r.late(), 1u);
@@ -478,24 +455,24 @@ std::vector<LockEvent> walker_holds_and_victim_stalls()
 {
 	std::vector<LockEvent> v;
 	// walk 0: [1000, 5000]: walker waits 100, holds write 1200..4200
-	lock(v, 200, 200, kTargetMm, true, 1100, 1200, 4200);
+	lock_hold(v, 200, 200, kTargetMm, true, 1100, 1200, 4200);
 	// walker's own mm (page fault in its buffer), inside the window
-	lock(v, 200, 200, kWalkerMm, false, 1150, 1160, 1170);
+	lock_hold(v, 200, 200, kWalkerMm, false, 1150, 1160, 1170);
 	// mmap victim: before the walk (not attributed), behind it (attributed)
-	lock(v, 100, 101, kTargetMm, true, 500, 600, 700);
-	lock(v, 100, 101, kTargetMm, true, 1500, 4300, 4400);
+	lock_hold(v, 100, 101, kTargetMm, true, 500, 600, 700);
+	lock_hold(v, 100, 101, kTargetMm, true, 1500, 4300, 4400);
 	// fault victim: read wait that ends before the hold begins
-	lock(v, 100, 102, kTargetMm, false, 1000, 1100, 1110);
+	lock_hold(v, 100, 102, kTargetMm, false, 1000, 1100, 1110);
 	// walk 1: [10000, 20000]: smaps_rollup, read, two acquisitions
-	lock(v, 200, 200, kTargetMm, false, 11000, 11000, 12000);
-	lock(v, 200, 200, kTargetMm, false, 13000, 13050, 15000);
+	lock_hold(v, 200, 200, kTargetMm, false, 11000, 11000, 12000);
+	lock_hold(v, 200, 200, kTargetMm, false, 13000, 13050, 15000);
 	// fault victim waits 12900..13100 beside the second (read) hold: a read
 	// hold does not exclude a reader, so not a stall
-	lock(v, 100, 102, kTargetMm, false, 12900, 13100, 13200);
+	lock_hold(v, 100, 102, kTargetMm, false, 12900, 13100, 13200);
 	// mmap victim: waits 14000..15100 behind the read hold
-	lock(v, 100, 101, kTargetMm, true, 14000, 15100, 15200);
+	lock_hold(v, 100, 101, kTargetMm, true, 14000, 15100, 15200);
 	// fault victim again, 14500..15150: queued behind that blocked writer
-	lock(v, 100, 102, kTargetMm, false, 14500, 15150, 15160);
+	lock_hold(v, 100, 102, kTargetMm, false, 14500, 15150, 15160);
 	return v;
 }
 
@@ -591,9 +568,9 @@ TEST(TracepointAttribution, WalkerThreadInsideTarget)
 {
 	StallAccumulator acc({100, {{101, Victim::mmap}}, 103});
 	std::vector<LockEvent> v;
-	lock(v, 100, 103, kTargetMm, true, 1000, 1000, 3000); // walker thread
-	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3100); // victim
-	lock(v, 100, 104, kTargetMm, true, 3200, 3200, 9000); // other thread: no walk
+	lock_hold(v, 100, 103, kTargetMm, true, 1000, 1000, 3000); // walker thread
+	lock_hold(v, 100, 101, kTargetMm, true, 1500, 3001, 3100); // victim
+	lock_hold(v, 100, 104, kTargetMm, true, 3200, 3200, 9000); // other thread: no walk
 	feed_sorted(acc, v);
 	EXPECT_TRUE(acc.is_walker(103, 100));
 	EXPECT_FALSE(acc.is_walker(101, 100));
@@ -610,9 +587,9 @@ TEST(TracepointAttribution, FallbackTargetMmFromWalkerHolds)
 	// The target's threads produce no events (faults on per-VMA locks).
 	StallAccumulator acc({100, {{101, Victim::fault}}, 200});
 	std::vector<LockEvent> v;
-	lock(v, 200, 200, kWalkerMm, true, 100, 110, 500);     // own mm, outside walks
-	lock(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
-	lock(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
+	lock_hold(v, 200, 200, kWalkerMm, true, 100, 110, 500);     // own mm, outside walks
+	lock_hold(v, 200, 200, kWalkerMm, false, 1100, 1110, 1500); // own mm, inside
+	lock_hold(v, 200, 200, kTargetMm, false, 1200, 1210, 1400); // target, inside
 	feed_sorted(acc, v);
 	KernelView kv;
 	auto views = attribute_stalls(acc, {{WalkKind::smaps, 200, 1000, 2000}}, {}, kv);
@@ -674,10 +651,10 @@ TEST(TracepointAttribution, StallListKeepsEveryWaitAboveTheThreshold)
 	// 250 waits of 2 ms, 50 of 0.5 ms
 	for (uint64_t i = 0; i < 300; i++) {
 		const uint64_t t0 = 10 * ms + i * 10 * ms;
-		lock(v, 200, 200, kTargetMm, true, t0, t0, t0 + 3 * ms);
+		lock_hold(v, 200, 200, kTargetMm, true, t0, t0, t0 + 3 * ms);
 		const uint64_t w = i < 250 ? 2 * ms : ms / 2;
-		lock(v, 100, 101, kTargetMm, true, t0 + 3 * ms - w, t0 + 3 * ms,
-		     t0 + 3 * ms + 1000);
+		lock_hold(v, 100, 101, kTargetMm, true, t0 + 3 * ms - w, t0 + 3 * ms,
+			  t0 + 3 * ms + 1000);
 	}
 	feed_sorted(acc, v);
 	KernelView kv;
@@ -697,13 +674,13 @@ TEST(TracepointAttribution, DowngradeIsReadPlusWrite)
 {
 	StallAccumulator acc({100, {}, 200});
 	std::vector<LockEvent> v;
-	v.push_back(ev(10, 100, 101, kTargetMm, LockEventType::StartLocking, false));
-	v.push_back(ev(11, 100, 101, kTargetMm, LockEventType::AcquireReturned, false));
-	v.push_back(ev(12, 100, 101, kTargetMm, LockEventType::Released, false));
-	v.push_back(ev(100, 200, 200, kTargetMm, LockEventType::StartLocking, true));
-	v.push_back(ev(110, 200, 200, kTargetMm, LockEventType::AcquireReturned, true));
-	v.push_back(ev(150, 200, 200, kTargetMm, LockEventType::AcquireReturned, false));
-	v.push_back(ev(300, 200, 200, kTargetMm, LockEventType::Released, false));
+	v.push_back(lock_event(10, 100, 101, kTargetMm, LockEventType::StartLocking, false));
+	v.push_back(lock_event(11, 100, 101, kTargetMm, LockEventType::AcquireReturned, false));
+	v.push_back(lock_event(12, 100, 101, kTargetMm, LockEventType::Released, false));
+	v.push_back(lock_event(100, 200, 200, kTargetMm, LockEventType::StartLocking, true));
+	v.push_back(lock_event(110, 200, 200, kTargetMm, LockEventType::AcquireReturned, true));
+	v.push_back(lock_event(150, 200, 200, kTargetMm, LockEventType::AcquireReturned, false));
+	v.push_back(lock_event(300, 200, 200, kTargetMm, LockEventType::Released, false));
 	feed_sorted(acc, v);
 	KernelView kv;
 	auto views = attribute_stalls(acc, {{WalkKind::clear_refs, 200, 90, 400}}, {}, kv);
@@ -718,23 +695,24 @@ TEST(TracepointMonitor, HoldsOwnersWaiters)
 	std::vector<LockEvent> v;
 	// target process 100 (two threads) locks its mm often
 	for (int i = 0; i < 5; i++)
-		lock(v, 100, 101 + i % 2, kTargetMm, false, 10 + i * 10, 11 + i * 10, 12 + i * 10);
+		lock_hold(v, 100, 101 + i % 2, kTargetMm, false, 10 + i * 10, 11 + i * 10,
+			  12 + i * 10);
 	// walker 300 holds it 2000 ns for write
-	lock(v, 300, 300, kTargetMm, true, 1000, 1000, 3000);
+	lock_hold(v, 300, 300, kTargetMm, true, 1000, 1000, 3000);
 	// a short hold by 300: below min_hold
-	lock(v, 300, 300, kTargetMm, false, 5000, 5000, 5500);
+	lock_hold(v, 300, 300, kTargetMm, false, 5000, 5000, 5500);
 	// waiters: 101 long (overlaps), 102 short (< 1 us: dropped)
-	lock(v, 100, 101, kTargetMm, true, 1500, 3001, 3050);
-	lock(v, 100, 102, kTargetMm, false, 2999, 3002, 3003);
+	lock_hold(v, 100, 101, kTargetMm, true, 1500, 3001, 3050);
+	lock_hold(v, 100, 102, kTargetMm, false, 2999, 3002, 3003);
 	// a hold on an mm only the holder touches, but not its home: unknown
-	lock(v, 400, 400, kWalkerMm, true, 6000, 6000, 9000);
+	lock_hold(v, 400, 400, kWalkerMm, true, 6000, 6000, 9000);
 	for (int i = 0; i < 3; i++)
-		lock(v, 400, 401, 77, false, 20 + i, 20 + i, 20 + i);
+		lock_hold(v, 400, 401, 77, false, 20 + i, 20 + i, 20 + i);
 	// a process holding its own mm (munmap): self, though 600 touched it
 	for (int i = 0; i < 4; i++)
-		lock(v, 500, 501, 99, true, 30 + i, 30 + i, 30 + i);
-	lock(v, 600, 600, 99, false, 40, 40, 41);
-	lock(v, 500, 502, 99, true, 10000, 10000, 12000);
+		lock_hold(v, 500, 501, 99, true, 30 + i, 30 + i, 30 + i);
+	lock_hold(v, 600, 600, 99, false, 40, 40, 41);
+	lock_hold(v, 500, 502, 99, true, 10000, 10000, 12000);
 	std::stable_sort(v.begin(), v.end(), [](const LockEvent &a, const LockEvent &b) {
 		return a.time_ns < b.time_ns;
 	});
