@@ -116,18 +116,36 @@ void expect_split(const KernelStall &s, uint64_t wait, uint64_t walker, uint64_t
 
 const std::vector<WalkSpan> kWalk = {{WalkKind::clear_refs, kWalker, 500, 10000}};
 
+// A StallAccumulator under cfg fed s in time order, told whether the
+// walker's switches (sched) and the waiters' own (waiters) are followed,
+// and the stalls it attributes to walks.
+struct Attributed {
+	StallAccumulator acc;
+	KernelView kv;
+	std::vector<WalkKernelView> views;
+
+	Attributed(const Stream &s, const std::vector<WalkSpan> &walks, bool sched = false,
+		   bool waiters = false, const StallConfig &cfg = config())
+		: acc(cfg)
+	{
+		acc.set_sched(sched);
+		acc.set_waiters(waiters);
+		s.feed(acc);
+		views = attribute_stalls(acc, walks, {}, kv);
+	}
+};
+
 } // namespace
 
 // A read fault wholly inside the walker's write hold: all walker_held.
 TEST(StallSplit, WaitFullyBehindWalkerWriteHold)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
 	s.lock(kTarget, kFault, false, 2000, 4000, 4100);
-	s.feed(acc);
-	KernelView kv;
-	auto views = attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk);
+	const KernelView &kv = a.kv;
+	const auto &views = a.views;
 	expect_split(stall_of(kv, kFault), 2000, 2000, 0, 0);
 	EXPECT_FALSE(stall_of(kv, kFault).walker_off_cpu_ns); // no sched events
 	ASSERT_EQ(views.size(), 1u);
@@ -142,14 +160,12 @@ TEST(StallSplit, WaitFullyBehindWalkerWriteHold)
 // 4500.
 TEST(StallSplit, WaitGoesOnBehindAnotherWriter)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 3000);
 	s.lock(kTarget, kOther, true, 1500, 3000, 4000);
 	s.lock(kTarget, kFault, false, 2000, 4500, 4600);
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk);
+	const KernelView &kv = a.kv;
 	expect_split(stall_of(kv, kFault), 2500, 1000, 1000, 500);
 	EXPECT_EQ(kv.stalls->total, 1u);
 }
@@ -158,7 +174,6 @@ TEST(StallSplit, WaitGoesOnBehindAnotherWriter)
 // to the wait's end; a reader beside a read wait does not exclude it.
 TEST(StallSplit, OpenHoldOfAnotherTaskAndCompatibleReaders)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 2000);
 	s.lock(kTarget, kOther, false, 2100, 2100, 2600); // read beside a read wait
@@ -166,9 +181,8 @@ TEST(StallSplit, OpenHoldOfAnotherTaskAndCompatibleReaders)
 	s.locks.push_back(ev(2800, kTarget, kOther, LockEventType::AcquireReturned, true));
 	s.lock(kTarget, kFault, false, 1500, 3000, 3100);
 	s.locks.push_back(ev(3500, kTarget, kOther, LockEventType::Released, true));
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk);
+	const KernelView &kv = a.kv;
 	// walker 1500..2000, others 2800..3000 (write), free 2000..2800
 	expect_split(stall_of(kv, kFault), 1500, 500, 200, 800);
 }
@@ -176,13 +190,11 @@ TEST(StallSplit, OpenHoldOfAnotherTaskAndCompatibleReaders)
 // A wait that outlives every hold: the rest is free.
 TEST(StallSplit, WaitOutlivesEveryHold)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 2000);
 	s.lock(kTarget, kMmap, true, 1500, 6000, 6100);
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk);
+	const KernelView &kv = a.kv;
 	expect_split(stall_of(kv, kMmap), 4500, 500, 0, 4000);
 }
 
@@ -198,7 +210,6 @@ TEST(StallSplit, WaitOutlivesEveryHold)
 // a 39.9 ms wait.
 TEST(StallSplit, WaitAcrossTwoWalksIsTheFirstWalks)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	const uint64_t us = 1000, t0 = 1000000;
 	const uint64_t walk0[][2] = {{62, 94}, {114, 136}, {175, 186}, {212, 221}};
@@ -210,13 +221,10 @@ TEST(StallSplit, WaitAcrossTwoWalksIsTheFirstWalks)
 		s.lock(kWalker, kWalker, false, t0 + h[0] * us - 5 * us, t0 + h[0] * us,
 		       t0 + h[1] * us);
 	s.lock(kTarget, kMmap, true, t0, t0 + 39900 * us, t0 + 39950 * us);
-	s.feed(acc);
-	KernelView kv;
-	auto views =
-		attribute_stalls(acc,
-				 {{WalkKind::pagemap, kWalker, t0 - 1000 * us, t0 + 300 * us},
-				  {WalkKind::pagemap, kWalker, t0 + 4000 * us, t0 + 40000 * us}},
-				 {}, kv);
+	Attributed a(s, {{WalkKind::pagemap, kWalker, t0 - 1000 * us, t0 + 300 * us},
+			 {WalkKind::pagemap, kWalker, t0 + 4000 * us, t0 + 40000 * us}});
+	const KernelView &kv = a.kv;
+	const auto &views = a.views;
 	const KernelStall &st = stall_of(kv, kMmap);
 	EXPECT_EQ(st.walk, 0u);
 	expect_split(st, 39900 * us, (32 + 22 + 11 + 9) * us, (44 + 61 + 61 + 65) * us,
@@ -234,19 +242,16 @@ TEST(StallSplit, WaitAcrossTwoWalksIsTheFirstWalks)
 // the clear_refs hold is another walk's.
 TEST(StallSplit, ChainBeforeALaterWalksWriteHold)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, false, 1000, 1000, 3000);
 	s.lock(kWalker, kWalker, false, 3200, 3200, 5000);
 	s.lock(kWalker, kWalker, true, 5100, 5100, 9000);
 	s.lock(kTarget, kMmap, true, 1500, 9100, 9200);
 	s.lock(kTarget, kFault, false, 2000, 9300, 9350);
-	s.feed(acc);
-	KernelView kv;
-	auto views = attribute_stalls(acc,
-				      {{WalkKind::smaps, kWalker, 900, 5050},
-				       {WalkKind::clear_refs, kWalker, 5050, 9050}},
-				      {}, kv);
+	Attributed a(s, {{WalkKind::smaps, kWalker, 900, 5050},
+			 {WalkKind::clear_refs, kWalker, 5050, 9050}});
+	const KernelView &kv = a.kv;
+	const auto &views = a.views;
 	EXPECT_EQ(stall_of(kv, kMmap).walk, 0u);
 	EXPECT_EQ(stall_of(kv, kFault).walk, 0u);
 	expect_split(stall_of(kv, kMmap), 7600, 3300, 3900, 400);
@@ -266,13 +271,13 @@ namespace {
 // the fault victim's read wait from 3000 behind it: attributed under cfg.
 std::vector<WalkKernelView> reader_behind_writer(const StallConfig &cfg, KernelView &kv)
 {
-	StallAccumulator acc(cfg);
 	Stream s;
 	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
 	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
 	s.lock(kTarget, kFault, false, 3000, 5200, 5250);
-	s.feed(acc);
-	return attribute_stalls(acc, {{WalkKind::smaps, kWalker, 500, 10000}}, {}, kv);
+	Attributed a(s, {{WalkKind::smaps, kWalker, 500, 10000}}, false, false, cfg);
+	kv = a.kv;
+	return a.views;
 }
 
 } // namespace
@@ -306,24 +311,22 @@ TEST(StallSplit, NoChainWhenReadersPassWaitingWriters)
 // one while the walker holds write is no stall and no wait.
 TEST(StallSplit, FailedTrylockNotAttributed)
 {
-	StallAccumulator acc(config());
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 5000);
 	s.locks.push_back(ev(2000, kTarget, kFault, LockEventType::StartLocking, false));
 	s.locks.push_back(ev(2001, kTarget, kFault, LockEventType::AcquireReturned, false, false));
 	s.lock(kTarget, kFault, false, 2100, 5100, 5200); // the real wait after it
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk);
+	const KernelView &kv = a.kv;
 	ASSERT_TRUE(kv.stalls);
 	EXPECT_EQ(kv.stalls->total, 1u);
 	expect_split(stall_of(kv, kFault), 3000, 2900, 0, 100);
 	EXPECT_EQ(kv.stalls->threads[0].waits.count(), 1u);
 	EXPECT_EQ(kv.stalls->threads[0].attributed, 1u);
-	EXPECT_EQ(acc.failed_acquires(), 1u);
+	EXPECT_EQ(a.acc.failed_acquires(), 1u);
 	ASSERT_TRUE(kv.tracepoint);
 	EXPECT_EQ(kv.tracepoint->failed_acquires, 1u);
-	EXPECT_EQ(acc.unpaired(), 0u);
+	EXPECT_EQ(a.acc.unpaired(), 0u);
 }
 
 // The walker holds write 1000..5000 and is switched out 2000..3000 and
@@ -332,8 +335,6 @@ TEST(StallSplit, FailedTrylockNotAttributed)
 TEST(StallSplit, WalkerOffCpuFromSchedSwitch)
 {
 	for (bool sched : {true, false}) {
-		StallAccumulator acc(config());
-		acc.set_sched(sched);
 		Stream s;
 		s.off(kWalker, 500, 600);
 		s.lock(kWalker, kWalker, true, 900, 1000, 5000);
@@ -341,9 +342,8 @@ TEST(StallSplit, WalkerOffCpuFromSchedSwitch)
 		s.off(kOther, 2500, 2600); // not the walker
 		s.off(kWalker, 4500, 4800);
 		s.lock(kTarget, kFault, false, 1500, 5500, 5600);
-		s.feed(acc);
-		KernelView kv;
-		attribute_stalls(acc, kWalk, {}, kv);
+		Attributed a(s, kWalk, sched);
+		const KernelView &kv = a.kv;
 		const KernelStall &st = stall_of(kv, kFault);
 		expect_split(st, 4000, 3500, 0, 500);
 		if (sched) {
@@ -362,9 +362,6 @@ TEST(StallSplit, WalkerOffCpuFromSchedSwitch)
 // with no switch in seen, and a span left by a second switch out.
 TEST(StallSplit, SpanWithoutSwitchInIsDropped)
 {
-	StallAccumulator acc(config());
-	acc.set_sched(true);
-	acc.set_waiters(true);
 	Stream s;
 	s.lock(kWalker, kWalker, false, 900, 1000, 5000);
 	s.switches.push_back({4000, kWalker, 0}); // back unseen; releases at 5000
@@ -375,16 +372,15 @@ TEST(StallSplit, SpanWithoutSwitchInIsDropped)
 	s.switches.push_back({7000, kWalker, 0}); // out,
 	s.switches.push_back({7500, kWalker, 0}); // out again: 7000 dropped
 	s.switches.push_back({8000, 0, kWalker}); // 7500..8000 counted
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, {{WalkKind::pagemap, kWalker, 900, 9050}}, {}, kv);
+	Attributed a(s, {{WalkKind::pagemap, kWalker, 900, 9050}}, true, true);
+	const KernelView &kv = a.kv;
 	const KernelStall &mm = stall_of(kv, kMmap);
 	expect_split(mm, 3800, 3500, 0, 300);
 	EXPECT_EQ(mm.walker_off_cpu_ns, 0u);
 	EXPECT_EQ(mm.waiter_runnable_ns, 0u);
 	const KernelStall &f = stall_of(kv, kFault);
 	EXPECT_EQ(f.walker_off_cpu_ns, 500u);
-	EXPECT_EQ(acc.sched_gaps(), 3u);
+	EXPECT_EQ(a.acc.sched_gaps(), 3u);
 }
 
 // A writer behind a walk that drops and retakes its read hold (the
@@ -395,9 +391,6 @@ TEST(StallSplit, SpanWithoutSwitchInIsDropped)
 TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
 {
 	for (bool waiters : {true, false}) {
-		StallAccumulator acc(config());
-		acc.set_sched(true);
-		acc.set_waiters(waiters);
 		Stream s;
 		s.woken(kMmap, 500, 600, 700); // before its wait: dropped
 		const uint64_t holds[][2] = {
@@ -414,9 +407,8 @@ TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
 		s.preempted(kMmap, 12150, 12650);  // 500
 		s.woken(kFault, 4000, 9000, 9100); // not the waiter
 		s.switches.push_back({12800, kMmap, 0, false});
-		s.feed(acc);
-		KernelView kv;
-		attribute_stalls(acc, {{WalkKind::pagemap, kWalker, 900, 20050}}, {}, kv);
+		Attributed a(s, {{WalkKind::pagemap, kWalker, 900, 20050}}, true, waiters);
+		const KernelView &kv = a.kv;
 		const KernelStall &st = stall_of(kv, kMmap);
 		expect_split(st, 18600, 18496, 0, 104);
 		EXPECT_EQ(st.walker_off_cpu_ns, 1000u);
@@ -434,16 +426,12 @@ TEST(StallSplit, WaiterRunnableWhileWalkerRetakes)
 // runnable part under the hold.
 TEST(StallSplit, WaiterAsleepBehindWholeWalkHold)
 {
-	StallAccumulator acc(config());
-	acc.set_sched(true);
-	acc.set_waiters(true);
 	Stream s;
 	s.lock(kWalker, kWalker, true, 900, 1000, 9000);
 	s.lock(kTarget, kMmap, true, 1500, 9400, 9500);
 	s.woken(kMmap, 9000, 9300, 9600);
-	s.feed(acc);
-	KernelView kv;
-	attribute_stalls(acc, kWalk, {}, kv);
+	Attributed a(s, kWalk, true, true);
+	const KernelView &kv = a.kv;
 	const KernelStall &st = stall_of(kv, kMmap);
 	expect_split(st, 7900, 7500, 0, 400);
 	EXPECT_EQ(st.waiter_runnable_ns, 0u);
