@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <gtest/gtest.h>
 #include <regex>
 #include <sys/mman.h>
@@ -793,20 +794,81 @@ void expect_write_holds_and_stalls(const std::vector<WalkSpan> &walks,
 
 } // namespace
 
+namespace {
+
+// PTWALK_REQUIRE_TRACEPOINTS=1: a live test that cannot run fails, else it
+// skips (SKIP_OR_FAIL, in the test's body).
+bool tracepoints_required()
+{
+	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
+	return req && std::string(req) == "1";
+}
+
+#define SKIP_OR_FAIL(why)                                                     \
+	do {                                                                  \
+		if (tracepoints_required())                                   \
+			FAIL() << (why) << " (PTWALK_REQUIRE_TRACEPOINTS=1)"; \
+		GTEST_SKIP() << (why);                                        \
+	} while (0)
+#define SKIP_OR_FAIL_UNLESS_ROOT()                                                          \
+	do {                                                                                \
+		if (geteuid() != 0)                                                         \
+			SKIP_OR_FAIL("needs root for tracefs and system-wide perf events"); \
+	} while (0)
+
+// A thread that sleeps 1 ms at a time, doing each() after every sleep,
+// until stop() or its end; tid() is known once it is constructed.
+class Sleeper {
+public:
+	explicit Sleeper(std::function<void()> each = {})
+		: th_([this, each] {
+			  tid_ = gettid();
+			  while (!done_) {
+				  usleep(1000);
+				  if (each)
+					  each();
+			  }
+		  })
+	{
+		while (!tid_)
+			usleep(100);
+	}
+	~Sleeper() { stop(); }
+	Sleeper(const Sleeper &) = delete;
+	Sleeper &operator=(const Sleeper &) = delete;
+	void stop()
+	{
+		done_ = true;
+		if (th_.joinable())
+			th_.join();
+	}
+	pid_t tid() const { return tid_; }
+
+private:
+	std::atomic<pid_t> tid_{0};
+	std::atomic<bool> done_{false};
+	std::thread th_;
+};
+
+// Runs t with o for 0.3 s, its lock events to on_lock; false, and why in
+// err, when it does not start.
+bool run_300ms(MmapLockTrace &t, const MmapLockTrace::Options &o,
+	       const MmapLockTrace::Consumer &on_lock, std::string &err)
+{
+	if (!t.start(o, on_lock, &err))
+		return false;
+	usleep(300000);
+	t.stop();
+	return true;
+}
+
+} // namespace
+
 // Live: a thread mmaps/munmaps while another thread of this process writes
 // /proc/self/clear_refs over 256 MiB of populated anonymous 4 KiB pages.
 TEST(TracepointLive, ClearRefsHoldsAndStalls)
 {
-	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
-	const bool require = req && std::string(req) == "1";
-#define SKIP_OR_FAIL(why)                                                     \
-	do {                                                                  \
-		if (require)                                                  \
-			FAIL() << (why) << " (PTWALK_REQUIRE_TRACEPOINTS=1)"; \
-		GTEST_SKIP() << (why);                                        \
-	} while (0)
-	if (geteuid() != 0)
-		SKIP_OR_FAIL("needs root for tracefs and system-wide perf events");
+	SKIP_OR_FAIL_UNLESS_ROOT();
 
 	Mapping mem = populated_4k(256u << 20); // a walk of ~65k entries
 	ASSERT_TRUE(mem) << strerror(errno);
@@ -877,20 +939,13 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	EXPECT_NE(d.find("\"target_mm_found\":true"), std::string::npos) << d.substr(0, 2000);
 	EXPECT_EQ(json_int(d, "lost_events"), 0) << "the kernel dropped events";
 	expect_write_holds_and_stalls(walks, views, d);
-#undef SKIP_OR_FAIL
 }
 
 // Live: a one-page ring and a consumer that stalls the reader: the kernel
 // must drop events, and the drop must be counted.
 TEST(TracepointLive, CountsLostEvents)
 {
-	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
-	const bool require = req && std::string(req) == "1";
-	if (geteuid() != 0) {
-		if (require)
-			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
-		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
-	}
+	SKIP_OR_FAIL_UNLESS_ROOT();
 	MmapLockTrace t;
 	MmapLockTrace::Options o;
 	o.ring_bytes_per_cpu = 4096;
@@ -907,11 +962,8 @@ TEST(TracepointLive, CountsLostEvents)
 		}
 		seen++;
 		    },
-		    &err)) {
-		if (require)
-			FAIL() << err;
-		GTEST_SKIP() << err;
-	}
+		    &err))
+		SKIP_OR_FAIL(err);
 	const uint64_t end = now_ns() + 600'000'000;
 	while (now_ns() < end) {
 		void *q = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -955,30 +1007,17 @@ struct BusyCpus {
 // unfiltered, the lock events keep theirs.
 TEST(TracepointLive, SchedSwitchBesideLockEvents)
 {
-	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
-	const bool require = req && std::string(req) == "1";
-	if (geteuid() != 0) {
-		if (require)
-			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
-		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
-	}
+	SKIP_OR_FAIL_UNLESS_ROOT();
 	BusyCpus busy; // 7 of 272 switches in came once from an idle host
 	for (bool good_filter : {true, false}) {
-		std::atomic<pid_t> sleeper{0};
-		std::atomic<bool> done{false};
-		std::thread th([&] {
-			sleeper = gettid();
-			while (!done) {
-				usleep(1000);
-				void *q = mmap(nullptr, 4096, PROT_READ,
-					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				if (q != MAP_FAILED)
-					munmap(q, 4096);
-			}
+		Sleeper th([] {
+			void *q =
+				mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (q != MAP_FAILED)
+				munmap(q, 4096);
 		});
-		while (!sleeper)
-			usleep(100);
-		const std::string tid = std::to_string(sleeper.load());
+		const pid_t sleeper = th.tid();
+		const std::string tid = std::to_string(sleeper);
 		MmapLockTrace t;
 		MmapLockTrace::Options o;
 		o.filter = "common_pid == " + tid;
@@ -998,8 +1037,8 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 				other++;
 		};
 		std::string err;
-		const bool ok = t.start(
-			o,
+		const bool ok = run_300ms(
+			t, o,
 			[&](const LockEvent &e) {
 			ordered = ordered && e.time_ns >= last;
 			last = e.time_ns;
@@ -1007,18 +1046,10 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 			if (e.tid != sleeper)
 				foreign_locks++;
 			},
-			&err);
-		if (!ok) {
-			done = true;
-			th.join();
-			if (require)
-				FAIL() << err;
-			GTEST_SKIP() << err;
-		}
-		usleep(300000);
-		t.stop();
-		done = true;
-		th.join();
+			err);
+		if (!ok)
+			SKIP_OR_FAIL(err);
+		th.stop();
 		ASSERT_TRUE(t.sched_available()) << t.sched_why();
 		EXPECT_TRUE(t.filter_applied()) << t.filter_error();
 		EXPECT_EQ(foreign_locks.load(), 0u);
@@ -1048,24 +1079,10 @@ TEST(TracepointLive, SchedSwitchBesideLockEvents)
 // the busy case, where it is not, is what the waiter's part needs.
 TEST(TracepointLive, SchedWakeupBesideSwitches)
 {
-	const char *req = getenv("PTWALK_REQUIRE_TRACEPOINTS");
-	const bool require = req && std::string(req) == "1";
-	if (geteuid() != 0) {
-		if (require)
-			FAIL() << "needs root (PTWALK_REQUIRE_TRACEPOINTS=1)";
-		GTEST_SKIP() << "needs root for tracefs and system-wide perf events";
-	}
-	std::atomic<pid_t> sleeper{0};
-	std::atomic<bool> done{false};
-	std::thread th([&] {
-		sleeper = gettid();
-		while (!done)
-			usleep(1000);
-	});
+	SKIP_OR_FAIL_UNLESS_ROOT();
 	BusyCpus busy;
-	while (!sleeper)
-		usleep(100);
-	const pid_t me = sleeper.load();
+	Sleeper th;
+	const pid_t me = th.tid();
 	const std::string tid = std::to_string(me);
 	MmapLockTrace t;
 	MmapLockTrace::Options o;
@@ -1095,19 +1112,10 @@ TEST(TracepointLive, SchedWakeupBesideSwitches)
 		pending = true;
 	};
 	std::string err;
-	const bool ok = t.start(
-		o, [](const LockEvent &) {}, &err);
-	if (!ok) {
-		done = true;
-		th.join();
-		if (require)
-			FAIL() << err;
-		GTEST_SKIP() << err;
-	}
-	usleep(300000);
-	t.stop();
-	done = true;
-	th.join();
+	if (!run_300ms(
+		    t, o, [](const LockEvent &) {}, err))
+		SKIP_OR_FAIL(err);
+	th.stop();
 	ASSERT_TRUE(t.wakeup_available()) << t.wakeup_why();
 	EXPECT_TRUE(t.wakeup_filter_applied()) << t.wakeup_filter_error();
 	EXPECT_TRUE(ordered) << "wakeups and switches out of time order";
