@@ -45,6 +45,12 @@ std::string text_of(const PerfSummary &p)
 	return Json(j).dump(2);
 }
 
+// A directory removed, with what it holds, when this goes.
+struct RemoveAll {
+	std::string d;
+	~RemoveAll() { std::filesystem::remove_all(d); }
+};
+
 } // namespace
 
 TEST(PerfSessionParse, ReportNoChildrenWithSampleCounts)
@@ -196,32 +202,28 @@ TEST(PerfSessionApi, MissingPerfIsRefusedWithThePath)
 {
 	char dir[] = "/tmp/ptwalk-perf-XXXXXX";
 	ASSERT_NE(mkdtemp(dir), nullptr) << std::strerror(errno);
-	{
-		PerfSession s;
+	// s with perf set to perf does not start, and why() names what
+	auto expect_refused = [&dir](PerfSession &s, const char *perf, const char *what) {
 		PerfOptions o;
-		o.perf = "/nonexistent/perf";
+		o.perf = perf;
 		o.workdir = dir;
 		EXPECT_FALSE(s.start(getpid(), getpid(), o));
-		EXPECT_NE(s.why().find("/nonexistent/perf"), std::string::npos) << s.why();
+		EXPECT_NE(s.why().find(what), std::string::npos) << s.why();
+	};
+	{
+		PerfSession s;
+		expect_refused(s, "/nonexistent/perf", "/nonexistent/perf");
 		PerfSummary p = s.stop();
 		EXPECT_NE(p.error.value_or("").find("/nonexistent/perf"), std::string::npos)
 			<< text_of(p);
 	}
 	{
 		PerfSession s;
-		PerfOptions o;
-		o.perf = "ptwalk-no-such-perf";
-		o.workdir = dir;
-		EXPECT_FALSE(s.start(getpid(), getpid(), o));
-		EXPECT_NE(s.why().find("not found in PATH"), std::string::npos) << s.why();
+		expect_refused(s, "ptwalk-no-such-perf", "not found in PATH");
 	}
 	{
 		PerfSession s; // an executable that is not perf: --version fails
-		PerfOptions o;
-		o.perf = "/bin/false";
-		o.workdir = dir;
-		EXPECT_FALSE(s.start(getpid(), getpid(), o));
-		EXPECT_NE(s.why().find("perf unusable"), std::string::npos) << s.why();
+		expect_refused(s, "/bin/false", "perf unusable");
 	}
 	std::filesystem::remove_all(dir);
 }
@@ -261,10 +263,7 @@ TEST(PerfSessionApi, PerfIgnoringSigintIsKilledWithItsChildren)
 	// fd, then ignores SIGINT with a child of its own; `report` fails.
 	char dir[] = "/tmp/ptwalk-perf-XXXXXX";
 	ASSERT_NE(mkdtemp(dir), nullptr) << std::strerror(errno);
-	struct Rm {
-		std::string d;
-		~Rm() { std::filesystem::remove_all(d); }
-	} rm{dir};
+	RemoveAll rm{dir};
 	std::string fake = std::string(dir) + "/perf";
 	{
 		std::string script =
@@ -484,10 +483,7 @@ TEST(PerfSessionLive, ClearRefsWalkIsSampledAndCounted)
 
 	char dir[] = "/tmp/ptwalk-perf-XXXXXX";
 	ASSERT_NE(mkdtemp(dir), nullptr) << std::strerror(errno);
-	struct Rm {
-		std::string d;
-		~Rm() { std::filesystem::remove_all(d); }
-	} rm{dir};
+	RemoveAll rm{dir};
 
 	PerfSession session;
 	PerfOptions o;

@@ -149,20 +149,39 @@ TEST(WalkTracker, IdleTargetNamedByProbeWithWaiters)
 	EXPECT_EQ(t.probe_facts(), 1u);
 }
 
+namespace {
+
+// One hold 1000..4000 by task 300, no probe, fd evidence f at 1000, the
+// tracker advanced to `to`: the walks it emits, into out.
+void hold_with_fd_evidence(std::vector<Walk> &out, bool write, const WalkFile &f, uint64_t to)
+{
+	WalkTracker t(small_config(1000), collect(out), nullptr);
+	std::vector<LockEvent> v;
+	lock_hold(v, 300, 300, kMm, write, 1000, 1000, 4000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, f);
+	t.advance(to, false);
+}
+
+// out holds one walk, of these target, basis, kind and walked file.
+void expect_one_walk(const std::vector<Walk> &out, pid_t tgid, Basis basis, HoldKind kind,
+		     const std::string &file)
+{
+	ASSERT_EQ(out.size(), 1u);
+	EXPECT_EQ(out[0].target_tgid, tgid);
+	EXPECT_EQ(out[0].basis, basis);
+	EXPECT_EQ(out[0].kind, kind);
+	EXPECT_EQ(out[0].walk_file, file);
+}
+
+} // namespace
+
 TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 {
 	std::vector<Walk> out;
-	WalkTracker t(small_config(1000), collect(out), nullptr);
-	std::vector<LockEvent> v;
-	lock_hold(v, 300, 300, kMm, true, 1000, 1000, 4000);
-	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::clear_refs});
-	t.advance(4200, false);
-	ASSERT_EQ(out.size(), 1u);
-	EXPECT_EQ(out[0].target_tgid, 100);
-	EXPECT_EQ(out[0].basis, Basis::fd_table);
-	EXPECT_EQ(out[0].kind, HoldKind{WalkKind::clear_refs});
-	EXPECT_EQ(out[0].walk_file, "/proc/100/clear_refs");
+	hold_with_fd_evidence(out, true, WalkFile{100, WalkKind::clear_refs}, 4200);
+	expect_one_walk(out, 100, Basis::fd_table, HoldKind{WalkKind::clear_refs},
+			"/proc/100/clear_refs");
 }
 
 TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
@@ -514,17 +533,8 @@ TEST(PickWalkFile, AmbiguousTargetsAreNotGuessed)
 TEST(WalkTracker, AmbiguousFdEvidenceGivesKindButNoTarget)
 {
 	std::vector<Walk> out;
-	WalkTracker t(small_config(1000), collect(out), nullptr);
-	std::vector<LockEvent> v;
-	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
-	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{0, WalkKind::pagemap});
-	t.advance(6000, false);
-	ASSERT_EQ(out.size(), 1u);
-	EXPECT_EQ(out[0].target_tgid, 0);
-	EXPECT_EQ(out[0].basis, Basis::unknown);
-	EXPECT_EQ(out[0].kind, HoldKind{WalkKind::pagemap});
-	EXPECT_EQ(out[0].walk_file, "");
+	hold_with_fd_evidence(out, false, WalkFile{0, WalkKind::pagemap}, 6000);
+	expect_one_walk(out, 0, Basis::unknown, HoldKind{WalkKind::pagemap}, "");
 }
 
 // exec_mmap() tears the pre-exec mm down (a fork's copy of its parent's

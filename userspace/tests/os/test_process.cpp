@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -101,6 +102,32 @@ bool comes_to_ignore(pid_t pid, int sig)
 		pause();
 }
 
+// A child that starts a grandchild waiting forever, hands its pid over
+// the pipe p once ready(pid) holds (else it exits 2) and exits at once,
+// without destructors, so the grandchild outlives its Child. The child;
+// the grandchild's pid in grand, -1 when none came.
+Child orphan_grandchild(int p[2], pid_t &grand, const std::function<bool(pid_t)> &ready = {})
+{
+	Child mid = Child::run([&] {
+		close(p[0]);
+		Child g = Child::run([] {
+			wait_forever();
+			return 0;
+		});
+		pid_t pid = g.pid();
+		if (ready && !ready(pid))
+			return 2;
+		if (write(p[1], &pid, sizeof(pid)) != ssize_t(sizeof(pid)))
+			return 1;
+		_exit(0); // no destructor: the grandchild outlives its Child
+	});
+	close(p[1]);
+	if (read(p[0], &grand, sizeof(grand)) != ssize_t(sizeof(grand)))
+		grand = -1;
+	close(p[0]);
+	return mid;
+}
+
 } // namespace
 
 TEST(Child, FunctionChildExitsWithTheFunctionsResult)
@@ -143,26 +170,12 @@ TEST(Child, FunctionChildDiesWithItsParent)
 	int p[2];
 	ASSERT_EQ(pipe(p), 0);
 	// a child that starts a grandchild, hands over its pid and exits: the
-	// grandchild gets SIGKILL (PR_SET_PDEATHSIG)
-	Child mid = Child::run([&] {
-		close(p[0]);
-		Child grand = Child::run([] {
-			wait_forever();
-			return 0;
-		});
-		pid_t g = grand.pid();
-		// its death signal is set before it ignores SIGINT
-		if (!comes_to_ignore(g, SIGINT))
-			return 2;
-		if (write(p[1], &g, sizeof(g)) != ssize_t(sizeof(g)))
-			return 1;
-		_exit(0); // no destructor: the grandchild outlives its Child
-	});
-	close(p[1]);
-	ASSERT_TRUE(mid.started());
+	// grandchild gets SIGKILL (PR_SET_PDEATHSIG); its death signal is set
+	// before it ignores SIGINT
 	pid_t grand = -1;
-	ASSERT_EQ(read(p[0], &grand, sizeof(grand)), ssize_t(sizeof(grand)));
-	close(p[0]);
+	Child mid = orphan_grandchild(p, grand, [](pid_t g) { return comes_to_ignore(g, SIGINT); });
+	ASSERT_TRUE(mid.started());
+	ASSERT_NE(grand, -1) << "no pid from the child";
 	ASSERT_TRUE(mid.wait_for(10000));
 	EXPECT_EQ(WEXITSTATUS(mid.status()), 0);
 	ASSERT_GT(grand, 0);
@@ -179,21 +192,9 @@ TEST(Child, FunctionChildOfAParentGoneDuringForkDoesNotLinger)
 	for (int i = 0; i < 20; i++) {
 		int p[2];
 		ASSERT_EQ(pipe(p), 0);
-		Child mid = Child::run([&] {
-			close(p[0]);
-			Child grand = Child::run([] {
-				wait_forever();
-				return 0;
-			});
-			pid_t g = grand.pid();
-			if (write(p[1], &g, sizeof(g)) != ssize_t(sizeof(g)))
-				return 1;
-			_exit(0);
-		});
-		close(p[1]);
 		pid_t grand = -1;
-		ASSERT_EQ(read(p[0], &grand, sizeof(grand)), ssize_t(sizeof(grand)));
-		close(p[0]);
+		Child mid = orphan_grandchild(p, grand);
+		ASSERT_NE(grand, -1) << "no pid from the child";
 		ASSERT_TRUE(mid.wait_for(10000));
 		const bool gone = gone_within(grand, 10000);
 		EXPECT_TRUE(gone) << "grandchild " << grand << " outlived its parent";
