@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 
 import ptwalk_abi
+from ptwalk_cli import known, parse_result
+from ptwalk_report.result_types import (Accel, Backend, GuestClock, GuestVm, Result,
+                                        VictimName)
+from ptwalk_report.walk_kinds import WalkKind
 from test_crossvalidation import check_module_split
 
 INJECT_NS = 100_000
@@ -19,8 +23,14 @@ SIZE = 256 << 20
 
 
 def _load(files: dict[str, bytes], name: str) -> dict[str, Any]:
+    """A JSON file the guest returned that is not a ptwalk result (monitor)."""
     assert name in files, f"{name} not returned by the guest (got {sorted(files)})"
     return json.loads(files[name])
+
+
+def _result(files: dict[str, bytes], name: str) -> Result:
+    assert name in files, f"{name} not returned by the guest (got {sorted(files)})"
+    return parse_result(name, files[name])
 
 
 def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
@@ -57,45 +67,47 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
         assert hooks.get(sym, {}).get("status") == "attached", hooks.get(sym)
 
     for name in ("clear_refs", "smaps_rollup", "pagemap", "smaps"):
-        res = _load(f, f"{name}.json")
-        assert res["backend"] == "module", res.get("backend_detail")
-        kv = res["kernel_view"]
-        walks = res["walks"]
+        res = _result(f, f"{name}.json")
+        assert res.backend == Backend.module, res.backend_detail
+        kv = known(res.kernel_view)
+        walks = res.walks
         assert walks, name
         # every walk the scanner made appears exactly once in the module's record
-        assert kv["walks_matched"] == kv["walks_hookable"] == len(walks), (name, kv)
-        assert kv["module_walks_unmatched"] == 0, (name, kv)
-        assert kv["nmissed"] == 0, (name, kv["hooks"])
+        assert kv.walks_matched == kv.walks_hookable == len(walks), (name, kv)
+        assert kv.module_walks_unmatched == 0, (name, kv)
+        assert kv.nmissed == 0, (name, res.doc["kernel_view"]["hooks"])
         # no failed attempt is a stall; a split stall's parts sum to its wait
         bad, _ = check_module_split(name, res)
         assert not bad, "\n".join(bad)
-        size = res["workload"]["size_start"]
+        size = known(known(res.workload).size_start)
         for w in walks:
             if name == "smaps_rollup":
-                assert "rollup_rss_bytes" in w, w
-            if "incomplete" in w:
+                assert w.rollup_rss_bytes is not None, w
+            if w.incomplete is not None:
                 # 6.1 skips the VMA it finds after yielding mmap_lock: the
                 # walk's own Rss says so, and the module must agree (the
                 # lock taken more than once, short of its complete walk:
                 # validation["walks"], checked below)
                 assert name == "smaps_rollup", (name, w)
-                assert w["lock_acquisitions"] > 1, w
+                assert known(w.lock_acquisitions, w) > 1, w
                 continue
             # PTE slots visited cover the mapping, at most one table per VMA more
-            assert SIZE // 4096 <= w["pte_slots_visited"] <= SIZE // 4096 + 512 * size["vmas"], \
-                (name, w["pte_slots_visited"], size)
+            slots = known(w.pte_slots_visited, w)
+            assert SIZE // 4096 <= slots <= SIZE // 4096 + 512 * known(size.vmas, size), \
+                (name, slots, size)
             # kernel-side duration <= syscall duration, within 20% of it
-            assert w["syscall_ns"] <= w["duration_ns"]
-            assert w["kernel_duration_ns"] <= w["syscall_ns"], (name, w)
-        val = res["validation"]["walks"]
-        assert val["short_unconfirmed"] == 0 and val["agree"], (name, val)
+            # (kernel_call_ns: the writer's kernel_duration_ns, by its newer name)
+            assert known(w.syscall_ns, w) <= w.duration_ns
+            assert known(w.kernel_call_ns, w) <= known(w.syscall_ns, w), (name, w)
+        val = known(known(res.validation).walks)
+        assert val.short_unconfirmed == 0 and val.agree, (name, val)
         if name == "smaps_rollup":
             # the module's complete walk: ptwalk's own rollup of the stopped
             # workload covers the mapping
-            assert val["complete_walk_pte_slots"] >= SIZE // 4096, val
-        assert val["short_after_yielding_lock"] == sum("incomplete" in w for w in walks)
-        assert res["walk_summary"][name]["incomplete"] == val["short_after_yielding_lock"]
-        walks = [w for w in walks if "incomplete" not in w]
+            assert known(val.complete_walk_pte_slots, val) >= SIZE // 4096, val
+        assert val.short_after_yielding_lock == sum(w.incomplete is not None for w in walks)
+        assert res.walk_summary[WalkKind(name)].incomplete == val.short_after_yielding_lock
+        full = [w for w in walks if w.incomplete is None]
         if name in ("clear_refs", "smaps_rollup"):
             # within 20%, walk by walk, on the median of the ratios: a
             # single walk's syscall time also holds a preemption of the
@@ -103,16 +115,16 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
             # on a busy 2-CPU guest. Paired, as the two views are of the
             # same walk: the medians of the two columns apart compare
             # different walks when durations spread 4-21 ms (TCG)
-            ratios = sorted(w["kernel_duration_ns"] / w["syscall_ns"] for w in walks)
+            ratios = sorted(known(w.kernel_call_ns, w) / known(w.syscall_ns, w) for w in full)
             assert statistics.median(ratios) >= 0.8, (name, [round(x, 2) for x in ratios])
 
     # 6.1 skips the VMA smaps_rollup finds after yielding mmap_lock: over 64
     # VMAs with a writer waiting, some walks skip, each one seen by both
     # views (the walk's own Rss and the module's PTE slots). 6.12 has the
     # fix (6d065f507d82): walks yield and none may skip.
-    ra = _load(f, "rollup_alias.json")
-    yielded = [w for w in ra["walks"] if w["lock_acquisitions"] > 1]
-    skipped = [w for w in ra["walks"] if "incomplete" in w]
+    ra = _result(f, "rollup_alias.json")
+    yielded = [w for w in ra.walks if known(w.lock_acquisitions, w) > 1]
+    skipped = [w for w in ra.walks if w.incomplete is not None]
     assert yielded, "no smaps_rollup walk yielded mmap_lock: the writer never waited"
     bugs = vm_kernel.known_bugs if vm_kernel is not None else None
     if bugs is not None and "smaps_rollup_skip" in bugs:
@@ -120,31 +132,32 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     elif bugs is not None:
         assert not skipped, (f"{len(skipped)} of {len(yielded)} walks that yielded the lock "
                              f"skipped a VMA on {vm_kernel.release}, which has the fix")
-    val = ra["validation"]["walks"]
-    assert val["complete_walk_pte_slots"] >= SIZE // 4096, val
-    assert val["short_after_yielding_lock"] == len(skipped), val
-    assert val["short_unconfirmed"] == 0 and val["agree"], val
-    assert ra["walk_summary"]["smaps_rollup"]["incomplete"] == len(skipped)
+    val = known(known(ra.validation).walks)
+    assert known(val.complete_walk_pte_slots, val) >= SIZE // 4096, val
+    assert val.short_after_yielding_lock == len(skipped), val
+    assert val.short_unconfirmed == 0 and val.agree, val
+    assert ra.walk_summary[WalkKind.smaps_rollup].incomplete == len(skipped)
     assert ("walks skipped VMAs after yielding mmap_lock" in f["rollup_alias.txt"].decode()) \
         == bool(skipped)
 
     # mmap victims' stalls are attributed to the clear_refs walks that caused them
-    cr = _load(f, "clear_refs.json")
+    cr = _result(f, "clear_refs.json")
     # the result says how it was clocked: this guest's accelerator, clock, CPU, QEMU
-    assert cr["host"]["vm"] == {"accel": r.accel, "clock": r.clock, "cpu": r.cpu,
-                                "qemu": r.qemu_version.split()[0]}, cr["host"]
-    mm = cr["kernel_view"]["threads"].get("mmap")
-    assert mm and mm["attributed"] > 0, cr["kernel_view"]["threads"]
-    for s in cr["kernel_view"]["stalls"]:
-        assert cr["walks"][s["walk"]]["kind"] == "clear_refs"
-        assert s.get("victim") == "mmap", s   # no other waiter stalled
-    assert sum(w["stalls"] for w in cr["walks"]) >= mm["attributed"]
+    assert cr.host.vm == GuestVm(Accel(r.accel), GuestClock(r.clock), r.cpu,
+                                 r.qemu_version.split()[0]), cr.host
+    crv = known(cr.kernel_view)
+    mm = crv.thread("mmap")
+    assert mm and known(mm.attributed, mm) > 0, crv.threads
+    for s in cr.stalls:
+        assert cr.walks[known(s.walk, s)].kind == WalkKind.clear_refs
+        assert s.victim == VictimName.mmap, s   # no other waiter stalled
+    assert sum(known(w.stalls, w) for w in cr.walks) >= known(mm.attributed)
 
     # fault injection raises the walk cost by the delay per PTE table
-    base, inj = _load(f, "base.json"), _load(f, "inject.json")
-    b = statistics.median(w["kernel_duration_ns"] for w in base["walks"])
-    i = statistics.median(w["kernel_duration_ns"] for w in inj["walks"])
-    tables = statistics.median(w["pte_tables"] for w in inj["walks"])
+    base, inj = _result(f, "base.json"), _result(f, "inject.json")
+    b = statistics.median(known(w.kernel_call_ns, w) for w in base.walks)
+    i = statistics.median(known(w.kernel_call_ns, w) for w in inj.walks)
+    tables = statistics.median(known(w.pte_tables, w) for w in inj.walks)
     expect = tables * INJECT_NS
     # The delay is a ktime busy-wait, exact in guest time; what overruns
     # under TCG is the rest of the walk: medians of two separate runs
@@ -157,23 +170,23 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     print(f"inject: +{(i - b) / 1e6:.2f} ms per walk, expected {expect / 1e6:.2f} ms "
           f"({tables:.0f} tables x {INJECT_NS} ns): x{ratio:.2f} ({r.accel})")
     assert 0.8 <= ratio <= upper, (b, i, tables, expect, r.accel)
-    nspte_b = statistics.median(w["ns_per_pte"] for w in base["walks"])
-    nspte_i = statistics.median(w["ns_per_pte"] for w in inj["walks"])
-    assert nspte_i - nspte_b >= 0.8 * INJECT_NS * tables / inj["walks"][0]["ptes"]
+    nspte_b = statistics.median(known(w.ns_per_pte, w) for w in base.walks)
+    nspte_i = statistics.median(known(w.ns_per_pte, w) for w in inj.walks)
+    assert nspte_i - nspte_b >= 0.8 * INJECT_NS * tables / known(inj.walks[0].ptes)
 
     # the tracepoint backend parses this kernel's mmap_lock layout
-    tp = _load(f, "tracepoint.json")
-    assert tp["backend"] == "tracepoint", tp.get("backend_fallback")
-    assert tp["kernel_view"]["target_mm_found"] is True
-    assert any("lock_hold_ns" in w for w in tp["walks"])
+    tp = _result(f, "tracepoint.json")
+    assert tp.backend == Backend.tracepoint, tp.backend_fallback
+    assert known(tp.kernel_view).target_mm_found is True
+    assert any(w.lock_hold_ns is not None for w in tp.walks)
 
     # ptwalk monitor with the module catches a walker it was not told about
-    mon, run = _load(f, "monitor.json"), _load(f, "monitored.json")
+    mon, run = _load(f, "monitor.json"), _result(f, "monitored.json")
     assert mon["backend"] == "module"
-    scanner, target = run["walks"][0]["walker_pid"], run["workload"]["pid"]
+    scanner, target = run.walks[0].walker_pid, known(run.workload).pid
     seen = [w for w in mon["walks"]
             if w["holder"]["pid"] == scanner and w["target"]["tgid"] == target]
-    assert len(seen) == len(run["walks"]), (len(seen), len(run["walks"]))
+    assert len(seen) == len(run.walks), (len(seen), len(run.walks))
     assert all(w["kind"] == "clear_refs" and w["mode"] == "write" for w in seen)
     # the bpf backend, on this kernel's form of the tracepoints, saw each of
     # those walks as a write hold of the workload's mm, named by a fact, and
@@ -199,15 +212,15 @@ def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
     # must agree (median within 50 us) and at most one walk in five may be
     # off by a stretch, which cannot exceed a few vCPU turns (10 ms).
     diffs, stretched = [], []
-    for w in seen:
-        m = [h for h in held if abs(h["start_ns"] - w["start_ns"]) < w["span_ns"] + 1_000_000]
+    for mw in seen:   # the monitor's walks
+        m = [h for h in held if abs(h["start_ns"] - mw["start_ns"]) < mw["span_ns"] + 1_000_000]
         if not m:
-            assert lost, ("bpf missed a walk, nothing lost", w, held)
+            assert lost, ("bpf missed a walk, nothing lost", mw, held)
             continue
-        d = m[0]["hold_ns"] - w["lock_hold_ns"]
+        d = m[0]["hold_ns"] - mw["lock_hold_ns"]
         diffs.append(abs(d))
-        if abs(d) > 500_000 + 0.05 * w["lock_hold_ns"]:
-            stretched.append((d, m[0], w))
+        if abs(d) > 500_000 + 0.05 * mw["lock_hold_ns"]:
+            stretched.append((d, m[0], mw))
     print(f"bpf vs module hold: {len(diffs)} walks, median |diff| "
           f"{statistics.median(diffs) / 1e3 if diffs else float('nan'):.1f} us, "
           f"{len(stretched)} beyond 0.5 ms + 5% ({r.accel}): {[d for d, _, _ in stretched]}")
