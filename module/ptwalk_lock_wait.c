@@ -51,6 +51,27 @@ static atomic_t ptw_wait_hw = ATOMIC_INIT(0);
 atomic_t ptw_nr_waiting = ATOMIC_INIT(0);
 static atomic_t ptw_nr_blocked = ATOMIC_INIT(0);	/* a hint, for fast paths */
 
+/* the waiter slots to scan: those ever used */
+static __always_inline unsigned int ptw_waiters_limit(void)
+{
+	return min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+}
+
+/* the same, but none while no wait is in flight (fast paths) */
+static __always_inline unsigned int ptw_waiting_limit(void)
+{
+	return atomic_read(&ptw_nr_waiting) ? ptw_waiters_limit() : 0;
+}
+
+/* w is a published wait (not one being claimed) on mmk of a task but skip */
+static __always_inline bool ptw_wait_on(struct ptw_waiter *w,
+					unsigned long mmk, unsigned long skip)
+{
+	unsigned long tk = atomic_long_read_acquire(&w->task_key);
+
+	return tk && !(tk & 1) && tk != skip && READ_ONCE(w->mm_key) == mmk;
+}
+
 /* blocked: 0 no, 2 being marked (walk fields in writing), 1 marked */
 void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 {
@@ -82,14 +103,11 @@ bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 
 	if (IS_ENABLED(CONFIG_PREEMPT_RT))
 		return false;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	n = ptw_waiters_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
-
-		if (w != self && tk && !(tk & 1) &&
-		    READ_ONCE(w->mm_key) == mmk && READ_ONCE(w->write) &&
+		if (w != self && ptw_wait_on(w, mmk, 0) && READ_ONCE(w->write) &&
 		    atomic_read_acquire(&w->blocked) == 1 &&
 		    READ_ONCE(w->walk_seq) == seq && READ_ONCE(w->t0) <= t0)
 			return true;
@@ -144,30 +162,22 @@ NOKPROBE_SYMBOL(ptw_wait_begin);
  */
 void ptw_waits_mark(struct ptw_walker *a, bool write)
 {
-	unsigned int i, n;
+	unsigned int i, n = ptw_waiting_limit();
 
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 
-		if (!tk || (tk & 1) || tk == a->task_key ||
-		    READ_ONCE(w->mm_key) != a->mm_key)
-			continue;
-		if (ptw_excludes(write, READ_ONCE(w->write)))
+		if (ptw_wait_on(w, a->mm_key, a->task_key) &&
+		    ptw_excludes(write, READ_ONCE(w->write)))
 			ptw_mark_blocked(w, a);
 	}
 	if (write)
 		return;	/* every waiter is excluded already */
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 
-		if (!tk || (tk & 1) || tk == a->task_key ||
-		    READ_ONCE(w->mm_key) != a->mm_key || READ_ONCE(w->write) ||
-		    atomic_read(&w->blocked))
+		if (!ptw_wait_on(w, a->mm_key, a->task_key) ||
+		    READ_ONCE(w->write) || atomic_read(&w->blocked))
 			continue;
 		if (ptw_blocked_writer_waits(a->mm_key, w, READ_ONCE(a->seq),
 					     READ_ONCE(w->t0)))
@@ -185,11 +195,8 @@ NOKPROBE_SYMBOL(ptw_waits_mark);
 void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		  bool hold_write, u64 h0, u64 now, bool walker, u64 spread)
 {
-	unsigned int i, n;
+	unsigned int i, n = ptw_waiting_limit();
 
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 		unsigned long tk = atomic_long_read_acquire(&w->task_key);
@@ -246,18 +253,12 @@ NOKPROBE_SYMBOL(ptw_hold_end);
 void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
 		     bool hold_write, u64 now)
 {
-	unsigned int i, n;
+	unsigned int i, n = ptw_waiting_limit();
 
-	if (!atomic_read(&ptw_nr_waiting))
-		return;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 
-		if (!tk || (tk & 1) || tk == holder ||
-		    READ_ONCE(w->mm_key) != mmk ||
-		    READ_ONCE(w->t0) >= now ||
+		if (!ptw_wait_on(w, mmk, holder) || READ_ONCE(w->t0) >= now ||
 		    !ptw_excludes(hold_write, READ_ONCE(w->write)))
 			continue;
 		atomic_set(&w->split_lost, 1);
@@ -272,13 +273,11 @@ bool ptw_blocked_on(unsigned long mmk)
 
 	if (atomic_read(&ptw_nr_blocked) <= 0)
 		return false;
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	n = ptw_waiters_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
-		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 
-		if (tk && !(tk & 1) && READ_ONCE(w->mm_key) == mmk &&
-		    atomic_read(&w->blocked))
+		if (ptw_wait_on(w, mmk, 0) && atomic_read(&w->blocked))
 			return true;
 	}
 	return false;
@@ -291,7 +290,7 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 	unsigned int i, n, spins;
 	u64 wh, oh, sp, t;
 
-	n = min_t(unsigned int, atomic_read(&ptw_wait_hw), PTW_MAX_WAITERS);
+	n = ptw_waiters_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 		struct ptw_stall_rec r;
