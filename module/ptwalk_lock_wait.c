@@ -158,7 +158,7 @@ NOKPROBE_SYMBOL(ptw_wait_begin);
 /*
  * The walker of a holds the lock since t0 (published, then a full barrier):
  * mark every waiter it excludes, then every reader queued behind a writer
- * it blocks.
+ * it blocks (none on PREEMPT_RT: ptw_blocked_writer_waits()).
  */
 void ptw_waits_mark(struct ptw_walker *a, bool write)
 {
@@ -171,8 +171,9 @@ void ptw_waits_mark(struct ptw_walker *a, bool write)
 		    ptw_excludes(write, READ_ONCE(w->write)))
 			ptw_mark_blocked(w, a);
 	}
-	if (write)
-		return;	/* every waiter is excluded already */
+	/* a write hold excluded every waiter; PREEMPT_RT queues no reader */
+	if (write || IS_ENABLED(CONFIG_PREEMPT_RT))
+		return;
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 
