@@ -42,6 +42,12 @@ static __always_inline unsigned int ptw_walkers_limit(void)
 		     PTW_MAX_ACTIVE);
 }
 
+/* the same, but none while no walk is live (fast paths) */
+static __always_inline unsigned int ptw_live_limit(void)
+{
+	return atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
+}
+
 /*
  * The walker of a holds the lock since t0: publish it, then mark every
  * waiter it excludes (ptwalk_lock_wait.c).
@@ -74,7 +80,7 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
 	bool seen = false;
 	unsigned int i, n;
 
-	n = atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
+	n = ptw_live_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
@@ -239,11 +245,8 @@ NOKPROBE_SYMBOL(ptw_lock_live);
 /* the live walk of key (a struct file * or a task); -1: none */
 int ptw_lock_find_key(unsigned long key)
 {
-	unsigned int i, n;
+	unsigned int i, n = ptw_live_limit();
 
-	if (!atomic_read(&ptw_nr_live))
-		return -1;
-	n = ptw_walkers_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
@@ -258,11 +261,8 @@ NOKPROBE_SYMBOL(ptw_lock_find_key);
 int ptw_lock_current_walk(void)
 {
 	unsigned long me = (unsigned long)current;
-	unsigned int i, n;
+	unsigned int i, n = ptw_live_limit();
 
-	if (!atomic_read(&ptw_nr_live))
-		return -1;
-	n = ptw_walkers_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
@@ -278,11 +278,8 @@ NOKPROBE_SYMBOL(ptw_lock_current_walk);
 int ptw_lock_next_walk(unsigned long mm_key, int from)
 {
 	unsigned long me = (unsigned long)current;
-	unsigned int i, n;
+	unsigned int i, n = ptw_live_limit();
 
-	if (!atomic_read(&ptw_nr_live))
-		return -1;
-	n = ptw_walkers_limit();
 	for (i = from; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
@@ -461,7 +458,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 	/* a downgrade (no released event): a walker's write hold ends */
 	if (success && atomic_read(&ptw_nr_live))
 		ptw_walker_hold_end(me, mmk, now, spread);
-	n = atomic_read(&ptw_nr_live) ? ptw_walkers_limit() : 0;
+	n = ptw_live_limit();
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
