@@ -28,17 +28,9 @@
 #include "ptwalk.h"
 #include "ptwalk_trace.h"
 
-/*
- * The pass of one walk slot (the slot is claimed in ptwalk_lock.c, which
- * keeps who walks and the lock hold; see ptw_claim()): written only by the
- * walking task in its own context, the tlb counts also from its
- * tracepoints.
- */
-struct ptw_walk {
-	bool call_scoped;
+/* the figures of a pass but its tlb counts: ptw_pass_reset() clears them */
+struct ptw_walk_pass {
 	bool started;
-	u32 kind;
-	pid_t target_tgid;
 	u64 next_pos;		/* file kinds: a read below this starts a pass */
 	u64 start_ns;
 	u64 end_ns;
@@ -52,10 +44,25 @@ struct ptw_walk {
 	u64 pte_tables;
 	u64 pte_slots;
 	u64 pte_revisits;
-	atomic64_t tlb_flushes;
-	atomic64_t tlb_ipis;
 	u64 missed0;
 	char walker_comm[TASK_COMM_LEN];
+};
+
+/*
+ * The pass of one walk slot (the slot is claimed in ptwalk_lock.c, which
+ * keeps who walks and the lock hold; see ptw_claim()): written only by the
+ * walking task in its own context, the tlb counts also from its
+ * tracepoints.
+ */
+struct ptw_walk {
+	/* the walk, set when its slot is claimed */
+	bool call_scoped;
+	u32 kind;
+	pid_t target_tgid;
+	struct ptw_walk_pass pass;
+	/* the pass's tlb counts (reset by atomic64_set(), not by a memset) */
+	atomic64_t tlb_flushes;
+	atomic64_t tlb_ipis;
 };
 
 static struct ptw_walk ptw_walks[PTW_MAX_ACTIVE];
@@ -106,30 +113,18 @@ NOKPROBE_SYMBOL(ptw_target_from_file);
 
 /* ---- walk slots ------------------------------------------------------ */
 
-/* per-pass fields; the lock state (a hold in progress) carries over */
+/*
+ * per-pass fields; the walk's (kind, target) and the lock state (a hold in
+ * progress) carry over
+ */
 static void ptw_pass_reset(int slot)
 {
 	struct ptw_walk *w = &ptw_walks[slot];
 
-	w->started = false;
-	ptw_lock_pass_reset(slot);
-	w->start_ns = 0;
-	w->end_ns = 0;
-	w->call_ns = 0;
-	w->walk_ns = 0;
-	w->walk_t0 = 0;
-	w->walk_depth = 0;
-	w->walk_timed = false;
-	w->calls = 0;
-	w->covered_end = 0;
-	w->pte_tables = 0;
-	w->pte_slots = 0;
-	w->pte_revisits = 0;
-	w->next_pos = 0;
+	memset(&w->pass, 0, sizeof(w->pass));
 	atomic64_set(&w->tlb_flushes, 0);
 	atomic64_set(&w->tlb_ipis, 0);
-	w->missed0 = 0;
-	w->walker_comm[0] = '\0';
+	ptw_lock_pass_reset(slot);
 }
 NOKPROBE_SYMBOL(ptw_pass_reset);
 
@@ -167,12 +162,12 @@ static void ptw_begin(int slot, u64 since, u64 now)
 	pid_t walker_pid = task_pid_nr(current);
 	u64 seq = atomic64_inc_return(&ptw_seq);
 
-	w->started = true;
-	w->start_ns = since ? since : now;
+	w->pass.started = true;
+	w->pass.start_ns = since ? since : now;
 	ptw_lock_walk_begins(slot, seq, walker_pid);
-	w->missed0 = ptw_missed_total();
-	ptw_current_comm(w->walker_comm);
-	trace_walk_start(w->kind, seq, walker_pid, w->walker_comm,
+	w->pass.missed0 = ptw_missed_total();
+	ptw_current_comm(w->pass.walker_comm);
+	trace_walk_start(w->kind, seq, walker_pid, w->pass.walker_comm,
 			 w->target_tgid);
 }
 NOKPROBE_SYMBOL(ptw_begin);
@@ -187,26 +182,26 @@ static void ptw_emit(int slot)
 	memset(&r, 0, sizeof(r));
 	r.seq = p.seq;
 	r.kind = w->kind;
-	r.start_ns = w->start_ns;
-	r.end_ns = max3(w->end_ns, p.hold_end_ns, w->start_ns);
-	r.call_ns = w->call_ns;
-	r.walk_ns = w->walk_ns;
-	r.walk_timed = w->walk_timed;
-	r.pte_tables = w->pte_tables;
-	r.pte_slots = w->pte_slots;
-	r.pte_revisits = w->pte_revisits;
+	r.start_ns = w->pass.start_ns;
+	r.end_ns = max3(w->pass.end_ns, p.hold_end_ns, w->pass.start_ns);
+	r.call_ns = w->pass.call_ns;
+	r.walk_ns = w->pass.walk_ns;
+	r.walk_timed = w->pass.walk_timed;
+	r.pte_tables = w->pass.pte_tables;
+	r.pte_slots = w->pass.pte_slots;
+	r.pte_revisits = w->pass.pte_revisits;
 	r.lock_hold_ns = p.lock_hold_ns;
 	r.lock_wait_ns = p.lock_wait_ns;
 	r.lock_holds = p.lock_holds;
 	r.lock_mode = p.lock_mode;
 	r.tlb_flushes = atomic64_read(&w->tlb_flushes);
 	r.tlb_ipis = atomic64_read(&w->tlb_ipis);
-	r.calls = w->calls;
+	r.calls = w->pass.calls;
 	r.stalls = p.stalls;
-	r.probe_missed = ptw_missed_total() - w->missed0;
+	r.probe_missed = ptw_missed_total() - w->pass.missed0;
 	r.walker_pid = p.walker_pid;
 	r.target_tgid = w->target_tgid;
-	memcpy(r.walker_comm, w->walker_comm, TASK_COMM_LEN);
+	memcpy(r.walker_comm, w->pass.walker_comm, TASK_COMM_LEN);
 
 	ptw_push_walk(&r);
 	atomic64_inc(&ptw_stats.walks[r.kind]);
@@ -231,7 +226,7 @@ static void ptw_finish(int slot, bool emit)
 {
 	if (!ptw_lock_retire(slot))
 		return;
-	if (!ptw_walks[slot].started)
+	if (!ptw_walks[slot].pass.started)
 		atomic64_inc(&ptw_stats.walks_open_unread);
 	else if (emit)
 		ptw_emit(slot);
@@ -287,22 +282,22 @@ int ptw_call_enter(enum ptw_kind kind, unsigned long key,
 				return -1;
 		}
 		w = &ptw_walks[slot];
-		if (w->started && pos_valid && pos < w->next_pos) {
+		if (w->pass.started && pos_valid && pos < w->pass.next_pos) {
 			ptw_emit(slot);
 			ptw_pass_reset(slot);
 		}
 		if (pos_valid)
-			w->next_pos = pos;
+			w->pass.next_pos = pos;
 	}
 	ptw_lock_call_enter(slot);
 	/*
 	 * smaps: the reader took the lock in m_start, before this call: the
 	 * walk starts then, and the hold is adopted as the walk's.
 	 */
-	if (!w->started)
+	if (!w->pass.started)
 		ptw_begin(slot, ptw_lock_hold_since(slot, !w->call_scoped), now);
 	ptw_lock_call_hold(slot, !w->call_scoped);
-	w->calls++;
+	w->pass.calls++;
 	return slot;
 }
 NOKPROBE_SYMBOL(ptw_call_enter);
@@ -313,10 +308,10 @@ void ptw_call_exit(int slot, u64 t0, u64 now, bool pos_valid, u64 next_pos)
 
 	if (!ptw_lock_live(slot))
 		return;
-	w->call_ns += now - t0;
-	w->end_ns = max(w->end_ns, now);
+	w->pass.call_ns += now - t0;
+	w->pass.end_ns = max(w->pass.end_ns, now);
 	if (pos_valid)
-		w->next_pos = max(w->next_pos, next_pos);
+		w->pass.next_pos = max(w->pass.next_pos, next_pos);
 	ptw_lock_call_exit(slot);
 	if (w->call_scoped)
 		ptw_finish(slot, true);
@@ -334,7 +329,7 @@ void ptw_walk_lock_taken(unsigned long mm_key, u64 now)
 
 	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
 	     slot = ptw_lock_next_walk(mm_key, slot + 1))
-		if (!ptw_walks[slot].started)
+		if (!ptw_walks[slot].pass.started)
 			ptw_begin(slot, 0, now);
 }
 NOKPROBE_SYMBOL(ptw_walk_lock_taken);
@@ -363,8 +358,8 @@ int ptw_walk_proper_enter(u64 now)
 	if (slot < 0)
 		return -1;
 	w = &ptw_walks[slot];
-	if (w->walk_depth++ == 0)
-		w->walk_t0 = now;
+	if (w->pass.walk_depth++ == 0)
+		w->pass.walk_t0 = now;
 	return slot;
 }
 NOKPROBE_SYMBOL(ptw_walk_proper_enter);
@@ -373,11 +368,11 @@ void ptw_walk_proper_exit(int slot, u64 now)
 {
 	struct ptw_walk *w = &ptw_walks[slot];
 
-	if (!ptw_lock_live(slot) || !w->walk_depth)
+	if (!ptw_lock_live(slot) || !w->pass.walk_depth)
 		return;
-	if (--w->walk_depth == 0) {
-		w->walk_ns += now - w->walk_t0;
-		w->walk_timed = true;
+	if (--w->pass.walk_depth == 0) {
+		w->pass.walk_ns += now - w->pass.walk_t0;
+		w->pass.walk_timed = true;
 	}
 }
 NOKPROBE_SYMBOL(ptw_walk_proper_exit);
@@ -398,12 +393,12 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 	if (slot < 0)
 		return;
 	w = &ptw_walks[slot];
-	if (end <= w->covered_end) {
-		w->pte_revisits++;
+	if (end <= w->pass.covered_end) {
+		w->pass.pte_revisits++;
 	} else {
-		w->pte_tables++;
-		w->pte_slots += (end - max(addr, w->covered_end)) >> PAGE_SHIFT;
-		w->covered_end = end;
+		w->pass.pte_tables++;
+		w->pass.pte_slots += (end - max(addr, w->pass.covered_end)) >> PAGE_SHIFT;
+		w->pass.covered_end = end;
 	}
 
 	/*
