@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 PTWALK = REPO / "build" / "ptwalk"
 KINDS = ("clear_refs", "smaps", "smaps_rollup", "pagemap", "cadvisor")
 MIN_REFERENCE = 10   # fewer reference operations would make 95% meaningless
+TOO_FEW = "reference operations"  # how check_stalls says a sample is too small
 MIN_RATE = 0.95
 
 
@@ -32,7 +33,7 @@ def check_stalls(name: str, st: StallValidation) -> list[str]:
     """The agreement rule on one validation.stalls section; problems."""
     bad = []
     if (st.reference_ops or 0) < MIN_REFERENCE:
-        bad.append(f"{name}: only {st.reference_ops} reference operations "
+        bad.append(f"{name}: only {st.reference_ops} {TOO_FEW} "
                    f"(need {MIN_REFERENCE}): {st}")
     if (st.stalls_checked or 0) < MIN_REFERENCE:
         bad.append(f"{name}: only {st.stalls_checked} stalls >= 1 ms to check")
@@ -284,20 +285,27 @@ def test_crossvalidation_on_host(kind: str, tmp_path: Path) -> None:
     # 60 walks: a waiting writer often spins on the running walker instead of
     # sleeping (rwsem optimistic spinning), and such a wait is not in the
     # victims' reference; with 30 walks clear_refs had 8-9 reference
-    # operations in 1 of 8 runs (need 10)
-    out = tmp_path / f"{kind}.json"
-    p = subprocess.run([str(PTWALK), "run", "--backend", "tracepoint", "--size", "256M",
-                        "--backing", "anon", "--scanner", kind, "--interval", "100ms",
-                        "--duration", "6s", "--victims", "mmap,fault",
-                        "--op-interval", "500us", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
-    print(p.stdout[-3000:], p.stderr[-2000:])
-    if p.returncode == 4:
-        _skip_or_fail(f"tracepoint backend unsupported here: {p.stderr.strip()[-300:]}")
-    assert p.returncode == 0, p.stderr
-    res = load_result(out)
-    assert res.backend == Backend.tracepoint, res.backend_fallback
-    bad = check_result(kind, res, module=False)
+    # operations in 1 of 8 runs (need 10), with 60 one CI run had 7 (45 of
+    # 45 stalls confirmed, 38 waits that did not sleep). Too few reference
+    # operations is too small a sample, not a disagreement: that run alone
+    # is repeated once with twice the walks, and judged by the same rule.
+    for duration in ("6s", "12s"):
+        out = tmp_path / f"{kind}-{duration}.json"
+        p = subprocess.run([str(PTWALK), "run", "--backend", "tracepoint", "--size", "256M",
+                            "--backing", "anon", "--scanner", kind, "--interval", "100ms",
+                            "--duration", duration, "--victims", "mmap,fault",
+                            "--op-interval", "500us", "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        print(p.stdout[-3000:], p.stderr[-2000:])
+        if p.returncode == 4:
+            _skip_or_fail(f"tracepoint backend unsupported here: {p.stderr.strip()[-300:]}")
+        assert p.returncode == 0, p.stderr
+        res = load_result(out)
+        assert res.backend == Backend.tracepoint, res.backend_fallback
+        bad = check_result(kind, res, module=False)
+        if not all(TOO_FEW in b for b in bad) or not bad:
+            break
+        print(f"{kind}: too small a sample at --duration {duration}: {bad}")
     assert not bad, "\n".join(bad)
     if kind == "smaps_rollup":
         # the rollup's own Rss covers the mapping: a kernel with
