@@ -70,11 +70,10 @@ class Host:
         virt = o.d.get("virtualized")
         if virt is not None and not isinstance(virt, (str, bool)):
             raise o.fail("virtualized", f"is {_kind(virt)}, want a string or false")
-        vm = o.opt_obj("vm")
         return Host(o.opt_str("hostname"), o.opt_str("cpu_model"), o.opt_int("cpus"),
                     o.opt_int("mem_total_bytes"), o.opt_int("mem_available_bytes"), thp,
                     virt if isinstance(virt, str) else None,
-                    GuestVm.parse(vm) if vm is not None else None)
+                    o.opt_parsed("vm", GuestVm.parse))
 
 
 @dataclass(frozen=True)
@@ -152,12 +151,11 @@ class Workload:
 
     @staticmethod
     def parse(o: _Obj) -> Workload:
-        s, e, lay = o.opt_obj("size_start"), o.opt_obj("size_end"), o.opt_obj("vma_layout")
         return Workload(o.opt_int("pid"), o.opt_int("populate_ns"), o.opt_int("populate_bytes"),
                         o.opt_float("populate_bytes_per_s"),
-                        WalkSize.parse(s) if s is not None else None,
-                        WalkSize.parse(e) if e is not None else None,
-                        VmaLayout.parse(lay) if lay is not None else None,
+                        o.opt_parsed("size_start", WalkSize.parse),
+                        o.opt_parsed("size_end", WalkSize.parse),
+                        o.opt_parsed("vma_layout", VmaLayout.parse),
                         o.opt_str("ptes_source"))
 
 

@@ -115,6 +115,11 @@ class _Obj:
     def opt_obj(self, key: str) -> _Obj | None:
         return self.obj(key) if self.has(key) else None
 
+    def opt_parsed(self, key: str, parse: Callable[[_Obj], T]) -> T | None:
+        """parse(the object at key), None when key is absent."""
+        o = self.opt_obj(key)
+        return parse(o) if o is not None else None
+
     def list_(self, key: str, required: bool = True) -> list[object]:
         v = self._get(key, required)
         if v is None:
@@ -136,6 +141,11 @@ class _Obj:
                                   f"is {_kind(x)}, want a string")
             out.append(x)
         return tuple(out)
+
+    def enums(self, key: str, cls: type[E]) -> tuple[E, ...]:
+        """The array of enumeration values at key; () when absent."""
+        return tuple(self.to_enum(f"{self.at(key)}[{i}]", v, cls)
+                     for i, v in enumerate(self.strs(key)))
 
     def keyed(self, key: str, cls: type[E], parse: Callable[[_Obj], T]) -> dict[E, T]:
         o = self.opt_obj(key)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .result_enums import (Backend, Backing, EstimateStatus, FaultRegion, MeasuredStallSource,
                            VictimName)
 from .result_host import (Accel, GuestClock, GuestVm, Host, Kernel, MeasuredOn, SelfMemory,
                           WalkSize, Workload)
-from .result_json import InputError, ResultError, T, _Obj
+from .result_json import InputError, ResultError, _Obj
 from .result_validation import Validation
 from .walk_kinds import LockMode, LockUnit, Profile, WalkKind, WalkLockMode
 
@@ -215,8 +215,7 @@ class ThreadWaits:
 
     @staticmethod
     def parse(o: _Obj) -> ThreadWaits:
-        w = o.opt_obj("waits")
-        return ThreadWaits(Latency.parse(w) if w is not None else None, o.opt_int("attributed"),
+        return ThreadWaits(o.opt_parsed("waits", Latency.parse), o.opt_int("attributed"),
                            o.opt_int("max_attributed_ns"),
                            o.opt_int("max_attributed_walker_held_ns"), o.opt_str("why"))
 
@@ -273,13 +272,13 @@ class KernelView:
         if c is not None:
             counters = {k: c.int_(k) for k in c.d}
         stalls = o.objs("stalls", Stall.parse) if o.has("stalls") else None
-        sched, th = o.opt_obj("sched_events"), o.opt_obj("threads")
+        th = o.opt_obj("threads")
         threads = {k: ThreadWaits.parse(th.obj(k)) for k in th.d} if th is not None else {}
         return KernelView(o.opt_str("source"), o.opt_int("events"), o.opt_int("lost_events"),
                           stalls, o.opt_int("stalls_total"), o.opt_int("stalls_complete_above_ns"),
                           counters, o.opt_int("nmissed"), o.opt_int("walks_matched"),
                           o.opt_int("walks_hookable"), o.opt_int("module_walks_unmatched"),
-                          SchedEvents.parse(sched) if sched is not None else None, threads,
+                          o.opt_parsed("sched_events", SchedEvents.parse), threads,
                           o.opt_bool("target_mm_found"))
 
 
@@ -404,10 +403,9 @@ class Scenario:
 
     @staticmethod
     def parse(o: _Obj) -> Scenario:
-        victims = tuple(o.to_enum(f"{o.at('victims')}[{i}]", v, VictimName)
-                        for i, v in enumerate(o.strs("victims")))
         return Scenario(o.int_("size_bytes"), o.enum("backing", Backing),
-                        o.enum("profile", Profile), victims, o.bool_("aliased"),
+                        o.enum("profile", Profile), o.enums("victims", VictimName),
+                        o.bool_("aliased"),
                         o.opt_int("physical_bytes"), o.opt_int("alias_factor"),
                         o.opt_int("interval_ns"), o.opt_int("duration_ns"),
                         o.opt_int("op_interval_ns"), o.opt_int("populate_threads"),
@@ -490,10 +488,6 @@ def parse(path: Path, doc: object) -> Result:
     member is missing, of the wrong type, or an unknown enumeration value."""
     o = _Obj(path, "", doc)
 
-    def opt(key: str, parse: Callable[[_Obj], T]) -> T | None:
-        x = o.opt_obj(key)
-        return parse(x) if x is not None else None
-
     kernel, host, tool = o.opt_obj("kernel"), o.opt_obj("host"), o.opt_obj("tool")
     return Result(
         path=path, doc=o.d, scenario=Scenario.parse(o.obj("scenario")),
@@ -506,12 +500,13 @@ def parse(path: Path, doc: object) -> Result:
         kernel=Kernel.parse(kernel) if kernel is not None else Kernel(),
         host=Host.parse(host) if host is not None else Host(),
         backend_detail=o.opt_str("backend_detail"), backend_fallback=o.opt_str("backend_fallback"),
-        workload=opt("workload", Workload.parse), self_memory=opt("self_memory", SelfMemory.parse),
+        workload=o.opt_parsed("workload", Workload.parse),
+        self_memory=o.opt_parsed("self_memory", SelfMemory.parse),
         scan_start_ns=o.opt_int("scan_start_ns"),
         scan_end_ns=o.opt_int("scan_end_ns"), walks_dropped=o.opt_int("walks_dropped"),
         walk_summary=o.keyed("walk_summary", WalkKind, WalkSummary.parse),
-        kernel_view=opt("kernel_view", KernelView.parse),
-        kernel_view_tracepoint=opt("kernel_view_tracepoint", KernelView.parse),
-        validation=opt("validation", Validation.parse),
-        stall_estimate=opt("stall_estimate", StallEstimate.parse),
-        alias_calibration=opt("alias_calibration", AliasCalibration.parse))
+        kernel_view=o.opt_parsed("kernel_view", KernelView.parse),
+        kernel_view_tracepoint=o.opt_parsed("kernel_view_tracepoint", KernelView.parse),
+        validation=o.opt_parsed("validation", Validation.parse),
+        stall_estimate=o.opt_parsed("stall_estimate", StallEstimate.parse),
+        alias_calibration=o.opt_parsed("alias_calibration", AliasCalibration.parse))

@@ -6,10 +6,8 @@ its walks against the scanner's. result_types.Result holds it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 from .result_enums import Backend, VictimName
-from .result_json import T, _Obj
+from .result_json import _Obj
 
 
 @dataclass(frozen=True)
@@ -131,9 +129,8 @@ class RunnableCheck:
 
     @staticmethod
     def parse(o: _Obj) -> RunnableCheck:
-        bad = tuple(o.to_enum(f"{o.at('bad_victims')}[{i}]", v, VictimName)
-                    for i, v in enumerate(o.strs("bad_victims")))
-        return RunnableCheck(o.int_("victims"), o.int_("bad"), o.int_("tolerance_ns"), bad)
+        return RunnableCheck(o.int_("victims"), o.int_("bad"), o.int_("tolerance_ns"),
+                             o.enums("bad_victims", VictimName))
 
 
 @dataclass(frozen=True)
@@ -144,9 +141,8 @@ class StallParts:
 
     @staticmethod
     def parse(o: _Obj) -> StallParts:
-        r = o.opt_obj("runnable_vs_schedstat")
         return StallParts(o.int_("checked"), o.int_("bad"),
-                          RunnableCheck.parse(r) if r is not None else None)
+                          o.opt_parsed("runnable_vs_schedstat", RunnableCheck.parse))
 
 
 @dataclass(frozen=True)
@@ -159,11 +155,8 @@ class Validation:
 
     @staticmethod
     def parse(o: _Obj) -> Validation:
-        def opt(key: str, parse: Callable[[_Obj], T]) -> T | None:
-            x = o.opt_obj(key)
-            return parse(x) if x is not None else None
-        return Validation(opt("stalls", StallValidation.parse),
-                          opt("stalls_tracepoint", StallValidation.parse),
-                          opt("walks", WalkValidation.parse),
-                          opt("stall_parts", StallParts.parse),
-                          opt("views", ViewsAgreement.parse))
+        return Validation(o.opt_parsed("stalls", StallValidation.parse),
+                          o.opt_parsed("stalls_tracepoint", StallValidation.parse),
+                          o.opt_parsed("walks", WalkValidation.parse),
+                          o.opt_parsed("stall_parts", StallParts.parse),
+                          o.opt_parsed("views", ViewsAgreement.parse))
