@@ -6,6 +6,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ptwalk_vm.pytest_plugin import (  # noqa: E402,F401  (fixtures and hooks)
+    cxx_hello,
+    kernel_suites,
+    pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_generate_tests,

@@ -20,22 +20,40 @@ Environment:
     PTWALK_VM_MATRIX=NAME[,NAME] matrices to use (default: kernels.toml's
                           test_matrices); PTWALK_VM_ACCEL=auto|kvm|tcg
     PTWALK_VM_ARTIFACTS=DIR the acceptance test keeps the guest's files there
+    PTWALK_VM_PARALLEL=N  boots of different kernels' suites at a time (default 2)
+
+kernel_suites(kernel) -> suites.SuitesRun: the boot of KERNEL that runs the
+    harness's checks and, with ptwalk.ko built for it, every module suite
+    (suites.module_suites), once per session; tests read their suite's
+    VmResult with .suite(name).
 """
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pytest
 
-from . import config, initramfs
+from . import config, initramfs, suites
 from . import vm as pipeline
 from .config import Config, ConfigError, Kernel
 from .parse import VmResult
 
 RunInVm = Callable[..., VmResult]
+
+# Guests the tests run at a time: a TCG guest is one host thread
+# (thread=single), so two use the 2-CPU machine's two CPUs. Every boot of
+# the tests takes a slot (run_in_vm, the kernels' suites, the boot
+# reliability boots), so a guest whose figures are timed never shares the
+# host with more than one other.
+PARALLEL_BOOTS = max(1, int(os.environ.get("PTWALK_VM_PARALLEL", "2")))
+BOOT_SLOTS = threading.BoundedSemaphore(PARALLEL_BOOTS)
+KernelSuites = Callable[[Kernel | None], "suites.SuitesRun"]
 
 
 def require_vm() -> bool:
@@ -109,7 +127,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if {"vm_kernel", "run_in_vm", "vm"} & set(names):
+        if {"vm_kernel", "run_in_vm", "vm", "kernel_suites"} & set(names):
             item.add_marker(pytest.mark.vm)
 
 
@@ -142,7 +160,8 @@ def run_in_vm(vm_config: Config, tmp_path: Path) -> RunInVm:
         kw.setdefault("default_files", False)
         opts = pipeline.RunOptions(add=add, **kw)
         run_dir = tmp_path / f"{kernel.name}-{next(counter)}"
-        return pipeline.run_in_vm(vm_config, kernel, command, opts, run_dir)
+        with BOOT_SLOTS:
+            return pipeline.run_in_vm(vm_config, kernel, command, opts, run_dir)
 
     return run
 
@@ -159,3 +178,83 @@ def vm(request: pytest.FixtureRequest, vm_kernel: Kernel | None, run_in_vm: RunI
         return run_in_vm(vm_kernel, command, files, **kw)
 
     return bound
+
+
+HELLO_CC = r"""
+#include <iostream>
+#include <string>
+#include <vector>
+int main() { std::vector<std::string> v{"hello", "from", "c++"};
+  for (auto &s : v) std::cout << s << (&s == &v.back() ? "\n" : " "); return 0; }
+"""
+
+
+@pytest.fixture(scope="session")
+def cxx_hello(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A dynamically linked C++ program (libstdc++), or None without g++."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        return None
+    d = tmp_path_factory.mktemp("cxx")
+    (d / "hello.cc").write_text(HELLO_CC)
+    subprocess.run([gxx, "-O1", "-o", str(d / "hello"), str(d / "hello.cc")], check=True)
+    return d / "hello"
+
+
+_suite_kernels: list[Kernel] = []  # the kernels whose suites the selected tests read
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    seen: set[str] = set()
+    for item in session.items:
+        cs = getattr(item, "callspec", None)
+        k = cs.params.get("vm_kernel") if cs is not None else None
+        if "kernel_suites" in getattr(item, "fixturenames", ()) and isinstance(k, Kernel) \
+                and k.id not in seen:
+            seen.add(k.id)
+            _suite_kernels.append(k)
+
+
+@pytest.fixture(scope="session")
+def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
+                  cxx_hello: Path | None) -> Iterator[KernelSuites]:
+    """One boot per kernel for every suite of it, shared by the tests that
+    judge them (kunit.py's and LKP's way: boot once, run many jobs). The
+    boots of the kernels the selected tests need start at the first
+    request, PARALLEL_BOOTS at a time, in the tests' order."""
+    pool = ThreadPoolExecutor(PARALLEL_BOOTS)
+    started: dict[str, Future[suites.SuitesRun]] = {}
+
+    def start(kernel: Kernel) -> None:
+        if kernel.id in started or vm_unavailable(vm_config, kernel):
+            return
+        todo = [suites.harness_suite(cxx_hello, kernel.ko is not None)]
+        if kernel.ko is not None:
+            todo += suites.module_suites()
+        run_dir = tmp_path_factory.mktemp(f"suites-{kernel.id}")
+        log = run_dir / "harness.log"
+        opts = pipeline.RunOptions(log=open(log, "w"))  # closed with the run below
+
+        def boot() -> suites.SuitesRun:
+            try:
+                with BOOT_SLOTS:
+                    return suites.run_suites(vm_config, kernel, todo, run_dir, opts)
+            finally:
+                opts.log.close()
+
+        started[kernel.id] = pool.submit(boot)
+
+    def get(kernel: Kernel | None) -> suites.SuitesRun:
+        if kernel is None:
+            skip_or_fail("no matrix kernel installed")
+        assert kernel is not None
+        reason = vm_unavailable(vm_config, kernel)
+        if reason:
+            skip_or_fail(reason)
+        for k in _suite_kernels:
+            start(k)
+        start(kernel)
+        return started[kernel.id].result()
+
+    yield get
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -164,12 +164,10 @@ def compare_splits(name: str, res: Result) -> tuple[list[str], int]:
     return bad, n
 
 
-def test_crossvalidation_in_vm(vm_kernel: Any, run_in_vm: Any) -> None:
+def test_crossvalidation_in_vm(vm_kernel: Any, kernel_suites: Any) -> None:
     if vm_kernel is not None and vm_kernel.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
-    r = run_in_vm(vm_kernel, "sh scripts/vm/crossvalidate.sh /ptwalk/module/ptwalk.ko "
-                  "/ptwalk/build/ptwalk", files=["scripts/vm/crossvalidate.sh"],
-                  default_files=True, timeout=900.0, mem="2G")
+    r = kernel_suites(vm_kernel).suite("crossvalidation")
     print(r.stdout[-6000:])
     assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""ptwalk.ko acceptance inside each Debian kernel build of the matrix: one boot
-per kernel runs scripts/vm/module-acceptance.sh, the assertions are here."""
+"""ptwalk.ko acceptance inside each Debian kernel build of the matrix:
+scripts/vm/module-acceptance.sh runs in the boot each kernel's suites share
+(ptwalk_vm/suites.py), the assertions are here."""
 from __future__ import annotations
 
 import json
@@ -16,9 +17,10 @@ from ptwalk_cli import known, parse_result
 from ptwalk_report.result_types import (Accel, Backend, GuestClock, GuestVm, Result,
                                         VictimName)
 from ptwalk_report.walk_kinds import WalkKind
+from ptwalk_vm.pytest_plugin import KernelSuites
+from ptwalk_vm.suites import ACCEPTANCE_INJECT_NS as INJECT_NS
 from test_crossvalidation import check_module_split
 
-INJECT_NS = 100_000
 SIZE = 256 << 20
 
 
@@ -33,14 +35,10 @@ def _result(files: dict[str, bytes], name: str) -> Result:
     return parse_result(name, files[name])
 
 
-def test_module_acceptance(vm_kernel: Any, run_in_vm: Any) -> None:
+def test_module_acceptance(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
     if vm_kernel is not None and vm_kernel.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
-    r = run_in_vm(vm_kernel,
-                  "sh scripts/vm/module-acceptance.sh /ptwalk/module/ptwalk.ko "
-                  "/ptwalk/build/ptwalk 256M",
-                  files=["scripts/vm/module-acceptance.sh"], default_files=True,
-                  env={"INJECT_NS": str(INJECT_NS)}, timeout=900.0, mem="2G")
+    r = kernel_suites(vm_kernel).suite("acceptance")
     print(r.stdout[-6000:])
     keep = os.environ.get("PTWALK_VM_ARTIFACTS")
     if keep:  # to chase a failure: the guest's files, kept past pytest's tmp rotation

@@ -2,7 +2,8 @@
 """ptwalk.ko's own in-VM selftest (module/tests/vm-selftest.sh) in each Debian
 kernel build: bad parameters refused, hooks listed, each walk kind recorded
 exactly once, a target exiting mid-walk, 20 load/unload cycles while walkers
-run, rmmod with walks in flight - and a kernel log free of oops/WARN/BUG."""
+run, rmmod with walks in flight - and a kernel log free of oops/WARN/BUG.
+It runs last in the boot each kernel's suites share (ptwalk_vm/suites.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,20 +11,18 @@ from typing import Any
 
 import pytest
 
+from ptwalk_vm.pytest_plugin import KernelSuites
+
 REPO = Path(__file__).resolve().parents[2]
 WALKER = REPO / "module" / "tests" / "walker"
 
 
-def test_module_vm_selftest(vm_kernel: Any, run_in_vm: Any) -> None:
+def test_module_vm_selftest(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
     if vm_kernel is not None and vm_kernel.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
     if not WALKER.exists():
         pytest.fail(f"{WALKER} missing (make -C module walker)")
-    r = run_in_vm(vm_kernel, "sh scripts/module-vm-selftest.sh /ptwalk/module",
-                  files=[(REPO / "module/tests/vm-selftest.sh",
-                          "/ptwalk/scripts/module-vm-selftest.sh"),
-                         (WALKER, "/ptwalk/module/walker")],
-                  default_files=True, timeout=900.0)
+    r = kernel_suites(vm_kernel).suite("module-selftest")
     print(r.stdout[-4000:])
     assert not r.timed_out, f"{r.problem()}\nconsole tail:\n{r.console[-4000:]}"
     assert not r.findings, f"kernel log problems: {r.findings}"

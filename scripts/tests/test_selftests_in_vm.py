@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The selftests (kselftest harness, KTAP) inside each Debian kernel build,
+"""The selftests (kselftest harness, KTAP) inside each Debian kernel build (in
+the boot its suites share, ptwalk_vm/suites.py),
 ptwalk.ko loaded: they pass (or skip with a reason), the module's own checks
 run rather than skip, and a large inject_delay_ns makes the cost test fail
 its budget. Harness test names are fixture.variant.test; a skipped test's
@@ -11,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from ptwalk_vm.pytest_plugin import KernelSuites
 
-def test_selftests_with_module(vm_kernel: Any, run_in_vm: Any) -> None:
+
+def test_selftests_with_module(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
     if vm_kernel is not None and vm_kernel.ko is None:
         pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
-    r = run_in_vm(vm_kernel, "sh scripts/vm/selftests.sh /ptwalk/module/ptwalk.ko "
-                             "/ptwalk/build/selftests",
-                  files=["scripts/vm/selftests.sh"], default_files=True, timeout=1200.0)
+    r = kernel_suites(vm_kernel).suite("selftests")
     out = r.stdout
     print(out[-5000:])
     assert not r.timed_out and not r.findings, r.problem()

@@ -1,5 +1,6 @@
-"""Real boots under qemu (TCG): each matrix kernel once, plus one kernel for
-timeout, panic, WARN and the CLI. Skips (or fails with PTWALK_REQUIRE_VM=1)
+"""Real boots under qemu (TCG): the boot each matrix kernel's suites share
+(ptwalk_vm/suites.py), judged as a boot, plus one kernel for timeout,
+panic, WARN and the CLI. Skips (or fails with PTWALK_REQUIRE_VM=1)
 without qemu, busybox-static or a readable kernel image."""
 from __future__ import annotations
 
@@ -14,31 +15,12 @@ import pytest
 
 from ptwalk_vm import config, parse
 from ptwalk_vm.config import Kernel
-from ptwalk_vm.pytest_plugin import RunInVm, matrix_kernels, skip_or_fail, vm_unavailable
+from ptwalk_vm.pytest_plugin import (KernelSuites, RunInVm, matrix_kernels, skip_or_fail,
+                                     vm_unavailable)
 
 DATA = Path(__file__).with_name("data")
 SCRIPT = Path(__file__).resolve().parents[1] / "ptwalk-vm"
-HELLO_CC = r"""
-#include <iostream>
-#include <string>
-#include <vector>
-int main() { std::vector<std::string> v{"hello", "from", "c++"};
-  for (auto &s : v) std::cout << s << (&s == &v.back() ? "\n" : " "); return 0; }
-"""
-
 pytestmark = pytest.mark.vm
-
-
-@pytest.fixture(scope="session")
-def cxx_hello(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    """A dynamically linked C++ program (libstdc++), or None without g++."""
-    gxx = shutil.which("g++")
-    if gxx is None:
-        return None
-    d = tmp_path_factory.mktemp("cxx")
-    (d / "hello.cc").write_text(HELLO_CC)
-    subprocess.run([gxx, "-O1", "-o", str(d / "hello"), str(d / "hello.cc")], check=True)
-    return d / "hello"
 
 
 def pick_kernel(vm_config: config.Config, name: str) -> Kernel:
@@ -50,25 +32,30 @@ def pick_kernel(vm_config: config.Config, name: str) -> Kernel:
     return next((k for k in ks if k.name == name), ks[0])
 
 
-def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | None,
-                            vm_config: config.Config) -> None:
-    files: list[tuple[Path, str]] = []
-    cmd = ("uname -r; echo hi > /results/x; mkdir -p /results/d; echo deep > /results/d/y; "
-           "echo oops-not >&2")
-    if cxx_hello is not None:
-        files.append((cxx_hello, "/ptwalk/build/hello"))
-        cmd += "; hello > /results/cxx.txt"
-    if vm_kernel.ko is not None:  # delivered, not loaded: ptwalk.ko is tested elsewhere
-        cmd += "; strings /ptwalk/module/ptwalk.ko | grep ^vermagic= > /results/vermagic"
-    t0 = time.monotonic()
-    r = vm(cmd + "; exit 3", files, accel="tcg", timeout=180,
-           default_files=vm_kernel.ko is not None)
-    wall = time.monotonic() - t0
-    print(f"\n{vm_kernel.name}: wall {wall:.1f} s, qemu {r.wall_s} s, kernel->init {r.boot_s} s")
-    assert r.problem() is None, r.problem()
-    assert r.accel == "tcg" and "-accel tcg" in r.qemu_cmdline
+def test_boot_matrix_kernel(vm_kernel: Kernel, kernel_suites: KernelSuites,
+                            cxx_hello: Path | None, vm_config: config.Config) -> None:
+    """The boot every suite of this kernel shares (ptwalk_vm/suites.py),
+    judged as a boot, and its first suite, the harness's own checks."""
+    run = kernel_suites(vm_kernel)
+    w = run.whole
+    print(f"\n{vm_kernel.name}: qemu {w.wall_s} s, kernel->init {w.boot_s} s, suites "
+          + ", ".join(f"{n} {r.command_s} s" for n, r in run.suites.items()))
+    # the boot itself: no timeout, the result channel whole, no kernel-log
+    # problem outside the suites' own parts of the log
+    assert not w.timed_out and not w.harness_error and w.complete, w.problem()
+    assert not run.unclaimed, run.unclaimed
+    assert f"-accel {w.accel}" in w.qemu_cmdline
     # every result names the QEMU and the CPU model it ran on
-    assert r.qemu_version[:1].isdigit() and r.cpu == vm_config.arch(vm_kernel.arch).cpu_tcg
+    assert w.qemu_version[:1].isdigit() and w.cpu in (vm_config.arch(vm_kernel.arch).cpu_tcg,
+                                                      vm_config.arch(vm_kernel.arch).cpu_kvm)
+    assert w.stdout.splitlines()[0] == vm_kernel.release
+    # the boot's exit status, on its own channel, counts the suites that
+    # exited non-zero (each suite's status comes back in a file of its own)
+    assert w.returncode == sum(r.returncode != 0 for r in run.suites.values()), \
+        (w.returncode, {n: r.returncode for n, r in run.suites.items()})
+
+    r = run.suite("harness")
+    assert r.problem() is None, r.problem()
     assert r.returncode == 3 and r.exit_code() == 3 and r.complete and not r.findings
     assert r.stdout == f"{vm_kernel.release}\n"
     assert r.stderr == "oops-not\n"  # the detector reads kernel logs, not the command's output
@@ -78,7 +65,8 @@ def test_boot_matrix_kernel(vm_kernel: Kernel, vm: RunInVm, cxx_hello: Path | No
         assert r.files["cxx.txt"] == b"hello from c++\n"
     if vm_kernel.ko is not None:
         assert r.files["vermagic"].decode().split()[0] == f"vermagic={vm_kernel.release}"
-    assert r.run_dir and (Path(r.run_dir) / "results" / "d" / "y").read_bytes() == b"deep\n"
+    assert w.run_dir and (Path(w.run_dir) / "results" / "harness" / "d" / "y").read_bytes() \
+        == b"deep\n"
 
 
 def test_timeout_is_enforced(vm_config: config.Config, run_in_vm: RunInVm) -> None:

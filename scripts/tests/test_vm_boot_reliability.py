@@ -29,10 +29,9 @@ from ptwalk_vm import config, parse, qemu
 from ptwalk_vm import vm as pipeline
 from ptwalk_vm.config import Config, Kernel
 from ptwalk_vm.parse import VmResult
-from ptwalk_vm.pytest_plugin import skip_or_fail, vm_unavailable
+from ptwalk_vm.pytest_plugin import BOOT_SLOTS, PARALLEL_BOOTS, skip_or_fail, vm_unavailable
 
 BOOTS = int(os.environ.get("PTWALK_VM_BOOTS", "10"))
-PARALLEL = 2
 WALKER = config.PROJECT / "module" / "tests" / "walker"
 SCRIPT = "scripts/vm/boot-cycle.sh"
 QEMU_MIN = (10, 0)
@@ -42,7 +41,8 @@ pytestmark = pytest.mark.vm
 
 
 def boots(cfg: Config, k: Kernel, out: Path) -> list[VmResult]:
-    """BOOTS boots of one initramfs, PARALLEL at a time."""
+    """BOOTS boots of one initramfs, PARALLEL_BOOTS at a time (with the
+    other guests of the session: BOOT_SLOTS)."""
     assert k.ko is not None
     files = [(config.PROJECT / SCRIPT, f"/ptwalk/{SCRIPT}"),
              (k.ko, "/ptwalk/module/ptwalk.ko"), (WALKER, "/ptwalk/module/tests/walker")]
@@ -53,10 +53,11 @@ def boots(cfg: Config, k: Kernel, out: Path) -> list[VmResult]:
                              "/ptwalk/module/tests/walker", opts, initrd)
 
     def one(i: int) -> VmResult:
-        return pipeline.boot_step(cfg, k, initrd, opts, out / f"boot-{i:02d}", "tcg",
-                                  "boot reliability")
+        with BOOT_SLOTS:
+            return pipeline.boot_step(cfg, k, initrd, opts, out / f"boot-{i:02d}", "tcg",
+                                      "boot reliability")
 
-    with ThreadPoolExecutor(PARALLEL) as ex:
+    with ThreadPoolExecutor(PARALLEL_BOOTS) as ex:
         return list(ex.map(one, range(BOOTS)))
 
 

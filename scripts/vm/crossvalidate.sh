@@ -11,7 +11,7 @@ KO=${1:?ko}
 PTWALK=${2:?ptwalk}
 shift 2
 KINDS=${*:-clear_refs smaps smaps_rollup pagemap cadvisor}
-R=/results
+R=${PTWALK_RESULTS:-/results}
 mkdir -p $R
 mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug
 insmod "$KO" || { echo "crossvalidate: insmod failed"; exit 1; }

@@ -10,7 +10,7 @@ set -u
 KO=${1:?ko}
 PTWALK=${2:?ptwalk}
 SIZE=${3:-256M}
-R=/results
+R=${PTWALK_RESULTS:-/results}
 mkdir -p $R
 fail=0
 say() { echo "acceptance: $*"; }

@@ -7,7 +7,7 @@
 # usage: selftests.sh KO SELFTESTS_DIR
 set -u
 KO=$1 T=$2
-R=/results
+R=${PTWALK_RESULTS:-/results}
 mkdir -p $R
 mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug
 insmod "$KO" || { echo "selftests: insmod failed"; exit 1; }
