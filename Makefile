@@ -2,7 +2,8 @@
 # ptwalk: build, test, qualify.
 #
 #   make            build userspace (build/ptwalk) and the selftests
-#   make test       every suite: C++ unit tests, selftests, pytest (incl. VM)
+#   make test       every suite: C++ unit tests, selftests, pytest (host, then
+#                   VM), fuzz, lint; ends with the time each stage took
 #   make qualify    the main job: the standard scenario on this host
 #   make bench      benchmarks (figures, not assertions)
 #   make fuzz       the parsers' libFuzzer targets, ~1 min (also in make test)
@@ -31,7 +32,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py qualify bench clean vm-matrix fuzz install kernel-ab \
+	test-selftests test-py test-py-host test-py-vm qualify bench clean vm-matrix fuzz install kernel-ab \
 	cross-version lint format
 
 all: build
@@ -59,15 +60,22 @@ module-matrix:
 	scripts/build-modules.sh
 	$(MAKE) -C module walker
 
-test: deps-test
-	$(MAKE) build
-	$(MAKE) module-matrix
-	@rc=0; \
-	$(MAKE) test-unit || rc=1; \
-	$(MAKE) test-selftests || rc=1; \
-	$(MAKE) test-py || rc=1; \
-	$(MAKE) fuzz || rc=1; \
-	$(MAKE) lint || rc=1; \
+# Each stage is timed (scripts/stage-time.sh) and the table printed last;
+# the suites after the build run even when one before failed.
+TEST_TIMES := $(BUILD)/test-times.txt
+test:
+	@mkdir -p $(BUILD); rm -f $(TEST_TIMES); T="scripts/stage-time.sh $(TEST_TIMES)"; \
+	$$T deps $(MAKE) deps-test && $$T build $(MAKE) build && \
+	$$T module-matrix $(MAKE) module-matrix || \
+		{ scripts/stage-time.sh --table $(TEST_TIMES); exit 1; }; \
+	rc=0; \
+	$$T unit $(MAKE) test-unit || rc=1; \
+	$$T selftests $(MAKE) test-selftests || rc=1; \
+	$$T pytest-host $(MAKE) test-py-host || rc=1; \
+	$$T pytest-vm $(MAKE) test-py-vm || rc=1; \
+	$$T fuzz $(MAKE) fuzz || rc=1; \
+	$$T lint $(MAKE) lint || rc=1; \
+	scripts/stage-time.sh --table $(TEST_TIMES); \
 	if [ $$rc = 0 ]; then echo "make test: every suite passed"; \
 	else echo "make test: a suite FAILED (see above)"; fi; \
 	exit $$rc
@@ -79,8 +87,16 @@ test-selftests:
 	$(MAKE) -C selftests run_tests
 	selftests/test-budget-breach.sh
 
-test-py:
-	$(PYTHON) -m pytest -q -rs --durations=25 scripts/tests
+# pytest in two groups: what runs on this host, then what boots kernels in
+# QEMU (marker vm: one boot per matrix kernel for its suites, the boot
+# reliability boots, the stall budget under icount)
+test-py: test-py-host test-py-vm
+
+test-py-host:
+	$(PYTHON) -m pytest -q -rs --durations=15 -m "not vm" scripts/tests
+
+test-py-vm:
+	$(PYTHON) -m pytest -q -rs --durations=25 -m vm scripts/tests
 
 # the parsers' libFuzzer targets, ~10 s each (scripts/fuzz.sh, userspace/fuzz)
 fuzz:
