@@ -38,10 +38,12 @@ static int f(int *p)
 
 
 def test_make_test_runs_lint_and_keeps_going() -> None:
-    """A lint failure fails make test; the suites after it still run."""
+    """A lint failure fails make test; the suites after it still run, and
+    the stage clock records it."""
     make = (REPO / "Makefile").read_text()
-    recipe = make[make.index("\ntest: "):make.index("\ntest-unit:")]
-    assert "$(MAKE) lint || rc=1; \\" in recipe
+    recipe = make[make.index("\ntest:"):make.index("\ntest-unit:")]
+    assert "$$T lint $(MAKE) lint || rc=1; \\" in recipe
+    assert 'T="scripts/stage-time.sh $(TEST_TIMES)"' in recipe
     assert re.search(r"^lint:\n\tscripts/deps\.sh lint\n\tscripts/lint\.sh\n", make, re.M)
 
 
