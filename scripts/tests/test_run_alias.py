@@ -9,7 +9,7 @@ import pytest
 
 from ptwalk_cli import (is_root, known, load, load_result, meminfo, run_ptwalk, run_result,
                         wait_no_children)
-from ptwalk_report.result_types import EstimateStatus, Result, Walk
+from ptwalk_report.result_types import EstimateStatus, Result, Stall, Walk
 from ptwalk_report.walk_kinds import WalkKind
 
 MIB = 1 << 20
@@ -166,6 +166,25 @@ def _held_rest_of_walk(r: Result) -> list[float]:
     return [share for _, share in best.values()]
 
 
+def _kept_out_rest_of_walk(r: Result) -> list[float]:
+    """Per walk, the stall it kept out longest (the largest walker-held
+    part): that part over the rest of the walk from the wait's start (from
+    the walk's, for a wait that began before it)."""
+    best: dict[int, Stall] = {}
+    for s in known(known(r.kernel_view).stalls):
+        w = r.walks[known(s.walk, s)]
+        if w.error is None and s.walker_held_ns is not None and \
+                (w.index not in best or s.walker_held_ns > known(best[w.index].walker_held_ns)):
+            best[w.index] = s
+    out = []
+    for i, s in best.items():
+        w = r.walks[i]
+        rest = w.start_ns + w.duration_ns - max(s.start_ns, w.start_ns)
+        if rest > 0:
+            out.append(known(s.walker_held_ns) / rest)
+    return out
+
+
 def _stalled_before_last_vmas(r: Result, vmas: int) -> list[Walk]:
     """The walks with an attributed wait that began while at least two of
     their `vmas` equal VMAs' share of the walk was still ahead."""
@@ -182,7 +201,8 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     (show_smaps_rollup, ff9f47f6f00c), and takes it back at once, ahead of
     that writer, until the writer's handoff (rwsem reader lock stealing,
     module/KERNEL-FACTS.md entry 20). Over one 1 GiB VMA the mmap victim
-    waits for that VMA's one hold: most of the walk. Over 64 aliases the
+    waits for that VMA's one hold: the rest of the walk from whenever the
+    scheduler let it queue. Over 64 aliases the
     walk drops the lock at every boundary, yet a walk shorter than any
     handoff keeps the writer out to its end: the writer waits for the rest
     of the walk, not for one VMA (measured: 0.94-1.03 of the rest for the
@@ -210,9 +230,29 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
 
     one_st, al_st = _per_walk_stalls(one), _per_walk_stalls(al)
     assert len(one_st) >= 8 and len(al_st) >= 8
-    # one VMA: the writer waits for most of the walk (measured here: 0.9)
-    one_share = _median([s / d for s, d in one_st])
-    assert one_share >= 0.6, one_st
+    # one VMA: show_smaps_rollup() looks for a waiting writer only after
+    # each VMA's walk (task_mmu.c: 6.1 920, 6.12 1222), so it yields
+    # between the process's other VMAs (92-95 here: 3-49 acquisitions a
+    # walk measured), once after each at most, never inside the 1 GiB
+    # mapping ...
+    layout = known(known(one.workload).vma_layout)
+    for w in one.walks:
+        if w.error is None:
+            # one to start, one after each VMA, and the mmap victim's own
+            # mapping, one VMA the layout may not have counted
+            assert known(w.lock_acquisitions, w) <= layout.vmas + 2, (w, layout.vmas)
+    # ... so a writer that queues while the mapping is walked is kept out
+    # to its end: the walker-held part of its wait is the rest of the walk
+    # but the VMAs after the mapping and the writer's and the walker's own
+    # wakeups (measured: median 0.81-1.0 of the rest in 29 runs, idle and
+    # beside two busy loops; a writer let in inside the mapping would wait
+    # about the handoff, 4 ms of 10-60 ms walks). When the writer queues is
+    # the scheduler's, not the kernel's: the mmap victim, paced at 20 us,
+    # began waiting a median 0.02-0.23 of the way into the walk a run, some
+    # waits at its very end, so its stall over the whole walk is no bound
+    # the kernel gives (median 0.69-0.98 a run measured, 0.554 in CI)
+    kept = _kept_out_rest_of_walk(one)
+    assert len(kept) >= 8 and _median(kept) >= 0.6, sorted(kept)
     # aliased: the walk gave the lock up between VMAs while the writer
     # waited: every walk with a stall that began before its last VMAs took
     # it more than once (a wait that begins inside the last VMA's walk sees
