@@ -188,6 +188,22 @@ void ptw_waits_mark(struct ptw_walker *a, bool write)
 NOKPROBE_SYMBOL(ptw_waits_mark);
 
 /*
+ * A walk hold taken at lt0 (our first probe of its acquire_returned, the
+ * probe nearest the acquisition) whose other probes read the clock up to
+ * sp later: how much of that bracket lies inside a wait begun at t0, the
+ * most by which a view reading the clock in another probe of the event
+ * can start the hold later within the wait (all of it when the hold began
+ * inside the wait; the part after t0 when it began before the wait but
+ * the bracket reaches into it).
+ */
+static __always_inline u64 ptw_acq_spread_in(u64 lt0, u64 sp, u64 t0)
+{
+	if (lt0 > t0)
+		return sp;
+	return lt0 + sp > t0 ? lt0 + sp - t0 : 0;
+}
+
+/*
  * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
  * add the part of it within each pending wait on mmk that it excluded.
  * walker: the holder is a walker of mmk holding it, which ends the holds of
@@ -236,7 +252,7 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 				ok = ptw_acc_add(&w->walker_held, gw, now - from);
 				/* the boundaries of it the other probes saw apart */
 				ok &= ptw_acc_add(&w->spread, gs, spread +
-						  (lt0 > t0 ? act->lock_t0_spread : 0));
+						  ptw_acq_spread_in(lt0, act->lock_t0_spread, t0));
 			}
 		} else if (ptw_excludes(hold_write, wr)) {
 			ok = ptw_acc_add(&w->others_held, go, now - from);
@@ -343,8 +359,8 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		    READ_ONCE(w->act->seq) == w->walk_seq &&
 		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
 			wh += now - min(now, max(t, w->t0));
-			if (t > w->t0)
-				sp += READ_ONCE(w->act->lock_t0_spread);
+			sp += ptw_acq_spread_in(t, READ_ONCE(w->act->lock_t0_spread),
+						w->t0);
 		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
