@@ -127,8 +127,13 @@ private:
 			cfg.wake_fds.push_back(bpf_.wake_fd());
 		if (!perf_.open(cfg, err))
 			return false;
+		armed_ns_.store(UINT64_MAX, std::memory_order_relaxed);
 		if (!perf_.start(*this, err))
 			return false;
+		// the events are enabled one CPU and tracepoint after the other:
+		// a task's events before the last are seen in part, and are not
+		// paired (the BPF program is armed alike)
+		armed_ns_.store(now_ns(), std::memory_order_release);
 		bpf_used_ = bpf != nullptr;
 		running_ = true;
 		return true;
@@ -264,6 +269,8 @@ private:
 	{
 		LockEvent e;
 		if (decoder_.decode(s, e)) {
+			if (e.time_ns < armed_ns_.load(std::memory_order_acquire))
+				return;
 			n_events_++;
 			add(Ev(e.time_ns, Lock, e));
 			// entries stay (marked idle) rather than churn the allocator
@@ -452,6 +459,7 @@ private:
 	std::atomic<uint64_t> late_{0};
 	std::unordered_map<pid_t, Inflight> inflight_;
 	std::atomic<uint64_t> events_{0}, fd_scans_{0};
+	std::atomic<uint64_t> armed_ns_{UINT64_MAX}; // lock events from then on
 };
 
 } // namespace ptwalk::monitor_detail

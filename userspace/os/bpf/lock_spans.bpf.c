@@ -21,6 +21,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 min_hold_ns = 1000000;
 const volatile __u64 min_wait_ns = 1000;
 const volatile __u32 prober_tid = 0;
+/* set by the loader once the three programs are attached: until then a
+ * task's events are seen in part (start_locking's program attached,
+ * released's not yet: a hold with no end, closed by a later trylock as
+ * if it were a downgrade), and nothing is paired */
+volatile __u32 armed = 0;
 
 /* the kernel's types, only the fields read here (relocated by name) */
 typedef struct {
@@ -200,6 +205,8 @@ static __always_inline int on_start_locking(__u64 mm, __u8 write)
 	__u64 now = bpf_ktime_get_ns();
 	struct state *s;
 
+	if (!armed)
+		return 0;
 	count(PTW_BPF_EVENTS);
 	s = state_of(bpf_get_current_task_btf(), mm, 1);
 	if (!s) {
@@ -221,6 +228,8 @@ static __always_inline int on_acquire_returned(__u64 mm, __u8 write, __u8 succes
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct state *s;
 
+	if (!armed)
+		return 0;
 	count(PTW_BPF_EVENTS);
 	s = state_of(t, mm, 1);
 	if (!s) {
@@ -265,6 +274,8 @@ static __always_inline int on_released(__u64 mm)
 	__u64 now = bpf_ktime_get_ns();
 	struct state *s;
 
+	if (!armed)
+		return 0;
 	count(PTW_BPF_EVENTS);
 	s = state_of(bpf_get_current_task_btf(), mm, 0);
 	if (!s || s->phase != HOLDING) {

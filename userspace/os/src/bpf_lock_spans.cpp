@@ -179,6 +179,9 @@ bool BpfLockSpans::open(const BpfLockSpansConfig &c, std::string *err)
 		return fail("BPF load", e);
 	if (int e = lock_spans_bpf__attach(m.skel))
 		return fail("BPF attach to the mmap_lock tracepoints", e);
+	// one program after the other: pairing starts once all three see
+	// every event
+	__atomic_store_n(&m.skel->bss->armed, 1u, __ATOMIC_RELEASE);
 	m.rb = ring_buffer__new(bpf_map__fd(m.skel->maps.records), &Impl::on_record, &m, nullptr);
 	if (!m.rb)
 		return fail("BPF ring buffer", errno);
