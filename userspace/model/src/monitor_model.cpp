@@ -150,6 +150,7 @@ void MmOwners::probe(uint64_t mm, pid_t tgid, uint64_t t, Basis basis, bool buil
 	}
 	mine.assign(1, mm);
 	v.push_back(MmLife{tgid, t, UINT64_MAX, LifeEnd::exit, basis});
+	last_mm_[tgid] = mm;
 }
 
 void MmOwners::ended(pid_t tgid, uint64_t t, LifeEnd why)
@@ -168,6 +169,7 @@ void MmOwners::ended(pid_t tgid, uint64_t t, LifeEnd why)
 			continue;
 		if (exec && v.back().building) {
 			v.back().building = false; // the mm the exec installed
+			last_mm_[tgid] = mm;
 			keep.push_back(mm);
 			continue;
 		}
@@ -178,6 +180,44 @@ void MmOwners::ended(pid_t tgid, uint64_t t, LifeEnd why)
 		by_tgid_.erase(it);
 	else
 		it->second = std::move(keep);
+}
+
+bool MmOwners::not_its_mm(pid_t tgid, uint64_t mm, uint64_t t) const
+{
+	if (auto it = by_tgid_.find(tgid); it != by_tgid_.end()) {
+		bool other = false;
+		for (uint64_t m : it->second) {
+			if (m == mm)
+				return false;
+			auto l = lives_.find(m);
+			if (l == lives_.end() || l->second.empty())
+				continue;
+			const MmLife &life = l->second.back();
+			// an mm execve() is building is not yet the one its files show
+			if (life.building || life.tgid != tgid)
+				continue;
+			// torn down since its fact (an exit or exec not seen): its
+			// mm now is unknown
+			if (auto td = torn_.find(m); td != torn_.end() && td->second <= t &&
+						     life.first_fact_ns <= td->second)
+				continue;
+			const Owner o = owner_at(m, t, tgid);
+			other = other || (o.tgid == tgid && !o.teardown);
+		}
+		return other;
+	}
+	// exited (not exec'd) by t: its files reach no mm but one it had
+	auto e = ended_.find(tgid);
+	auto x = execs_.find(tgid);
+	auto last = last_mm_.find(tgid);
+	if (e == ended_.end() || e->second > t || (x != execs_.end() && x->second == e->second) ||
+	    last == last_mm_.end() || last->second == mm)
+		return false;
+	if (auto l = lives_.find(mm); l != lives_.end())
+		for (const MmLife &life : l->second)
+			if (life.tgid == tgid)
+				return false;
+	return true;
 }
 
 bool MmOwners::execed_between(pid_t tgid, uint64_t from, uint64_t to) const
@@ -255,6 +295,12 @@ void MmOwners::prune(uint64_t t)
 			it = lives_.erase(it);
 		else
 			++it;
+	}
+	for (auto it = torn_.begin(); it != torn_.end();)
+		it = it->second < t ? torn_.erase(it) : std::next(it);
+	for (auto it = last_mm_.begin(); it != last_mm_.end();) {
+		auto e = ended_.find(it->first);
+		it = e != ended_.end() && e->second < t ? last_mm_.erase(it) : std::next(it);
 	}
 	for (auto *m : {&born_, &ended_, &execs_})
 		for (auto it = m->begin(); it != m->end();)
@@ -415,6 +461,8 @@ void WalkTracker::hold(const LockSpan &h, bool teardown_shape)
 {
 	if (h.ns() < cfg_.min_hold_ns)
 		return;
+	if (h.teardown)
+		owners_.torn_down(h.mm, h.start_ns);
 	Pending p;
 	p.walk.hold = h;
 	p.teardown_shape = teardown_shape;
@@ -466,6 +514,14 @@ bool WalkTracker::resolve(Pending &p, bool final)
 		o.tgid = h.tgid;
 		o.teardown = true;
 		o.basis = Basis::exec;
+	}
+	if (fd && fd->pid && fd->pid != o.tgid &&
+	    (o.tgid || owners_.not_its_mm(fd->pid, h.mm, h.start_ns))) {
+		// A reader of /proc/P/<file> locks P's mm, and facts say this mm
+		// is someone else's or not P's: the file is open beside this
+		// hold, not walked by it (a reader faulting on its own mm
+		// between two read() calls)
+		fd.reset();
 	}
 	if (!o.tgid && o.pending && !final && !(fd && fd->pid)) {
 		wants_probe_ = true;

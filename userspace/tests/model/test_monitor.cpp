@@ -184,6 +184,68 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 			"/proc/100/clear_refs");
 }
 
+// A scanner reading /proc/100/smaps_rollup holds its own mm (a fault
+// between two reads) with that file open: the file names 100, whose mm a
+// fact says is another (or who had exited), so it is not the walk of this
+// hold. Seen on a loaded host: the tracepoint view said "smaps_rollup of
+// 100 (fd_table)" where the kernel's mm->owner (bpf) said the scanner's
+// own.
+TEST(WalkTracker, FdEvidenceOfAnotherMmIsNotTheWalk)
+{
+	const uint64_t own = kMm + 0x1000;
+	for (bool probed : {false, true}) {
+		std::vector<Walk> out;
+		WalkTracker t(small_config(1000), collect(out), nullptr);
+		t.owner_fact(kMm, 100, 500); // the target's mm, from a fact
+		if (probed)
+			t.owner_fact(own, 300, 500);
+		std::vector<LockEvent> v;
+		lock_hold(v, 300, 300, own, false, 1000, 1000, 4000);
+		feed(t, v);
+		t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps_rollup});
+		t.advance(4200, false);
+		if (!probed) {
+			EXPECT_TRUE(out.empty()); // waits for a probe, not the fds
+			EXPECT_TRUE(t.wants_probe());
+			t.advance(5001, false);
+			expect_one_walk(out, 0, Basis::unknown, HoldKind{HoldCause::unknown}, "");
+			EXPECT_FALSE(out[0].why.empty());
+		} else {
+			expect_one_walk(out, 300, Basis::mm_owner, HoldKind{HoldCause::own}, "");
+			EXPECT_TRUE(out[0].self);
+		}
+	}
+	// the target exited before the hold: its file reaches no mm but one
+	// it had; after an exec its new mm is unknown, and the file may name it
+	for (bool exec : {false, true}) {
+		std::vector<Walk> out;
+		WalkTracker t(small_config(1000), collect(out), nullptr);
+		t.owner_fact(kMm, 100, 500);
+		t.task_end(100, 800, exec);
+		std::vector<LockEvent> v;
+		lock_hold(v, 300, 300, own, false, 1000, 1000, 4000);
+		feed(t, v);
+		t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps});
+		t.advance(5001, false);
+		if (exec)
+			expect_one_walk(out, 100, Basis::fd_table, HoldKind{WalkKind::smaps},
+					"/proc/100/smaps");
+		else
+			expect_one_walk(out, 0, Basis::unknown, HoldKind{HoldCause::unknown}, "");
+	}
+	// the same fds on the target's own mm: its walk
+	std::vector<Walk> out;
+	WalkTracker t(small_config(1000), collect(out), nullptr);
+	t.owner_fact(kMm, 100, 500);
+	std::vector<LockEvent> v;
+	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps_rollup});
+	t.advance(4200, false);
+	expect_one_walk(out, 100, Basis::mm_owner, HoldKind{WalkKind::smaps_rollup},
+			"/proc/100/smaps_rollup");
+}
+
 TEST(WalkTracker, UnresolvedWalkEmittedWithReasonAfterTimeout)
 {
 	std::vector<Walk> out;

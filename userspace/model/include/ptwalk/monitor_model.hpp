@@ -121,6 +121,13 @@ public:
 	bool process_ended(pid_t tgid, uint64_t t) const;
 	// Its latest exec was in [from, to].
 	bool execed_between(pid_t tgid, uint64_t from, uint64_t to) const;
+	// The kernel marked a hold on mm from t its teardown (exit_mmap()).
+	void torn_down(uint64_t mm, uint64_t t) { torn_[mm] = t; }
+	// Facts say tgid's mm at t is not `mm`: it owns another then (an
+	// open life, not torn down by then), or it had exited by t (no exec)
+	// and `mm` was never its. A reader of tgid's /proc files then cannot
+	// be walking `mm`.
+	bool not_its_mm(pid_t tgid, uint64_t mm, uint64_t t) const;
 
 	struct Owner {
 		pid_t tgid = 0;               // 0: unknown
@@ -143,6 +150,8 @@ private:
 	std::unordered_map<uint64_t, std::vector<MmLife>> lives_;
 	std::unordered_map<pid_t, std::vector<uint64_t>> by_tgid_; // open lives
 	std::unordered_map<pid_t, uint64_t> born_, ended_, execs_;
+	std::unordered_map<uint64_t, uint64_t> torn_; // mm -> its teardown's start
+	std::unordered_map<pid_t, uint64_t> last_mm_; // tgid -> its latest mm named
 };
 
 // A /proc walk file in a task's fd table: /proc/PID/<file>.
