@@ -6,6 +6,8 @@ same holds, with the same targets and waiters. And when BPF is unavailable,
 `auto` says so and falls back; `--backend bpf` exits 4."""
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,8 +18,11 @@ from monitor_util import kill, require_root, run_walker, start_target, unique_co
 from ptwalk_cli import PTWALK, load, run_ptwalk, tagged_env
 
 # Both views timestamp the same tracepoint call with CLOCK_MONOTONIC
-# (bpf_ktime_get_ns, perf's clock): they differ by the few microseconds
-# between the two probes, far below this.
+# (bpf_ktime_get_ns, perf's clock), one probe after the other with
+# preemption off but interrupts on (include/linux/tracepoint.h): they
+# differ by the time between the two probes, under 1 us mostly, and by an
+# interrupt's when one comes in between (a timer tick: 45-160 us measured
+# beside two busy loops on 2 vCPUs); below this.
 TOL_NS = 200_000
 
 
@@ -86,7 +91,12 @@ def _compare(name: str, mine: dict[str, Any], other: dict[str, Any], lo: float,
                                               other["unpaired_events"], "late",
                                               mine["late_events"], other["late_events"])
             continue
-        x = match[0]
+        # fork() holds the parent's mm and the child's new one for write
+        # nested (dup_mmap()): two holds microseconds apart, of one holder,
+        # within TOL_NS of each other; the mm labels are each file's own, so
+        # the twin is the nearest
+        x = min(match, key=lambda x: abs(x["start_ns"] - h["start_ns"])
+                + abs(x["hold_ns"] - h["hold_ns"]))
         checked += 1
         assert x["mode"] == h["mode"], (name, h, x)
         t, u = h["target"]["tgid"], x["target"]["tgid"]
@@ -117,6 +127,9 @@ def test_bpf_and_tracepoint_report_the_same_walks(tmp_path: Path) -> None:
         mt = _finish(tp, tmp_path, "tracepoint")
     finally:
         kill(target)
+    keep = os.environ.get("PTWALK_MONITOR_KEEP")
+    if keep:  # to chase a disagreement: both views' JSON, past pytest's tmp rotation
+        shutil.copytree(tmp_path, Path(keep) / f"{tmp_path.name}-{time.time_ns()}")
     assert mb["backend"] == "bpf" and mt["backend"] == "tracepoint"
     # the program pairs in the kernel and hands on a small part
     k = mb["bpf"]
