@@ -182,44 +182,6 @@ void MmOwners::ended(pid_t tgid, uint64_t t, LifeEnd why)
 		it->second = std::move(keep);
 }
 
-bool MmOwners::not_its_mm(pid_t tgid, uint64_t mm, uint64_t t) const
-{
-	if (auto it = by_tgid_.find(tgid); it != by_tgid_.end()) {
-		bool other = false;
-		for (uint64_t m : it->second) {
-			if (m == mm)
-				return false;
-			auto l = lives_.find(m);
-			if (l == lives_.end() || l->second.empty())
-				continue;
-			const MmLife &life = l->second.back();
-			// an mm execve() is building is not yet the one its files show
-			if (life.building || life.tgid != tgid)
-				continue;
-			// torn down since its fact (an exit or exec not seen): its
-			// mm now is unknown
-			if (auto td = torn_.find(m); td != torn_.end() && td->second <= t &&
-						     life.first_fact_ns <= td->second)
-				continue;
-			const Owner o = owner_at(m, t, tgid);
-			other = other || (o.tgid == tgid && !o.teardown);
-		}
-		return other;
-	}
-	// exited (not exec'd) by t: its files reach no mm but one it had
-	auto e = ended_.find(tgid);
-	auto x = execs_.find(tgid);
-	auto last = last_mm_.find(tgid);
-	if (e == ended_.end() || e->second > t || (x != execs_.end() && x->second == e->second) ||
-	    last == last_mm_.end() || last->second == mm)
-		return false;
-	if (auto l = lives_.find(mm); l != lives_.end())
-		for (const MmLife &life : l->second)
-			if (life.tgid == tgid)
-				return false;
-	return true;
-}
-
 bool MmOwners::execed_between(pid_t tgid, uint64_t from, uint64_t to) const
 {
 	auto it = execs_.find(tgid);

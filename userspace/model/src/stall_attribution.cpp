@@ -373,6 +373,44 @@ void split_stall(Stall &st, const SplitInput &in)
 	st.runnable = union_ns(both) - *st.off_cpu;
 }
 
+// Splits each attributed stall (walker held, others, free) and adds it
+// to its walk's and its thread's figures.
+static void split_and_count(Attribution &at, const StallAccumulator &acc,
+			    const std::vector<WalkHold> &wh, uint64_t longest,
+			    std::vector<WalkKernelView> &views)
+{
+	std::vector<StallAccumulator::OffCpu> off = acc.walker_off_cpu();
+	std::sort(off.begin(), off.end(),
+		  [](const StallAccumulator::OffCpu &a, const StallAccumulator::OffCpu &b) {
+		return a.start_ns < b.start_ns;
+	});
+	uint64_t longest_off = 0;
+	bool any_open = false;
+	for (const auto &o : off) {
+		if (o.end_ns == UINT64_MAX)
+			any_open = true;
+		else
+			longest_off = std::max(longest_off, o.end_ns - o.start_ns);
+	}
+	const SplitInput in{
+		wh, longest, off, longest_off, any_open, acc.sched(), acc.sched() && acc.waiters()};
+	for (auto &st : at.stalls) {
+		const StallAccumulator::WatchedWait &c = *st.w;
+		split_stall(st, in);
+		WalkKernelView &v = views[st.walk];
+		v.stalls++;
+		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
+		at.attributed[c.thread]++;
+		at.max_attr[c.thread] = std::max(at.max_attr[c.thread], c.span.ns());
+		if (st.walker_held) {
+			v.max_stall_walker_held_ns =
+				std::max(v.max_stall_walker_held_ns.value_or(0), *st.walker_held);
+			at.max_held[c.thread] =
+				std::max(at.max_held[c.thread].value_or(0), *st.walker_held);
+		}
+	}
+}
+
 // A wait is a stall of the walk whose hold excludes it and overlaps it
 // most. One chain is followed, as ptwalk.ko does: a read wait that began
 // while a write wait the walk blocks was pending queues behind that writer.
@@ -454,36 +492,7 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		if (const auto *w = writer_of(*r))
 			at.stalls.push_back({r, w->second, chain_of(*r, w->second, w->first)});
 
-	std::vector<StallAccumulator::OffCpu> off = acc.walker_off_cpu();
-	std::sort(off.begin(), off.end(),
-		  [](const StallAccumulator::OffCpu &a, const StallAccumulator::OffCpu &b) {
-		return a.start_ns < b.start_ns;
-	});
-	uint64_t longest_off = 0;
-	bool any_open = false;
-	for (const auto &o : off) {
-		if (o.end_ns == UINT64_MAX)
-			any_open = true;
-		else
-			longest_off = std::max(longest_off, o.end_ns - o.start_ns);
-	}
-	const SplitInput in{
-		wh, longest, off, longest_off, any_open, acc.sched(), acc.sched() && acc.waiters()};
-	for (auto &st : at.stalls) {
-		const StallAccumulator::WatchedWait &c = *st.w;
-		split_stall(st, in);
-		WalkKernelView &v = views[st.walk];
-		v.stalls++;
-		v.max_stall_ns = std::max(v.max_stall_ns, c.span.ns());
-		at.attributed[c.thread]++;
-		at.max_attr[c.thread] = std::max(at.max_attr[c.thread], c.span.ns());
-		if (st.walker_held) {
-			v.max_stall_walker_held_ns =
-				std::max(v.max_stall_walker_held_ns.value_or(0), *st.walker_held);
-			at.max_held[c.thread] =
-				std::max(at.max_held[c.thread].value_or(0), *st.walker_held);
-		}
-	}
+	split_and_count(at, acc, wh, longest, views);
 	return at;
 }
 

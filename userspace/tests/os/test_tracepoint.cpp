@@ -924,6 +924,49 @@ bool run_300ms(MmapLockTrace &t, const MmapLockTrace::Options &o,
 	return true;
 }
 
+// ClearRefsHoldsAndStalls' turns: walk n (from 1) announced by the walker,
+// the mapper calling for it, its write returned; announced -1: the mapper
+// ends.
+struct Turns {
+	std::atomic<int> announced{0}, calling{0}, returned{0};
+};
+
+// The mapper's side: for each walk announced, mmap, touch and munmap 64 KiB
+// until that walk's write has returned, each step timed into steps
+// (reserved: no allocation; counted in dropped when full).
+void map_while_walked(Turns &turns, std::vector<MapperStep> &steps, std::atomic<uint64_t> &dropped)
+{
+	for (int done = 0;;) {
+		turns.announced.wait(done);
+		const int n = turns.announced.load();
+		if (n < 0)
+			return;
+		turns.calling = n;
+		turns.calling.notify_all();
+		uint64_t t = now_ns();
+		auto step = [&] { // timed from the end of the last one
+			const uint64_t e = now_ns();
+			if (steps.size() < steps.capacity())
+				steps.push_back({t, e, size_t(n - 1)}); // no allocation
+			else
+				dropped++;
+			t = e;
+		};
+		while (turns.returned.load() < n) {
+			void *q = mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			step();
+			if (q == MAP_FAILED)
+				continue;
+			static_cast<volatile char *>(q)[0] = 1;
+			step();
+			munmap(q, 64 << 10);
+			step();
+		}
+		done = n;
+	}
+}
+
 } // namespace
 
 // Live: a walker thread writes /proc/self/clear_refs 20 times over 256 MiB
@@ -958,9 +1001,7 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	const int kWalks = 20;
 	std::atomic<bool> stop{false}, go{false};
 	std::atomic<pid_t> mmap_tid{0}, walker_tid{0};
-	// walk n (from 1) announced by the walker, the mapper calling for it,
-	// its write returned; announced -1: the mapper ends
-	std::atomic<int> announced{0}, calling{0}, returned{0};
+	Turns turns;
 	std::string mapper_err, walker_bind_err;
 	std::vector<MapperStep> steps;
 	steps.reserve(3u << 17);
@@ -968,37 +1009,8 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	std::thread mapper([&] {
 		mapper_err = bind_thread(cpus[0], true);
 		mmap_tid = gettid();
-		if (!mapper_err.empty())
-			return;
-		for (int done = 0;;) {
-			announced.wait(done);
-			const int n = announced.load();
-			if (n < 0)
-				return;
-			calling = n;
-			calling.notify_all();
-			uint64_t t = now_ns();
-			auto step = [&] { // timed from the end of the last one
-				const uint64_t e = now_ns();
-				if (steps.size() < steps.capacity())
-					steps.push_back({t, e, size_t(n - 1)}); // no allocation
-				else
-					steps_dropped++;
-				t = e;
-			};
-			while (returned.load() < n) {
-				void *q = mmap(nullptr, 64 << 10, PROT_READ | PROT_WRITE,
-					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				step();
-				if (q == MAP_FAILED)
-					continue;
-				static_cast<volatile char *>(q)[0] = 1;
-				step();
-				munmap(q, 64 << 10);
-				step();
-			}
-			done = n;
-		}
+		if (mapper_err.empty())
+			map_while_walked(turns, steps, steps_dropped);
 	});
 	std::vector<WalkSpan> walks;
 	walks.reserve(kWalks);
@@ -1016,14 +1028,14 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 			return;
 		}
 		for (int i = 0; i < kWalks; i++) {
-			announced = i + 1;
-			announced.notify_all();
-			for (int c; (c = calling.load()) != i + 1;)
-				calling.wait(c);
+			turns.announced = i + 1;
+			turns.announced.notify_all();
+			for (int c; (c = turns.calling.load()) != i + 1;)
+				turns.calling.wait(c);
 			uint64_t t0 = now_ns();
 			const bool ok = pwrite(fd.get(), "1", 1, 0) == 1;
 			uint64_t t1 = now_ns();
-			returned = i + 1;
+			turns.returned = i + 1;
 			if (!ok) {
 				walk_err = std::string("write clear_refs: ") + strerror(errno);
 				return;
@@ -1035,8 +1047,8 @@ TEST(TracepointLive, ClearRefsHoldsAndStalls)
 	auto end_threads = [&] {
 		stop = true;
 		walker.join();
-		announced = -1;
-		announced.notify_all();
+		turns.announced = -1;
+		turns.announced.notify_all();
 		mapper.join();
 	};
 	while (!mmap_tid.load() || !walker_tid.load())
