@@ -187,6 +187,7 @@ public:
 		const uint64_t end = o_.duration_ns ? t0_ + o_.duration_ns : UINT64_MAX;
 		while (!StopSignals::caught() && now_ns() < end) {
 			metrics_.set_health(health());
+			published_.store(true, std::memory_order_release);
 			if (!textfile_.empty() && now_ns() >= next_text) {
 				if (!write_textfile())
 					return kMonitorFailed;
@@ -235,7 +236,12 @@ private:
 	HttpServer::Response page(const std::string &path) const
 	{
 		HttpServer::Response r;
-		if (path == "/metrics") {
+		if (path == "/metrics" && !published_.load(std::memory_order_acquire)) {
+			// bound before the backend is chosen (least privilege): no
+			// figure, not the default backend's, until the first snapshot
+			r.status = 503;
+			r.body = "ptwalk monitor: starting\n";
+		} else if (path == "/metrics") {
 			r.content_type = "text/plain; version=0.0.4; charset=utf-8";
 			r.body = render();
 		} else if (path == "/") {
@@ -385,6 +391,8 @@ private:
 	MonitorHealth h_;
 	// the model's counters, published by the reader thread each round
 	std::atomic<uint64_t> unpaired_{0}, probe_facts_{0};
+	// metrics_ holds a health snapshot of the started trace: /metrics is 503 before
+	std::atomic<bool> published_{false};
 	std::string bpf_unavailable_; // auto fell back to perf: why
 };
 
