@@ -3,6 +3,8 @@
 calibration, the memory guard that counts page tables and physical memory."""
 from __future__ import annotations
 
+import mmap
+
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,24 @@ def test_alias_without_calibration_says_so(tmp_path: Path) -> None:
     assert "uncorrected" in p.stdout
 
 
+def _read_faults_map_the_zero_page() -> bool:
+    """Measured here: whether reading 16 MiB of fresh private anonymous
+    memory leaves RssAnon (nearly) as it was."""
+    def rss_anon() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no RssAnon in /proc/self/status")
+    m = mmap.mmap(-1, 16 * MIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        before = rss_anon()
+        sum(m[off] for off in range(0, 16 * MIB, 4096))
+        return rss_anon() - before < 4 * MIB
+    finally:
+        m.close()
+
+
 def test_zeropage_counts_ptes_from_page_tables(tmp_path: Path) -> None:
     r, p = run_result(tmp_path, "--size", "512M", "--backing", "zeropage", "--scanner",
                       "clear_refs", "--interval", "100ms", "--duration", "500ms",
@@ -107,8 +127,15 @@ def test_zeropage_counts_ptes_from_page_tables(tmp_path: Path) -> None:
     assert r.scenario.lower_bound is not None
     work = known(r.workload)
     assert "zero-page" in known(work.ptes_source, work)
-    # zero-page PTEs are not in Rss
-    assert known(known(work.size_start).rss_bytes) < 64 * MIB
+    # zero-page PTEs are not in Rss, where the kernel maps the zero page on
+    # a read fault (do_anonymous_page()); the 6.18.44-fc host kernel here
+    # allocated a page per read fault instead (RssAnon +64 MiB for 64 MiB
+    # read): then every page is in Rss
+    rss = known(known(work.size_start).rss_bytes)
+    if _read_faults_map_the_zero_page():
+        assert rss < 64 * MIB, rss
+    else:
+        assert rss >= 512 * MIB, rss
     n = (512 * MIB) // 4096
     for w in r.walks:
         assert n <= known(w.ptes, w) <= n * 1.1
