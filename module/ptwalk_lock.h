@@ -74,19 +74,12 @@ struct ptw_waiter {
 	atomic64_t walker_held;
 	atomic64_t others_held;
 	/*
-	 * the walk's read holds by the chain (a reader queued behind a writer
-	 * the walk blocks), kept apart: void if the reader gets the lock
-	 * while such a writer still waits (it was never queued behind it)
-	 */
-	atomic64_t chain_held;
-	/*
 	 * The spread of the probes' clock reads (ptwalk_lock_tp.c) at the
 	 * boundaries walker_held has: its own start, the walk's acquires and
 	 * releases within it (same generations as above).
 	 */
 	u64 t0_spread;
 	atomic64_t spread;
-	atomic64_t chain_spread;	/* the same, of chain_held */
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 };
 

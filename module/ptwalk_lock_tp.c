@@ -30,10 +30,9 @@
  * event at two instants.  A tracepoint calls its probes in priority order
  * (kernel/tracepoint.c, func_add()), so ours bracket every probe of
  * default priority (perf, ftrace, BPF): a stamp probe runs first and reads
- * the clock; the probe that decides runs last, reads it again, times the
- * event by the read nearer the lock operation (ptw_tp_time()) and knows
- * how far apart the others may have read it (the spread, reported per
- * stall: KERNEL-FACTS.md entry 26).
+ * the event's time, as our only probe did before; the probe that decides
+ * runs last and knows how far apart the others may have read it (the
+ * spread, reported per stall: KERNEL-FACTS.md entry 26).
  */
 #define PTW_TP_PRIO_FIRST	(TRACEPOINT_DEFAULT_PRIO + 1)
 #define PTW_TP_PRIO_LAST	(TRACEPOINT_DEFAULT_PRIO - 1)
@@ -55,17 +54,10 @@ static void ptw_tp_stamp(void)
 NOKPROBE_SYMBOL(ptw_tp_stamp);
 
 /*
- * The event's time, and how far apart the probes of it read the clock (the
- * spread: from this task's stamp probe of it to now; 0 when none was seen).
- * The lock operation is outside the probes, on one side of all of them:
- * mmap_lock_acquire_returned fires after the lock was taken, so its time
- * is the stamp, the first read; mmap_lock_start_locking and
- * mmap_lock_released fire before the lock call and before the unlock
- * (6.1 include/linux/mmap_lock.h:68-151, 6.12 158-189), so their time is
- * now, the last read (last).  Every other probe's read of the event lies
- * between the two, on the far side from the lock operation.
+ * The event's time, read by this task's stamp probe of it (now when none
+ * was seen), and how long ago that was.
  */
-static u64 ptw_tp_time(u64 *spread, bool last)
+static u64 ptw_tp_time(u64 *spread)
 {
 	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
 	u64 now = ktime_get_ns();
@@ -75,7 +67,7 @@ static u64 ptw_tp_time(u64 *spread, bool last)
 		return now;
 	s->task = 0;
 	*spread = now - s->t;
-	return last ? now : s->t;
+	return s->t;
 }
 NOKPROBE_SYMBOL(ptw_tp_time);
 
@@ -100,7 +92,7 @@ NOKPROBE_SYMBOL(ptw_tp_stamp_released);
 
 static void ptw_tp_start_locking(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	u64 spread, t = ptw_tp_time(&spread, true);
+	u64 spread, t = ptw_tp_time(&spread);
 
 	ptw_lock_start(mm, write, t, spread);
 }
@@ -113,7 +105,7 @@ NOKPROBE_SYMBOL(ptw_tp_start_locking);
  */
 static void ptw_tp_acquire_returned(void *data, PTW_MMAP_LOCK_ACQ_ARGS)
 {
-	u64 spread, t = ptw_tp_time(&spread, false);
+	u64 spread, t = ptw_tp_time(&spread);
 
 	if (!ptw_lock_tracking())
 		return;
@@ -125,7 +117,7 @@ NOKPROBE_SYMBOL(ptw_tp_acquire_returned);
 
 static void ptw_tp_released(void *data, PTW_MMAP_LOCK_ARGS)
 {
-	u64 spread, t = ptw_tp_time(&spread, true);
+	u64 spread, t = ptw_tp_time(&spread);
 
 	ptw_lock_released(mm, write, t, spread);
 }

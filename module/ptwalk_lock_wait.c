@@ -25,11 +25,8 @@
  * The split of a stall: every hold of a pending waiter's mm that ends (a
  * release, or a downgrade) adds the part of it within the wait that
  * excluded the waiter: to walker_held when it is a hold of the walk the
- * stall is attributed to, to others_held otherwise.  The walk's read holds
- * by the chain count while the writer is pending (to a hold in progress
- * when the writer stops waiting, up to then) and are kept apart: a reader
- * that gets the lock while such a writer still waits was never queued
- * behind it, and they are dropped.  The holds of other tasks are known from the
+ * stall is attributed to (the chain counts while the writer is pending), to
+ * others_held otherwise.  The holds of other tasks are known from the
  * holder table, which tracks every holder of an mm being walked or with a
  * blocked waiter; a hold ending that was not tracked (taken before, or
  * dropped for want of a slot) marks the waits it may have overlapped, and
@@ -94,14 +91,13 @@ void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
 /*
- * A writer other than skip waits for mm since before t0, blocked by the
- * walk seq, and a reader arriving now queues behind it.  Not on
- * PREEMPT_RT: its rwbase_rt lets a reader in until the writer holds the
- * lock (KERNEL-FACTS.md entry 27), so there a read hold never blocks a
- * reader, through a writer or not.
+ * A writer waits for mm since before t0, blocked by the walk seq, and a
+ * reader arriving now queues behind it.  Not on PREEMPT_RT: its rwbase_rt
+ * lets a reader in until the writer holds the lock (KERNEL-FACTS.md entry
+ * 27), so there a read hold never blocks a reader, through a writer or not.
  */
-static bool ptw_chain_writer(unsigned long mmk, struct ptw_waiter *self,
-			     struct ptw_waiter *skip, u64 seq, u64 t0)
+bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
+			      u64 seq, u64 t0)
 {
 	unsigned int i, n;
 
@@ -111,20 +107,12 @@ static bool ptw_chain_writer(unsigned long mmk, struct ptw_waiter *self,
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 
-		if (w != self && w != skip && ptw_wait_on(w, mmk, 0) &&
-		    READ_ONCE(w->write) &&
+		if (w != self && ptw_wait_on(w, mmk, 0) && READ_ONCE(w->write) &&
 		    atomic_read_acquire(&w->blocked) == 1 &&
 		    READ_ONCE(w->walk_seq) == seq && READ_ONCE(w->t0) <= t0)
 			return true;
 	}
 	return false;
-}
-NOKPROBE_SYMBOL(ptw_chain_writer);
-
-bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
-			      u64 seq, u64 t0)
-{
-	return ptw_chain_writer(mmk, self, NULL, seq, t0);
 }
 NOKPROBE_SYMBOL(ptw_blocked_writer_waits);
 
@@ -154,9 +142,7 @@ found:
 	atomic_set(&w->split_lost, 0);
 	ptw_acc_init(&w->walker_held);
 	ptw_acc_init(&w->others_held);
-	ptw_acc_init(&w->chain_held);
 	ptw_acc_init(&w->spread);
-	ptw_acc_init(&w->chain_spread);
 	w->t0_spread = spread;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
@@ -202,22 +188,6 @@ void ptw_waits_mark(struct ptw_walker *a, bool write)
 NOKPROBE_SYMBOL(ptw_waits_mark);
 
 /*
- * A walk hold taken at lt0 (our first probe of its acquire_returned, the
- * probe nearest the acquisition) whose other probes read the clock up to
- * sp later: how much of that bracket lies inside a wait begun at t0, the
- * most by which a view reading the clock in another probe of the event
- * can start the hold later within the wait (all of it when the hold began
- * inside the wait; the part after t0 when it began before the wait but
- * the bracket reaches into it).
- */
-static __always_inline u64 ptw_acq_spread_in(u64 lt0, u64 sp, u64 t0)
-{
-	if (lt0 > t0)
-		return sp;
-	return lt0 + sp > t0 ? lt0 + sp - t0 : 0;
-}
-
-/*
  * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
  * add the part of it within each pending wait on mmk that it excluded.
  * walker: the holder is a walker of mmk holding it, which ends the holds of
@@ -232,7 +202,7 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		struct ptw_waiter *w = &ptw_wait[i];
 		unsigned long tk = atomic_long_read_acquire(&w->task_key);
 		struct ptw_walker *act;
-		u64 gw, go, gs, gc, gcs, t0, from, lt0, sp;
+		u64 gw, go, gs, t0, from, lt0;
 		bool wr, ok = true;
 
 		if (!tk || (tk & 1) || tk == holder)
@@ -240,8 +210,6 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		gw = (u64)atomic64_read(&w->walker_held);
 		go = (u64)atomic64_read(&w->others_held);
 		gs = (u64)atomic64_read(&w->spread);
-		gc = (u64)atomic64_read(&w->chain_held);
-		gcs = (u64)atomic64_read(&w->chain_spread);
 		smp_rmb();	/* the generations before the fields they cover */
 		if (READ_ONCE(w->mm_key) != mmk)
 			continue;
@@ -262,16 +230,13 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		    READ_ONCE(act->seq) == READ_ONCE(w->walk_seq) &&
 		    (lt0 = READ_ONCE(act->lock_t0)) && ptw_hold_is_walks(act)) {
 			from = max(lt0, t0);
-			/* the boundaries of it the other probes saw apart */
-			sp = spread + ptw_acq_spread_in(lt0, act->lock_t0_spread, t0);
-			if (now <= from) {
-				/* nothing of it within the wait */
-			} else if (ptw_excludes(hold_write, wr)) {
+			if (now > from &&
+			    (ptw_excludes(hold_write, wr) ||
+			     (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)))) {
 				ok = ptw_acc_add(&w->walker_held, gw, now - from);
-				ok &= ptw_acc_add(&w->spread, gs, sp);
-			} else if (!wr && ptw_blocked_writer_waits(mmk, w, act->seq, t0)) {
-				ok = ptw_acc_add(&w->chain_held, gc, now - from);
-				ok &= ptw_acc_add(&w->chain_spread, gcs, sp);
+				/* the boundaries of it the other probes saw apart */
+				ok &= ptw_acc_add(&w->spread, gs, spread +
+						  (lt0 > t0 ? act->lock_t0_spread : 0));
 			}
 		} else if (ptw_excludes(hold_write, wr)) {
 			ok = ptw_acc_add(&w->others_held, go, now - from);
@@ -320,66 +285,11 @@ bool ptw_blocked_on(unsigned long mmk)
 }
 NOKPROBE_SYMBOL(ptw_blocked_on);
 
-/*
- * The blocked writer wr stops waiting now (it takes the lock, or gives up:
- * a killable wait interrupted).  The readers queued behind it (the chain)
- * are no longer held back by the walk's read hold: rwsem hands them the
- * lock when the writer leaves the queue (rwsem_mark_wake() from up_write()
- * or downgrade_write() when it got the lock, rwsem_del_wake_waiter() when
- * it gave up; 6.1 kernel/locking/rwsem.c).  A read hold of the walk in
- * progress now is credited to each such reader up to now, not to its own
- * acquire_returned, which comes when the reader runs (in a busy guest
- * milliseconds later, the walker holding the lock again meanwhile), unless
- * another writer it queued behind still waits (that writer's end, or the
- * hold's, credits it).  The writer takes the lock only once the walk's
- * read hold has ended (its release probes run before up_read()), so this
- * finds one in progress only when the writer gave up.
- */
-static void ptw_chain_writer_ends(struct ptw_waiter *wr, u64 now, u64 spread)
-{
-	unsigned long mmk = wr->mm_key;
-	unsigned int i, n = ptw_waiters_limit();
-
-	for (i = 0; i < n; i++) {
-		struct ptw_waiter *r = &ptw_wait[i];
-		struct ptw_walker *act;
-		u64 gc, gcs, t0, lt0, from;
-		bool ok;
-
-		if (r == wr || !ptw_wait_on(r, mmk, 0))
-			continue;
-		gc = (u64)atomic64_read(&r->chain_held);
-		gcs = (u64)atomic64_read(&r->chain_spread);
-		smp_rmb();	/* the generations before the fields they cover */
-		t0 = READ_ONCE(r->t0);
-		if (READ_ONCE(r->mm_key) != mmk || READ_ONCE(r->write) ||
-		    atomic_read_acquire(&r->blocked) != 1 ||
-		    READ_ONCE(r->walk_seq) != wr->walk_seq || t0 < wr->t0)
-			continue;
-		act = READ_ONCE(r->act);
-		if (!act || !ptw_live(act) ||
-		    READ_ONCE(act->seq) != READ_ONCE(r->walk_seq) ||
-		    !(lt0 = READ_ONCE(act->lock_t0)) ||
-		    READ_ONCE(act->lock_write) || !ptw_hold_is_walks(act))
-			continue;
-		from = max(lt0, t0);
-		if (now <= from ||
-		    ptw_chain_writer(mmk, r, wr, READ_ONCE(r->walk_seq), t0))
-			continue;
-		ok = ptw_acc_add(&r->chain_held, gc, now - from);
-		ok &= ptw_acc_add(&r->chain_spread, gcs, spread +
-				  ptw_acq_spread_in(lt0, act->lock_t0_spread, t0));
-		if (!ok)
-			atomic_set(&r->split_lost, 1);
-	}
-}
-NOKPROBE_SYMBOL(ptw_chain_writer_ends);
-
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		  bool success, u64 spread)
 {
 	unsigned int i, n, spins;
-	u64 wh, oh, sp;
+	u64 wh, oh, sp, t;
 
 	n = ptw_waiters_limit();
 	for (i = 0; i < n; i++) {
@@ -395,8 +305,6 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		if (atomic_read_acquire(&w->blocked) != 1)
 			goto free;
 		atomic_dec(&ptw_nr_blocked);
-		if (w->write && !IS_ENABLED(CONFIG_PREEMPT_RT))
-			ptw_chain_writer_ends(w, now, spread);
 		if (!success) {
 			struct ptw_walker *a = w->act;
 
@@ -423,28 +331,20 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		r.walker_write = w->walker_write;
 		r.success = success;
 		/*
-		 * Every excluding hold ended before we got the lock, and the
-		 * walk's read hold by the chain was credited when the writer
-		 * stopped waiting (ptw_chain_writer_ends()): a read hold of the
-		 * walk in progress now did not hold us back, we were handed the
-		 * lock beside it.
+		 * Every excluding hold ended before we got the lock, but for
+		 * the walk's read hold by the chain (its writer gave up; no
+		 * chain on PREEMPT_RT: ptw_blocked_writer_waits()).
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
 		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
 		     w->t0_spread + spread;
-		/*
-		 * A reader queued behind a writer gets the lock only once that
-		 * writer has left the queue (rwsem_mark_wake() grants queued
-		 * readers when the writer is gone or a reader heads the queue).
-		 * One that gets it while a writer it would have queued behind
-		 * still waits was not behind it (that writer was still
-		 * spinning, or this was a trylock stretched by the CPU being
-		 * away): the walk's read holds did not hold it back.
-		 */
-		if (!w->write && !ptw_blocked_writer_waits(mmk, w, w->walk_seq,
-							   w->t0)) {
-			wh += (u64)atomic64_read(&w->chain_held) & PTW_ACC_NS;
-			sp += (u64)atomic64_read(&w->chain_spread) & PTW_ACC_NS;
+		if (!IS_ENABLED(CONFIG_PREEMPT_RT) && !w->write &&
+		    ptw_live(w->act) &&
+		    READ_ONCE(w->act->seq) == w->walk_seq &&
+		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
+			wh += now - min(now, max(t, w->t0));
+			if (t > w->t0)
+				sp += READ_ONCE(w->act->lock_t0_spread);
 		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);

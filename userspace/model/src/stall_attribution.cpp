@@ -459,25 +459,6 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 				return &x;
 		return nullptr;
 	};
-	// A reader queued behind a writer is handed the lock only once that
-	// writer has left the queue (rwsem_mark_wake()); one that got it while
-	// a writer of its walk it would have queued behind still waited was not
-	// behind it (the writer still spinning, or a trylock stretched by the
-	// CPU being away): the walk's read holds did not hold it back, and its
-	// split follows no chain. It stays the walk's stall, as ptwalk.ko,
-	// which marks it when it begins, lists it.
-	auto chain_of = [&](const StallAccumulator::WatchedWait &r, size_t walk,
-			    const StallAccumulator::WatchedWait *w)
-		-> const StallAccumulator::WatchedWait * {
-		if (!w)
-			return nullptr;
-		for (const auto &x : writers)
-			if (x.second == walk && x.first->span.tid != r.span.tid &&
-			    x.first->span.start_ns <= r.span.start_ns &&
-			    x.first->span.end_ns > r.span.end_ns)
-				return nullptr;
-		return w;
-	};
 	for (const auto &d : direct) {
 		const auto *w = writer_of(*d.c);
 		// a reader queued behind a blocked writer from its start is that
@@ -485,12 +466,12 @@ Attribution attribute_waits(const StallAccumulator &acc, uint64_t tmm,
 		// directly (a clear_refs after an smaps walk): ptwalk.ko marks
 		// it at the first of the two
 		const bool chain_first = w && d.since > d.c->span.start_ns;
-		const size_t walk = chain_first ? w->second : d.walk;
-		at.stalls.push_back({d.c, walk, chain_of(*d.c, walk, w ? w->first : nullptr)});
+		at.stalls.push_back(
+			{d.c, chain_first ? w->second : d.walk, w ? w->first : nullptr});
 	}
 	for (const auto *r : readers)
 		if (const auto *w = writer_of(*r))
-			at.stalls.push_back({r, w->second, chain_of(*r, w->second, w->first)});
+			at.stalls.push_back({r, w->second, w->first});
 
 	split_and_count(at, acc, wh, longest, views);
 	return at;

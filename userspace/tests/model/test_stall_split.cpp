@@ -292,26 +292,6 @@ TEST(StallSplit, ChainReaderBehindBlockedWriter)
 	EXPECT_EQ(views[0].max_stall_walker_held_ns, 3000u);
 }
 
-// A reader that gets the lock while the writer it would queue behind still
-// waits was never behind it (rwsem hands queued readers the lock only once
-// the writer has left the queue): recorded in a 6.1 cloud guest, a fault's
-// read of 2.43 ms (a trylock the vCPU was away in) ended inside the smaps
-// walker's read hold with the mapper's write wait pending; ptwalk.ko gave
-// it no walker_held, the tracepoint view all of it. Still the walk's
-// stall (ptwalk.ko marks it when it begins), with no chain in its split.
-TEST(StallSplit, NoChainForAReaderThatPassedTheWriter)
-{
-	Stream s;
-	s.lock(kWalker, kWalker, false, 1000, 1000, 5000);
-	s.lock(kTarget, kMmap, true, 2000, 5100, 5300);
-	s.lock(kTarget, kFault, false, 3000, 3400, 3450);
-	Attributed a(s, {{WalkKind::smaps, kWalker, 500, 10000}});
-	const KernelView &kv = a.kv;
-	expect_split(stall_of(kv, kMmap), 3100, 3000, 0, 100);
-	expect_split(stall_of(kv, kFault), 400, 0, 0, 400);
-	EXPECT_EQ(a.views[0].stalls, 2u);
-}
-
 // PREEMPT_RT: a reader passes a waiting writer until it holds the lock, so
 // the same stream has no chain: the reader's wait is not the read walk's
 // (module/KERNEL-FACTS.md entry 27); the writer's stall is unchanged.
