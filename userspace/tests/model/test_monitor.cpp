@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // ptwalk monitor: owners from facts, the streaming walk tracker, the
 // Prometheus exposition.
+#include <functional>
 #include <gtest/gtest.h>
 
 #include "ptwalk/monitor.hpp"
@@ -190,19 +191,29 @@ TEST(WalkTracker, FdEvidenceGivesKindAndTargetWhenNoProbe)
 // hold. Seen on a loaded host: the tracepoint view said "smaps_rollup of
 // 100 (fd_table)" where the kernel's mm->owner (bpf) said the scanner's
 // own.
+// Task 300 holds MM for read at 1000-4000 with /proc/100/FILE open; SETUP
+// gives the tracker its facts first.
+static void hold_with_fd(WalkTracker &t, uint64_t mm, WalkKind file,
+			 const std::function<void(WalkTracker &)> &setup)
+{
+	t.owner_fact(kMm, 100, 500); // the target's mm, from a fact
+	setup(t);
+	std::vector<LockEvent> v;
+	lock_hold(v, 300, 300, mm, false, 1000, 1000, 4000);
+	feed(t, v);
+	t.fd_evidence(300, 1000, WalkFile{100, file});
+}
+
 TEST(WalkTracker, FdEvidenceOfAnotherMmIsNotTheWalk)
 {
 	const uint64_t own = kMm + 0x1000;
 	for (bool probed : {false, true}) {
 		std::vector<Walk> out;
 		WalkTracker t(small_config(1000), collect(out), nullptr);
-		t.owner_fact(kMm, 100, 500); // the target's mm, from a fact
-		if (probed)
-			t.owner_fact(own, 300, 500);
-		std::vector<LockEvent> v;
-		lock_hold(v, 300, 300, own, false, 1000, 1000, 4000);
-		feed(t, v);
-		t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps_rollup});
+		hold_with_fd(t, own, WalkKind::smaps_rollup, [&](WalkTracker &w) {
+			if (probed)
+				w.owner_fact(own, 300, 500);
+		});
 		t.advance(4200, false);
 		if (!probed) {
 			EXPECT_TRUE(out.empty()); // waits for a probe, not the fds
@@ -220,12 +231,8 @@ TEST(WalkTracker, FdEvidenceOfAnotherMmIsNotTheWalk)
 	for (bool exec : {false, true}) {
 		std::vector<Walk> out;
 		WalkTracker t(small_config(1000), collect(out), nullptr);
-		t.owner_fact(kMm, 100, 500);
-		t.task_end(100, 800, exec);
-		std::vector<LockEvent> v;
-		lock_hold(v, 300, 300, own, false, 1000, 1000, 4000);
-		feed(t, v);
-		t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps});
+		hold_with_fd(t, own, WalkKind::smaps,
+			     [&](WalkTracker &w) { w.task_end(100, 800, exec); });
 		t.advance(5001, false);
 		if (exec)
 			expect_one_walk(out, 100, Basis::fd_table, HoldKind{WalkKind::smaps},
@@ -236,11 +243,7 @@ TEST(WalkTracker, FdEvidenceOfAnotherMmIsNotTheWalk)
 	// the same fds on the target's own mm: its walk
 	std::vector<Walk> out;
 	WalkTracker t(small_config(1000), collect(out), nullptr);
-	t.owner_fact(kMm, 100, 500);
-	std::vector<LockEvent> v;
-	lock_hold(v, 300, 300, kMm, false, 1000, 1000, 4000);
-	feed(t, v);
-	t.fd_evidence(300, 1000, WalkFile{100, WalkKind::smaps_rollup});
+	hold_with_fd(t, kMm, WalkKind::smaps_rollup, [](WalkTracker &) {});
 	t.advance(4200, false);
 	expect_one_walk(out, 100, Basis::mm_owner, HoldKind{WalkKind::smaps_rollup},
 			"/proc/100/smaps_rollup");
