@@ -171,26 +171,16 @@ def _median(v: list[float]) -> float:
     return v[len(v) // 2]
 
 
-# A writer that waits sets RWSEM_FLAG_HANDOFF (and stops the walker taking
-# the lock back) only once jiffies passed its timeout, RWSEM_WAIT_TIMEOUT =
-# DIV_ROUND_UP(HZ, 250) jiffies after it queued: never within 4 ms, at any
-# HZ (module/KERNEL-FACTS.md entry 20).
-HANDOFF_FLOOR_NS = 4_000_000
-
-
-def _held_rest_of_walk(r: Result) -> list[float]:
-    """Per walk, the longest stall's walker-held part over the rest of its
-    walk from the wait's start, for waits whose rest of walk is shorter than
-    any handoff: what the walker kept the waiting writer out of."""
-    best: dict[int, tuple[int, float]] = {}
+def _longest_held_in_vmas(r: Result, vmas: int) -> list[float]:
+    """Per walk with an attributed stall, the longest walker-held part of
+    a wait, in units of one of its `vmas` equal VMAs' share of the walk:
+    how many VMA boundaries the walker kept that writer out across."""
+    best: dict[int, float] = {}
     for s in known(known(r.kernel_view).stalls):
         w = r.walks[known(s.walk, s)]
-        rest = w.start_ns + w.duration_ns - s.start_ns
-        if s.walker_held_ns is None or not 0 < rest < HANDOFF_FLOOR_NS:
-            continue
-        if s.wait_ns > (best[w.index][0] if w.index in best else 0):
-            best[w.index] = (s.wait_ns, s.walker_held_ns / rest)
-    return [share for _, share in best.values()]
+        if w.error is None and s.walker_held_ns is not None and w.duration_ns > 0:
+            best[w.index] = max(best.get(w.index, 0.0), s.walker_held_ns * vmas / w.duration_ns)
+    return [best[i] for i in sorted(best)]
 
 
 def _kept_out_rest_of_walk(r: Result) -> list[float]:
@@ -226,14 +216,13 @@ def _stalled_before_last_vmas(r: Result, vmas: int) -> list[Walk]:
 def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> None:
     """smaps_rollup drops mmap_lock between VMAs when a writer waits
     (show_smaps_rollup, ff9f47f6f00c), and takes it back at once, ahead of
-    that writer, until the writer's handoff (rwsem reader lock stealing,
-    module/KERNEL-FACTS.md entry 20). Over one 1 GiB VMA the mmap victim
-    waits for that VMA's one hold: the rest of the walk from whenever the
-    scheduler let it queue. Over 64 aliases the
-    walk drops the lock at every boundary, yet a walk shorter than any
-    handoff keeps the writer out to its end: the writer waits for the rest
-    of the walk, not for one VMA (measured: 0.94-1.03 of the rest for the
-    longest waits; a boundary given up would be one VMA, 1/64 of the walk).
+    that writer unless the woken writer wins the race, until the writer's
+    handoff (rwsem reader lock stealing, module/KERNEL-FACTS.md entry 20).
+    Over one 1 GiB VMA the mmap victim waits for that VMA's one hold: the
+    rest of the walk from whenever the scheduler let it queue. Over 64
+    aliases the walk drops the lock at every boundary, yet the writer waits
+    across many of them, not for one VMA (a boundary given up would be 1/64
+    of the walk).
     The aliased run's estimate for one VMA per mapping (calibrated, or a
     range) must match the one-VMA run, not the aliased stall. The one-VMA
     run is a memfd too (shmem), so only aliasing and the layout differ.
@@ -288,16 +277,15 @@ def test_smaps_rollup_one_vma_vs_aliased_and_the_estimate(tmp_path: Path) -> Non
     stalled = _stalled_before_last_vmas(al, 64)
     assert stalled and all(known(w.lock_acquisitions, w) > 1 for w in stalled), \
         [(w.index, w.lock_acquisitions, w.stalls) for w in stalled]
-    # ... and took it back ahead of the writer to the walk's end: the
-    # walker held it for most of the rest of the walk (measured 0.62-1.0,
-    # median 0.9; a writer let in at the next boundary would have waited
-    # about 1/64 of the walk)
-    held = _held_rest_of_walk(al)
-    assert len(held) >= 5, \
-        (f"{len(held)} aliased walks with a stall ending within "
-         f"{HANDOFF_FLOOR_NS / 1e6:.0f} ms of its start: the walks are too long here to "
-         f"judge without a handoff ({[d for _, d in al_st]})")
-    assert _median(held) >= 0.6, sorted(held)
+    # ... and took it back ahead of the writer, across many boundaries:
+    # stealing is a race the walker usually wins, not an order (KERNEL-FACTS
+    # entry 20), so the writer waits for some of the walker's holds, not one
+    # (measured: a median of 20-54 VMAs a run in 38 runs, idle and beside
+    # busy loops; of 86 waits that began within 4 ms of the walk's end, 47
+    # ended over a VMA before it: a writer won the race, no handoff yet). A
+    # writer let in at the next boundary would be held out one VMA or two.
+    held = _longest_held_in_vmas(al, 64)
+    assert len(held) >= 8 and _median(held) >= 8, [round(h, 1) for h in held]
 
     # the one-VMA run's own figures: the model is the whole walk
     e1 = known(one.stall_estimate).kinds[WalkKind.smaps_rollup]
