@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 		return 1;
 	have_scan = ptw_pagemap_scan_usable(scan_why, sizeof(scan_why));
 	for (r = 0; r < ROUNDS; r++) {
-		if (ptw_measure_costs(&o, pts, have_scan, why, sizeof(why))) {
+		if (ptw_measure_costs(&o, r, pts, have_scan, why, sizeof(why))) {
 			fprintf(stderr, "ptwalk_calibrate: %s\n", why);
 			return 1;
 		}

@@ -122,8 +122,8 @@ static bool measure(struct __test_metadata *_metadata,
 		}
 		TH_LOG("measurement attempt %u of %u", cache->measured + 1,
 		       self->attempts);
-		if (ptw_measure_costs(o, p, self->have_scan, cache->why,
-				      sizeof(cache->why))) {
+		if (ptw_measure_costs(o, cache->measured, p, self->have_scan,
+				      cache->why, sizeof(cache->why))) {
 			cache->failed = true;
 			break;
 		}

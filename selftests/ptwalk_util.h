@@ -215,10 +215,14 @@ struct ptw_cost_point {
  * populated 4 KiB anon memory; then time every walker over every target
  * o->reps times (after one warm-up), sizes interleaved per repetition;
  * plus a baseline target with a single page for the fixed per-walk cost.
- * pts must hold o->points entries. Returns 0 or -1 with why.
+ * pts must hold o->points entries. attempt: the measurement's number,
+ * which rotates the order the sizes are populated in (so that measurements
+ * one after the other do not get each size the same memory back).
+ * Returns 0 or -1 with why.
  */
-int ptw_measure_costs(const struct ptw_opts *o, struct ptw_cost_point *pts,
-		      bool with_scan, char *why, size_t len);
+int ptw_measure_costs(const struct ptw_opts *o, unsigned int attempt,
+		      struct ptw_cost_point *pts, bool with_scan, char *why,
+		      size_t len);
 
 /* opt-in cold-cache walks (PTWALK_FLUSH_MB=N|llc): a buffer read through
  * before each timed walk; init returns its size (0: off), flush whether
