@@ -12,6 +12,7 @@ from ptwalk_vm.pytest_plugin import (  # noqa: E402,F401  (fixtures and hooks)
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_generate_tests,
+    pytest_terminal_summary,
     run_in_vm,
     vm,
     vm_config,

@@ -202,6 +202,28 @@ def cxx_hello(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
 
 
 _suite_kernels: list[Kernel] = []  # the kernels whose suites the selected tests read
+_suite_runs: dict[str, suites.SuitesRun] = {}  # kernel id -> its boot, once done
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Where the VM stage's time goes: per kernel, the boot's wall time and
+    each suite's guest seconds (what to move or cut when make test grows)."""
+    if not _suite_runs:
+        return
+    names = sorted({n for r in _suite_runs.values() for n in r.suites},
+                   key=lambda n: min(list(r.suites).index(n) for r in _suite_runs.values()
+                                     if n in r.suites))
+    tr = terminalreporter
+    tr.section("VM suites: one boot per kernel (wall s; guest s per suite)")
+    tr.write_line(f"{'kernel':20} {'wall':>6} " + " ".join(f"{n[:15]:>15}" for n in names))
+    for kid, r in _suite_runs.items():
+        cells = [_secs(r.suites[n].command_s) if n in r.suites else "" for n in names]
+        tr.write_line(f"{kid:20} {_secs(r.whole.wall_s):>6} "
+                      + " ".join(f"{c:>15}" for c in cells))
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -254,7 +276,9 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
         for k in _suite_kernels:
             start(k)
         start(kernel)
-        return started[kernel.id].result()
+        run = started[kernel.id].result()
+        _suite_runs.setdefault(kernel.id, run)
+        return run
 
     yield get
     pool.shutdown(wait=True, cancel_futures=True)

@@ -179,3 +179,38 @@ def test_every_module_suite_ships_what_it_runs() -> None:
         script = next(w for w in s.argv if w.endswith(".sh"))
         assert any(g == f"/ptwalk/{script}" for _, g in s.files), (s.name, script)
     assert (REPO / suites.RUNNER).is_file()
+
+
+def test_the_session_ends_with_each_suites_guest_time(tmp_path: Path) -> None:
+    """make test's log says where the VM stage's time went: per kernel the
+    boot's wall time and each suite's guest seconds ("-": did not end)."""
+    from ptwalk_vm import pytest_plugin
+
+    dm = _boot_log() + "\n".join(_marks("harness", 3)) + "\n"
+    ch = "@@ptwalk begin 1\n@@ptwalk status 1\n" + _suite_files("harness", 3, "", dm)
+    ch += "@@ptwalk done\n"
+    run = suites.split(parse.parse_run_dir(_save(tmp_path, ch, "")), NAMES, [])
+    run.whole.wall_s = 191.4
+
+    class Reporter:
+        lines: list[str] = []
+
+        def section(self, title: str) -> None:
+            self.lines.append(f"== {title}")
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    saved = dict(pytest_plugin._suite_runs)
+    try:
+        pytest_plugin._suite_runs.clear()
+        pytest_plugin.pytest_terminal_summary(Reporter())
+        assert Reporter.lines == []            # no VM suites ran: nothing said
+        pytest_plugin._suite_runs["6.1-amd64"] = run
+        pytest_plugin.pytest_terminal_summary(Reporter())
+    finally:
+        pytest_plugin._suite_runs.clear()
+        pytest_plugin._suite_runs.update(saved)
+    head, row = Reporter.lines[1].split(), Reporter.lines[2].split()
+    assert head == ["kernel", "wall", *NAMES]
+    assert row == ["6.1-amd64", "191", "12", "-", "-"]
