@@ -31,6 +31,24 @@ pkgs_vm_bpo="qemu-system-x86/$bpo_suite:1:10.0 qemu-system-common/$bpo_suite:1:1
 qemu-system-data/$bpo_suite:1:10.0 seabios/$bpo_suite:1.16.3 \
 linux-image-$bpo_k612-amd64 linux-image-$bpo_k612-cloud-amd64 linux-image-$bpo_k612-rt-amd64 \
 linux-headers-$bpo_k612-amd64 linux-headers-$bpo_k612-cloud-amd64 linux-headers-$bpo_k612-rt-amd64"
+# Kernels newer than bookworm's, for the debian-6.18 and debian-7.3
+# matrices of scripts/kernels.toml: Debian's images from trixie-backports
+# (built for deb13), downloaded and unpacked under /var/lib/ptwalk/kernels,
+# never installed: their packages want trixie's kmod and initramfs tools,
+# and a guest needs only the image and its module tree. 7.x split the
+# image (linux-binary-*, /usr/lib/modules/REL/vmlinuz) from its modules
+# (linux-modules-*) and its base files (linux-base-*: config, System.map,
+# modules.builtin). 6.18 has no headers left on the mirror, so no
+# ptwalk.ko for it.
+tbpo_suite="trixie-backports"
+tbpo_k618="6.18.15+deb13"
+tbpo_k73="7.3.4+deb13"
+pkgs_kernels_tbpo="linux-image-$tbpo_k618-amd64 linux-image-$tbpo_k618-cloud-amd64 \
+linux-image-$tbpo_k618-rt-amd64 \
+linux-binary-$tbpo_k73-amd64 linux-binary-$tbpo_k73-cloud-amd64 linux-binary-$tbpo_k73-rt-amd64 \
+linux-modules-$tbpo_k73-amd64 linux-modules-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-rt-amd64 \
+linux-base-$tbpo_k73-amd64 linux-base-$tbpo_k73-cloud-amd64 linux-base-$tbpo_k73-rt-amd64"
+kernels_dir=/var/lib/ptwalk/kernels
 pkgs_perf="linux-perf"
 # the real Prometheus server and promtool for the monitor tests (the
 # package's own service is not used: tests run a private instance), and
@@ -49,6 +67,7 @@ pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio k
 groups="${*:-build python vm module perf prometheus fuzz lint}"
 want=""
 want_bpo=""
+want_kernels=""
 for g in $groups; do
 	case "$g" in
 	build) want="$want $pkgs_build" ;;
@@ -60,7 +79,8 @@ for g in $groups; do
 	fuzz) want="$want $pkgs_fuzz" ;;
 	lint) want="$want $pkgs_lint" ;;
 	kernel) want="$want $pkgs_kernel" ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel)" >&2; exit 2 ;;
+	kernels) want_kernels=$pkgs_kernels_tbpo ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels)" >&2; exit 2 ;;
 	esac
 done
 
@@ -83,10 +103,15 @@ for e in $want_bpo; do
 	case " $missing_bpo " in *" ${e%%:*} "*) continue ;; esac
 	installed "${e%%/*}" "$min" || missing_bpo="$missing_bpo ${e%%:*}"
 done
-[ -z "$missing$missing_bpo" ] && exit 0
+# the kernels group: packages not yet unpacked under $kernels_dir
+missing_kernels=""
+for p in $want_kernels; do
+	[ -e "$kernels_dir/.unpacked/$p" ] || missing_kernels="$missing_kernels $p"
+done
+[ -z "$missing$missing_bpo$missing_kernels" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
-	echo "ptwalk: missing Debian packages:$missing$missing_bpo" >&2
+	echo "ptwalk: missing Debian packages:$missing$missing_bpo$missing_kernels" >&2
 	[ -z "$missing" ] || echo "ptwalk: install them as root: apt-get install$missing" >&2
 	[ -z "$missing_bpo" ] || echo "ptwalk: and from $bpo_suite:$missing_bpo" >&2
 	exit 1
@@ -121,4 +146,40 @@ if [ -n "$missing_bpo" ]; then
 	APT_CONFIG="$d/apt.conf" apt-get update -qq
 	# shellcheck disable=SC2086
 	APT_CONFIG="$d/apt.conf" apt-get install -y -qq --no-install-recommends $missing_bpo >&2
+fi
+if [ -n "$missing_kernels" ]; then
+	echo "ptwalk: unpacking from $tbpo_suite into $kernels_dir:$missing_kernels" >&2
+	# The same kind of private apt configuration as above, for trixie's
+	# backports from the same mirror.
+	uri=$(awk '/^URIs:/ { u = $2 } /^Suites:/ && / bookworm( |$)/ { print u; exit }' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+	if [ -z "$uri" ]; then
+		echo "ptwalk: no Debian mirror in /etc/apt to take $tbpo_suite from" >&2
+		exit 1
+	fi
+	d=/var/lib/ptwalk/apt-$tbpo_suite
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/debs" \
+		"$kernels_dir/.unpacked"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $tbpo_suite main" \
+		>"$d/sources.list"
+	printf 'Dir::Etc::SourceList "%s";\nDir::Etc::SourceParts "%s";\nDir::State::Lists "%s";\nDir::Cache "%s";\n' \
+		"$d/sources.list" "$d/none" "$d/lists" "$d/cache" >"$d/apt.conf"
+	APT_CONFIG="$d/apt.conf" apt-get update -qq
+	# shellcheck disable=SC2086
+	(cd "$d/debs" && rm -f ./*.deb && \
+		APT_CONFIG="$d/apt.conf" apt-get download -qq -o APT::Sandbox::User=root $missing_kernels)
+	for p in $missing_kernels; do
+		deb=$(ls "$d/debs/${p}_"*.deb)
+		dpkg-deb -x "$deb" "$kernels_dir"
+		touch "$kernels_dir/.unpacked/$p"
+	done
+	rm -f "$d/debs/"*.deb
+	# modules.dep and the rest, as the packages' postinst would make them
+	for m in "$kernels_dir"/usr/lib/modules/*/; do
+		rel=$(basename "$m")
+		[ -e "$m/kernel" ] || continue
+		depmod -b "$kernels_dir/usr" "$rel"
+	done
 fi

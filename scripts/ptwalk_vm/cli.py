@@ -179,13 +179,18 @@ def cmd_parse(a: argparse.Namespace) -> int:
 
 def cmd_matrix(cfg: Config, a: argparse.Namespace) -> int:
     ks = kernels(cfg, a)
+
+    def value(v: object) -> object:
+        if isinstance(v, tuple):
+            return list(v)
+        return str(v) if isinstance(v, Path) else v
     if a.json:
-        print(json.dumps([{k2: str(v) if v is not None else None for k2, v in k.__dict__.items()}
-                          for k in ks], indent=1))
+        print(json.dumps([{k2: value(v) for k2, v in k.__dict__.items()} for k in ks], indent=1))
     else:
         for k in ks:
+            ko = f"ko={k.ko}" if k.ko else f"ko=None ({k.no_module})"
             print(f"{k.name:14} {k.release:24} {k.image}  headers={k.headers} "
-                  f"modules={k.module_dir} ko={k.ko}")
+                  f"modules={k.module_dir} {ko}")
     return 0
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -11,6 +12,9 @@ from pathlib import Path
 SCRIPTS = Path(__file__).resolve().parent.parent
 PROJECT = SCRIPTS.parent
 DEFAULT_TOML = SCRIPTS / "kernels.toml"
+# where scripts/deps.sh kernels unpacks the images of kernels newer than
+# the host's Debian ({kernels} in kernels.toml; PTWALK_KERNELS overrides)
+KERNELS_DIR = Path("/var/lib/ptwalk/kernels")
 
 
 class ConfigError(RuntimeError):
@@ -58,6 +62,9 @@ class Kernel:
     # known_bugs, e.g. "smaps_rollup_skip"); None: not known (a kernel
     # outside a matrix), so the suites assert neither way
     known_bugs: tuple[str, ...] | None = None
+    # why this kernel has no ptwalk.ko ("" when it has one): the matrix's
+    # no_module reason, or that none was built for its release
+    no_module: str = ""
 
     @property
     def id(self) -> str:  # pytest id / result directory name: "6.12-amd64"
@@ -137,10 +144,12 @@ class Config:
             if b not in KNOWN_BUGS:
                 raise ConfigError(f"{self.path}: matrix {name!r}: unknown bug {b!r} "
                                   f"(known: {', '.join(KNOWN_BUGS)})")
+        absent = str(table.get("no_module", ""))
         for entry in table.get("kernel", []):
             k = self._resolve(entry, series)
             if not isinstance(k, str):
-                k = dataclasses.replace(k, known_bugs=bugs)
+                k = dataclasses.replace(k, known_bugs=bugs, no_module=absent or k.no_module,
+                                        ko=None if absent else k.ko)
             if isinstance(k, str):
                 missing.append(k)
             else:
@@ -150,18 +159,28 @@ class Config:
     def _resolve(self, e: dict, series: str = "") -> Kernel | str:
         name = e["name"]
         pat = re.compile(e.get("release_match", ".*"))
+        # one glob, or several: Debian's two layouts, /boot/vmlinuz-REL and
+        # (7.x) /usr/lib/modules/REL/vmlinuz
+        pats = e["image"] if isinstance(e["image"], list) else [e["image"]]
         found: list[tuple[tuple, Path, str]] = []
-        for img in glob.glob(_fmt(e["image"], "*")):
+        for img in sorted({i for p in pats for i in glob.glob(_fmt(str(p), "*"))}):
             rel = image_release(Path(img)) or _release_from_name(Path(img))
             if rel and pat.fullmatch(rel):
                 found.append((_version_key(rel), Path(img), rel))
         if not found:
-            return f"{name}: no image matches {e['image']} with release {pat.pattern}"
+            return (f"{name}: no image matches {' or '.join(_fmt(str(p), '*') for p in pats)} "
+                    f"with release {pat.pattern}")
         _, image, rel = max(found)
         ko = Path(_fmt(e["ko"], rel)) if "ko" in e else None
-        return self.kernel(name, image, rel, e.get("arch", "x86_64"), headers=e.get("headers"),
-                           module_dir=e.get("modules"), ko=ko if ko and ko.is_file() else None,
-                           series=series)
+        k = self.kernel(name, image, rel, e.get("arch", "x86_64"), headers=e.get("headers"),
+                        module_dir=e.get("modules"), ko=ko if ko and ko.is_file() else None,
+                        series=series)
+        if k.ko is None:
+            where = _fmt(e["headers"], rel) if "headers" in e else "(none named)"
+            why = (f"no ptwalk.ko built for {rel} (make module-matrix)" if k.headers else
+                   f"no ptwalk.ko for {rel}: no kernel headers at {where} to build it")
+            k = dataclasses.replace(k, no_module=why)
+        return k
 
     def kernel(self, name: str, image: Path, release: str | None = None,
                arch: str = "x86_64", headers: str | None = None,
@@ -199,8 +218,13 @@ def load(path: Path = DEFAULT_TOML) -> Config:
     return Config(raw=raw, path=path, arches=arches)
 
 
+def kernels_dir() -> Path:
+    return Path(os.environ.get("PTWALK_KERNELS") or KERNELS_DIR)
+
+
 def _fmt(s: str, release: str) -> str:
-    return s.replace("{release}", release).replace("{project}", str(PROJECT))
+    return (s.replace("{release}", release).replace("{project}", str(PROJECT))
+            .replace("{kernels}", str(kernels_dir())))
 
 
 def image_release(image: Path) -> str | None:
@@ -234,9 +258,16 @@ def module_release(ko: Path) -> str | None:
 
 
 def _release_from_name(image: Path) -> str | None:
+    """vmlinuz-REL, or (Debian 7.x) modules/REL/vmlinuz."""
     m = re.match(r"(?:vmlinuz|bzImage|vmlinux)-(.+)$", image.name)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    if image.name == "vmlinuz" and image.parent.parent.name == "modules":
+        return image.parent.name
+    return None
 
 
 def _version_key(rel: str) -> tuple:
-    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.-]", rel))
+    """Numbers compared as numbers: 6.18.15+deb13 is newer than 6.18.9+deb13."""
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x)
+                 for x in re.findall(r"\d+|[^\d.+~-]+", rel))

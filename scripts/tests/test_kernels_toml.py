@@ -177,3 +177,110 @@ def test_clock_mode_on_the_qemu_command_line(tmp_path: Path) -> None:
                         "--accel", "kvm", "--kernel", "/nonexistent", "--", "true"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and r.stderr.count("\n") <= 2 and "Traceback" not in r.stderr
+
+
+NEW = {"debian-6.18": ("6.18", "tbpo_k618", ("linux-image-$tbpo_k618-",)),
+       "debian-7.3": ("7.3", "tbpo_k73", ("linux-binary-$tbpo_k73-", "linux-modules-$tbpo_k73-",
+                                          "linux-base-$tbpo_k73-"))}
+
+
+def test_deps_unpacks_what_the_6_18_and_7_3_matrices_look_for() -> None:
+    """`scripts/deps.sh kernels` fetches the point release each new matrix
+    finds, for every flavour (7.x: the image, its modules and base files are
+    three packages), from trixie-backports through a private apt
+    configuration, into {kernels}: never installed."""
+    text = DEPS.read_text()
+    raw = tomllib.loads((SCRIPTS / "kernels.toml").read_text())
+    assert 'kernels) want_kernels=$pkgs_kernels_tbpo' in text
+    assert 'tbpo_suite="trixie-backports"' in text and "dpkg-deb -x" in text
+    assert not re.search(r"dpkg -i|apt-get install[^\n]*\$missing_kernels", text)
+    for name, (series, var, pkgs) in NEW.items():
+        rel = re.search(rf'^{var}="([^"]+)"', text, re.M)
+        assert rel, f"deps.sh names no {series} release ({var})"
+        m = raw["matrix"][name]
+        assert m["series"] == series and name not in raw["test_matrices"]
+        assert [k["name"] for k in m["kernel"]] == FLAVOURS
+        for k in m["kernel"]:
+            assert re.fullmatch(k["release_match"], f"{rel.group(1)}-{k['name']}"), k
+            assert k["modules"] == "{kernels}/usr/lib/modules/{release}"
+            for pkg in pkgs:
+                assert f"{pkg}{k['name']}" in text, f"deps.sh does not fetch {pkg}{k['name']}"
+    assert "no_module" in raw["matrix"]["debian-6.18"]
+    assert "no_module" not in raw["matrix"]["debian-7.3"]
+
+
+def _fake_kernels(root: Path) -> None:
+    """Both of Debian's layouts under ROOT: 6.18's /boot/vmlinuz-REL (two
+    point releases) and 7.x's /usr/lib/modules/REL/vmlinuz."""
+    (root / "boot").mkdir(parents=True)
+    for pt in ("9", "15"):
+        for f in FLAVOURS:
+            rel = f"6.18.{pt}+deb13-{f}"
+            _bzimage(root / "boot" / f"vmlinuz-{rel}", rel)
+            (root / "usr/lib/modules" / rel).mkdir(parents=True)
+    for f in FLAVOURS:
+        rel = f"7.3.4+deb13-{f}"
+        d = root / "usr/lib/modules" / rel
+        d.mkdir(parents=True)
+        if f == "amd64":  # a file whose release only its path tells
+            (d / "vmlinuz").write_bytes(b"not a bzImage")
+        else:
+            _bzimage(d / "vmlinuz", rel)
+
+
+def test_both_layouts_and_why_a_kernel_has_no_module(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real kernels.toml over a fake {kernels}: 6.18 found in /boot (the
+    newest point release), 7.3 in /usr/lib/modules/REL/vmlinuz, with the
+    release read from the image or its directory; every kernel without a
+    ptwalk.ko says why: the matrix's reason for 6.18, the missing headers
+    for 7.3. A pinned release_match picks its point release."""
+    _fake_kernels(tmp_path / "k")
+    monkeypatch.setenv("PTWALK_KERNELS", str(tmp_path / "k"))
+    cfg = config.load()
+    ks, missing = cfg.matrices(["debian-6.18", "debian-7.3"])
+    assert not missing
+    assert [(k.id, k.release) for k in ks] == (
+        [(f"6.18-{f}", f"6.18.15+deb13-{f}") for f in FLAVOURS]
+        + [(f"7.3-{f}", f"7.3.4+deb13-{f}") for f in FLAVOURS])
+    for k in ks:
+        assert k.ko is None and k.module_dir == tmp_path / "k/usr/lib/modules" / k.release
+        if k.series == "6.18":
+            assert k.image == tmp_path / "k/boot" / f"vmlinuz-{k.release}"
+            assert "no linux-headers" in k.no_module
+        else:
+            assert k.image == tmp_path / "k/usr/lib/modules" / k.release / "vmlinuz"
+            assert k.no_module == (f"no ptwalk.ko for {k.release}: no kernel headers at "
+                                   f"/usr/src/linux-headers-{k.release} to build it")
+    # the next step of a rollout is one line: pin the point release
+    toml = tmp_path / "pin.toml"
+    toml.write_text((SCRIPTS / "kernels.toml").read_text().replace(
+        r"release_match = '6\.18\.\d+\+deb13-cloud-amd64'",
+        r"release_match = '6\.18\.9\+deb13-cloud-amd64'"))
+    pinned = {k.name: k.release for k in config.load(toml).matrix("debian-6.18")[0]}
+    assert pinned == {"amd64": "6.18.15+deb13-amd64", "cloud-amd64": "6.18.9+deb13-cloud-amd64",
+                      "rt-amd64": "6.18.15+deb13-rt-amd64"}
+    # nothing unpacked: each kernel says where it looked
+    monkeypatch.setenv("PTWALK_KERNELS", str(tmp_path / "none"))
+    ks, missing = config.load().matrix("debian-7.3")
+    assert ks == [] and len(missing) == 3
+    assert all(f"{tmp_path}/none/usr/lib/modules/7.3.*/vmlinuz or " in m for m in missing)
+
+
+def test_matrix_json_says_why_there_is_no_module(tmp_path: Path) -> None:
+    """`ptwalk-vm matrix --matrix debian-6.18 --json` over a fake {kernels}:
+    three kernels, each without ptwalk.ko and with the reason; lists stay
+    lists in the JSON."""
+    _fake_kernels(tmp_path / "k")
+    env = {**os.environ, "PTWALK_KERNELS": str(tmp_path / "k")}
+    for name in NEW:
+        p = subprocess.run([sys.executable, str(SCRIPTS / "ptwalk-vm"), "matrix", "--matrix",
+                            name, "--json"], capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 0, p.stderr
+        ks = json.loads(p.stdout)
+        assert [k["name"] for k in ks] == FLAVOURS
+        for k in ks:
+            assert k["ko"] is None and k["no_module"] and k["known_bugs"] == []
+        p = subprocess.run([sys.executable, str(SCRIPTS / "ptwalk-vm"), "matrix", "--matrix",
+                            name], capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 0 and p.stdout.count("ko=None (no ptwalk.ko") == 3, p.stdout
