@@ -16,4 +16,5 @@ from ptwalk_vm.pytest_plugin import (  # noqa: E402,F401  (fixtures and hooks)
     run_in_vm,
     vm,
     vm_config,
+    vm_prefetch,
 )

@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -52,7 +53,37 @@ RunInVm = Callable[..., VmResult]
 # reliability boots), so a guest whose figures are timed never shares the
 # host with more than one other.
 PARALLEL_BOOTS = max(1, int(os.environ.get("PTWALK_VM_PARALLEL", "2")))
-BOOT_SLOTS = threading.BoundedSemaphore(PARALLEL_BOOTS)
+
+
+class FairSlots:
+    """A semaphore that hands its slots out in the order they were asked
+    for. threading's is not FIFO: the thread that releases a slot takes it
+    back first when it asks again at once, so the suite boots' pool kept
+    both slots while the tests with boots of their own waited, and those
+    then ran one at a time with a slot idle."""
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._queue: deque[object] = deque()
+        self._cv = threading.Condition()
+
+    def __enter__(self) -> "FairSlots":
+        me = object()
+        with self._cv:
+            self._queue.append(me)
+            self._cv.wait_for(lambda: self._queue[0] is me and self._free > 0)
+            self._queue.popleft()
+            self._free -= 1
+            self._cv.notify_all()  # the next in line may take another free slot
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cv:
+            self._free += 1
+            self._cv.notify_all()
+
+
+BOOT_SLOTS = FairSlots(PARALLEL_BOOTS)
 KernelSuites = Callable[[Kernel | None], "suites.SuitesRun"]
 
 
@@ -110,6 +141,7 @@ def matrix_kernel(cfg: Config, key: str) -> Kernel:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vm: boots a kernel in qemu (slow; needs qemu and root)")
+    config.addinivalue_line("markers", "vm_parallel: boots PARALLEL_BOOTS guests at a time")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -129,6 +161,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = getattr(item, "fixturenames", ())
         if {"vm_kernel", "run_in_vm", "vm", "kernel_suites"} & set(names):
             item.add_marker(pytest.mark.vm)
+    # The shared suite boots start with the session (vm_prefetch) and run in
+    # the background, so the tests that judge them go last. Before them,
+    # the tests with one guest of their own run beside those boots; then
+    # the boot-reliability tests, which boot two at a time themselves and
+    # so keep both slots busy after the suites' boots are done. In file
+    # order the one-guest tests ran last, one slot idle.
+
+    def rank(item: pytest.Item) -> int:
+        if "kernel_suites" in getattr(item, "fixturenames", ()):
+            return 2
+        return 1 if item.get_closest_marker("vm_parallel") else 0
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
@@ -237,13 +281,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             _suite_kernels.append(k)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def vm_prefetch(request: pytest.FixtureRequest) -> None:
+    """Starts the shared suite boots with the session when the selected
+    tests judge any (none in a host-only run: nothing is built or booted)."""
+    if _suite_kernels:
+        request.getfixturevalue("kernel_suites")
+
+
 @pytest.fixture(scope="session")
 def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
                   cxx_hello: Path | None) -> Iterator[KernelSuites]:
     """One boot per kernel for every suite of it, shared by the tests that
     judge them (kunit.py's and LKP's way: boot once, run many jobs). The
-    boots of the kernels the selected tests need start at the first
-    request, PARALLEL_BOOTS at a time, in the tests' order."""
+    boots of the kernels the selected tests need start when this fixture
+    is set up (with the session: vm_prefetch), PARALLEL_BOOTS at a time,
+    in the tests' order."""
     pool = ThreadPoolExecutor(PARALLEL_BOOTS)
     started: dict[str, Future[suites.SuitesRun]] = {}
 
@@ -265,6 +318,9 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
                 opts.log.close()
 
         started[kernel.id] = pool.submit(boot)
+
+    for k in _suite_kernels:
+        start(k)
 
     def get(kernel: Kernel | None) -> suites.SuitesRun:
         if kernel is None:

@@ -41,7 +41,7 @@ SCRIPT = "scripts/vm/boot-cycle.sh"
 QEMU_MIN = (10, 0)
 KINDS = ["clear_refs", "clear_refs", "smaps", "smaps"]
 
-pytestmark = pytest.mark.vm
+pytestmark = [pytest.mark.vm, pytest.mark.vm_parallel]
 
 
 def boots(cfg: Config, k: Kernel, out: Path) -> list[VmResult]:

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_vm  # noqa: E402
 from ptwalk_vm import config as vmconfig  # noqa: E402
-from ptwalk_vm.pytest_plugin import skip_or_fail, vm_unavailable  # noqa: E402
+from ptwalk_vm.pytest_plugin import BOOT_SLOTS, skip_or_fail, vm_unavailable  # noqa: E402
 
 PAIRS, RUNS, PCT = 3, 4, 10
 
@@ -38,7 +38,8 @@ def test_icount_power_quick(vm_config: vmconfig.Config) -> None:
     if gone:
         skip_or_fail(gone)
         return
-    pw: Any = bench_vm.power(vm_config, k, pairs=PAIRS, runs=RUNS, pct=PCT, clock="icount")
+    with BOOT_SLOTS:  # its guests one at a time, in a slot of the session's
+        pw: Any = bench_vm.power(vm_config, k, pairs=PAIRS, runs=RUNS, pct=PCT, clock="icount")
     assert not pw.error, pw.error
     assert (pw.accel, pw.clock) == ("tcg", "icount")
     assert "aa-noise-vm-tcg-icount.json" in pw.noise, \

@@ -214,3 +214,61 @@ def test_the_session_ends_with_each_suites_guest_time(tmp_path: Path) -> None:
     head, row = Reporter.lines[1].split(), Reporter.lines[2].split()
     assert head == ["kernel", "wall", *NAMES]
     assert row == ["6.1-amd64", "191", "12", "-", "-"]
+
+
+def test_boot_slots_go_to_the_longest_waiter() -> None:
+    """A slot given back goes to the thread that asked first, not to the
+    one that gave it back and asks again at once (the suites' pool did
+    that to the tests with boots of their own): A holds the one slot, B
+    then C ask, A gives it back and asks again; the order is A, B, C, A."""
+    import threading
+    import time
+
+    from ptwalk_vm.pytest_plugin import FairSlots
+
+    slots, order, lock = FairSlots(1), [], threading.Lock()
+
+    def take(name: str, hold: float = 0.0) -> None:
+        with slots:
+            with lock:
+                order.append(name)
+            time.sleep(hold)
+
+    def queued(n: int) -> None:
+        t0 = time.monotonic()
+        while len(slots._queue) < n:
+            assert time.monotonic() - t0 < 10, "a thread never queued"
+            time.sleep(0.001)
+
+    slots.__enter__()
+    order.append("A")
+    b = threading.Thread(target=take, args=("B", 0.05))
+    b.start()
+    queued(1)
+    c = threading.Thread(target=take, args=("C",))
+    c.start()
+    queued(2)
+    slots.__exit__()
+    a = threading.Thread(target=take, args=("A",))
+    a.start()
+    for t in (a, b, c):
+        t.join(10)
+    assert order == ["A", "B", "C", "A"]
+    # two slots: two holders at once, the third waits
+    two, inside, peak = FairSlots(2), [0], [0]
+
+    def hold() -> None:
+        with two:
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.05)
+            with lock:
+                inside[0] -= 1
+
+    ts = [threading.Thread(target=hold) for _ in range(5)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(10)
+    assert peak[0] == 2 and inside[0] == 0
