@@ -254,9 +254,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     each suite's guest seconds (what to move or cut when make test grows)."""
     if not _suite_runs:
         return
-    names = sorted({n for r in _suite_runs.values() for n in r.suites},
-                   key=lambda n: min(list(r.suites).index(n) for r in _suite_runs.values()
-                                     if n in r.suites))
+    names = list(dict.fromkeys(n for r in _suite_runs.values() for n in r.suites))
     tr = terminalreporter
     tr.section("VM suites: one boot per kernel (wall s; guest s per suite)")
     tr.write_line(f"{'kernel':20} {'wall':>6} " + " ".join(f"{n[:15]:>15}" for n in names))
@@ -329,9 +327,7 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
         reason = vm_unavailable(vm_config, kernel)
         if reason:
             skip_or_fail(reason)
-        for k in _suite_kernels:
-            start(k)
-        start(kernel)
+        start(kernel)  # a kernel the collection did not see (the others started above)
         run = started[kernel.id].result()
         _suite_runs.setdefault(kernel.id, run)
         return run
