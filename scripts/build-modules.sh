@@ -5,9 +5,15 @@
 # module/build/<release>/ptwalk.ko: where scripts/kernels.toml looks for
 # the module of each VM kernel.
 #
+# Trees inside the trixie build root (scripts/deps.sh buildroot: the deb13
+# kernels' headers and their gcc-14) are built there, through chroot: the
+# sources are copied in, the module and its log copied out.
+#
 # usage: scripts/build-modules.sh [HEADERS_DIR...]   (default: every
-#        /usr/src/linux-headers-* with a Module.symvers)
+#        /usr/src/linux-headers-* with a Module.symvers, here and in the
+#        build root)
 set -eu
+root=${PTWALK_BUILDROOT:-/var/lib/ptwalk/trixie-root}
 cd "$(dirname "$0")/.."
 if [ ! -f module/Kbuild ]; then
 	echo "build-modules: skipped: no module sources (module/Kbuild) in this tree" >&2
@@ -15,7 +21,7 @@ if [ ! -f module/Kbuild ]; then
 fi
 dirs="$*"
 if [ -z "$dirs" ]; then
-	for d in /usr/src/linux-headers-*; do
+	for d in /usr/src/linux-headers-* "$root"/usr/src/linux-headers-*; do
 		[ -f "$d/Module.symvers" ] && dirs="$dirs $d"
 	done
 fi
@@ -38,7 +44,28 @@ for kdir in $dirs; do
 		cmp -s "$f" "$out/compat/$(basename "$f")" 2>/dev/null || cp "$f" "$out/compat/"
 	done
 	echo "build-modules: $rel" >&2
-	make -s -C "$kdir" M="$PWD/$out" W=1 modules >"$out/build.log" 2>&1 || {
+	case "$kdir" in
+	"$root"/*)
+		# in the build root: its own copy of the sources, the build, the
+		# module and the log back to $out
+		in=/tmp/ptwalk-build/$rel
+		rm -rf "$root$in"
+		mkdir -p "$root$in"
+		cp -r "$out"/. "$root$in/"
+		rc=0
+		# objtool reads /proc: mounted in a mount namespace of the
+		# build's own, gone with it on every exit path
+		# shellcheck disable=SC2016 # the inner shell's arguments
+		unshare --mount --propagation private sh -c \
+			'mount -t proc proc "$1/proc" && shift && exec chroot "$@"' \
+			sh "$root" "$root" make -s -C "${kdir#"$root"}" M="$in" W=1 modules \
+			>"$out/build.log" 2>&1 || rc=$?
+		[ ! -f "$root$in/ptwalk.ko" ] || cp "$root$in/ptwalk.ko" "$out/"
+		rm -rf "$root$in"
+		[ $rc = 0 ]
+		;;
+	*) make -s -C "$kdir" M="$PWD/$out" W=1 modules >"$out/build.log" 2>&1 ;;
+	esac || {
 		cat "$out/build.log" >&2
 		echo "build-modules: $rel: build failed" >&2
 		exit 1

@@ -49,6 +49,17 @@ linux-binary-$tbpo_k73-amd64 linux-binary-$tbpo_k73-cloud-amd64 linux-binary-$tb
 linux-modules-$tbpo_k73-amd64 linux-modules-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-rt-amd64 \
 linux-base-$tbpo_k73-amd64 linux-base-$tbpo_k73-cloud-amd64 linux-base-$tbpo_k73-rt-amd64"
 kernels_dir=/var/lib/ptwalk/kernels
+# ptwalk.ko for the deb13 kernels (7.3): their headers need the compiler
+# the kernel was built with, gcc-14, which bookworm lacks. A trixie build
+# root in $buildroot_dir, made by mmdebstrap (bookworm's) from the machine's
+# mirror: trixie and trixie-backports in one call, into a plain directory,
+# run as root with no daemon or image tool; nothing of trixie is installed
+# on the host. scripts/build-modules.sh builds there through chroot. (A
+# cross gcc-14 on bookworm does not exist; debootstrap takes one suite per
+# call and caches on the host.)
+buildroot_dir=/var/lib/ptwalk/trixie-root
+pkgs_buildroot="make gcc-14 linux-headers-$tbpo_k73-amd64 linux-headers-$tbpo_k73-cloud-amd64 \
+linux-headers-$tbpo_k73-rt-amd64"
 pkgs_perf="linux-perf"
 # the real Prometheus server and promtool for the monitor tests (the
 # package's own service is not used: tests run a private instance), and
@@ -68,6 +79,7 @@ groups="${*:-build python vm module perf prometheus fuzz lint}"
 want=""
 want_bpo=""
 want_kernels=""
+want_buildroot=""
 for g in $groups; do
 	case "$g" in
 	build) want="$want $pkgs_build" ;;
@@ -80,7 +92,8 @@ for g in $groups; do
 	lint) want="$want $pkgs_lint" ;;
 	kernel) want="$want $pkgs_kernel" ;;
 	kernels) want_kernels=$pkgs_kernels_tbpo ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels)" >&2; exit 2 ;;
+	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels buildroot)" >&2; exit 2 ;;
 	esac
 done
 
@@ -108,15 +121,51 @@ missing_kernels=""
 for p in $want_kernels; do
 	[ -e "$kernels_dir/.unpacked/$p" ] || missing_kernels="$missing_kernels $p"
 done
-[ -z "$missing$missing_bpo$missing_kernels" ] && exit 0
+# the buildroot group: a root made with other packages is made again
+missing_buildroot=""
+if [ -n "$want_buildroot" ] &&
+	[ "$(cat "$buildroot_dir/.ptwalk-packages" 2>/dev/null)" != "$want_buildroot" ]; then
+	missing_buildroot=" $buildroot_dir (trixie:$(echo "$want_buildroot" | tr -s ' ' ,))"
+fi
+[ -z "$missing$missing_bpo$missing_kernels$missing_buildroot" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
-	echo "ptwalk: missing Debian packages:$missing$missing_bpo$missing_kernels" >&2
+	echo "ptwalk: missing Debian packages:$missing$missing_bpo$missing_kernels$missing_buildroot" >&2
 	[ -z "$missing" ] || echo "ptwalk: install them as root: apt-get install$missing" >&2
 	[ -z "$missing_bpo" ] || echo "ptwalk: and from $bpo_suite:$missing_bpo" >&2
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The machine's Debian mirror (its bookworm source) in $uri, to take $1 from
+mirror() {
+	uri=$(awk '/^URIs:/ { u = $2 } /^Suites:/ && / bookworm( |$)/ { print u; exit }' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+	if [ -z "$uri" ]; then
+		echo "ptwalk: no Debian mirror in /etc/apt to take $1 from" >&2
+		exit 1
+	fi
+}
+
+# A private apt configuration in $2 for suite $1 of the machine's own Debian
+# mirror: its own source list, package lists and cache. With $3 "alone", no
+# other source (downloads only); else the machine's sources.list.d beside
+# it (the suite's dependencies). Nothing under /etc/apt changes, and the
+# machine's apt never offers a package of that suite as an upgrade.
+# Use: APT_CONFIG="$2/apt.conf".
+private_apt() {
+	mirror "$1"
+	mkdir -p "$2/lists/partial" "$2/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $1 main" \
+		>"$2/sources.list"
+	printf 'Dir::Etc::SourceList "%s";\nDir::State::Lists "%s";\nDir::Cache "%s";\n' \
+		"$2/sources.list" "$2/lists" "$2/cache" >"$2/apt.conf"
+	if [ "${3:-}" = alone ]; then
+		printf 'Dir::Etc::SourceParts "%s";\n' "$2/none" >>"$2/apt.conf"
+	fi
+}
+
 if [ -n "$missing" ]; then
 	echo "ptwalk: installing Debian packages:$missing" >&2
 	apt-get update -qq
@@ -125,47 +174,17 @@ if [ -n "$missing" ]; then
 fi
 if [ -n "$missing_bpo" ]; then
 	echo "ptwalk: installing from $bpo_suite:$missing_bpo" >&2
-	# Its own source list (the machine's bookworm mirror, suite
-	# bookworm-backports) beside the machine's sources.list.d, its own
-	# package lists and cache: nothing under /etc/apt changes, and the
-	# machine's apt never offers a backport as an upgrade.
 	d=/var/lib/ptwalk/apt
-	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
-	uri=$(awk '/^URIs:/ { u = $2 } /^Suites:/ && / bookworm( |$)/ { print u; exit }' \
-		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
-	if [ -z "$uri" ]; then
-		echo "ptwalk: no bookworm mirror in /etc/apt to take $bpo_suite from" >&2
-		exit 1
-	fi
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $bpo_suite main" \
-		>"$d/sources.list"
-	printf 'Dir::Etc::SourceList "%s";\nDir::State::Lists "%s";\nDir::Cache "%s";\n' \
-		"$d/sources.list" "$d/lists" "$d/cache" >"$d/apt.conf"
+	private_apt "$bpo_suite" "$d"
 	APT_CONFIG="$d/apt.conf" apt-get update -qq
 	# shellcheck disable=SC2086
 	APT_CONFIG="$d/apt.conf" apt-get install -y -qq --no-install-recommends $missing_bpo >&2
 fi
 if [ -n "$missing_kernels" ]; then
 	echo "ptwalk: unpacking from $tbpo_suite into $kernels_dir:$missing_kernels" >&2
-	# The same kind of private apt configuration as above, for trixie's
-	# backports from the same mirror.
-	uri=$(awk '/^URIs:/ { u = $2 } /^Suites:/ && / bookworm( |$)/ { print u; exit }' \
-		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
-	if [ -z "$uri" ]; then
-		echo "ptwalk: no Debian mirror in /etc/apt to take $tbpo_suite from" >&2
-		exit 1
-	fi
 	d=/var/lib/ptwalk/apt-$tbpo_suite
-	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/debs" \
-		"$kernels_dir/.unpacked"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $tbpo_suite main" \
-		>"$d/sources.list"
-	printf 'Dir::Etc::SourceList "%s";\nDir::Etc::SourceParts "%s";\nDir::State::Lists "%s";\nDir::Cache "%s";\n' \
-		"$d/sources.list" "$d/none" "$d/lists" "$d/cache" >"$d/apt.conf"
+	private_apt "$tbpo_suite" "$d" alone
+	mkdir -p "$d/debs" "$kernels_dir/.unpacked"
 	APT_CONFIG="$d/apt.conf" apt-get update -qq
 	# shellcheck disable=SC2086
 	(cd "$d/debs" && rm -f ./*.deb && \
@@ -182,4 +201,16 @@ if [ -n "$missing_kernels" ]; then
 		[ -e "$m/kernel" ] || continue
 		depmod -b "$kernels_dir/usr" "$rel"
 	done
+fi
+if [ -n "$missing_buildroot" ]; then
+	echo "ptwalk: making the trixie build root$missing_buildroot" >&2
+	mirror trixie
+	key=/usr/share/keyrings/debian-archive-keyring.gpg
+	rm -rf "$buildroot_dir.new"
+	mmdebstrap --quiet --variant=apt --include="$(echo "$want_buildroot" | tr -s ' ' ,)" \
+		trixie "$buildroot_dir.new" "deb [signed-by=$key] $uri trixie main" \
+		"deb [signed-by=$key] $uri $tbpo_suite main" >&2
+	echo "$want_buildroot" >"$buildroot_dir.new/.ptwalk-packages"
+	rm -rf "$buildroot_dir"
+	mv "$buildroot_dir.new" "$buildroot_dir"
 fi

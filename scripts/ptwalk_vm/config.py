@@ -15,6 +15,10 @@ DEFAULT_TOML = SCRIPTS / "kernels.toml"
 # where scripts/deps.sh kernels unpacks the images of kernels newer than
 # the host's Debian ({kernels} in kernels.toml; PTWALK_KERNELS overrides)
 KERNELS_DIR = Path("/var/lib/ptwalk/kernels")
+# the trixie build root of scripts/deps.sh buildroot: the deb13 kernels'
+# headers and their gcc-14 ({buildroot}; PTWALK_BUILDROOT overrides, as in
+# scripts/build-modules.sh)
+BUILDROOT_DIR = Path("/var/lib/ptwalk/trixie-root")
 
 
 class ConfigError(RuntimeError):
@@ -222,9 +226,14 @@ def kernels_dir() -> Path:
     return Path(os.environ.get("PTWALK_KERNELS") or KERNELS_DIR)
 
 
+def buildroot_dir() -> Path:
+    return Path(os.environ.get("PTWALK_BUILDROOT") or BUILDROOT_DIR)
+
+
 def _fmt(s: str, release: str) -> str:
     return (s.replace("{release}", release).replace("{project}", str(PROJECT))
-            .replace("{kernels}", str(kernels_dir())))
+            .replace("{kernels}", str(kernels_dir()))
+            .replace("{buildroot}", str(buildroot_dir())))
 
 
 def image_release(image: Path) -> str | None:

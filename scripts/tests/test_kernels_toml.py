@@ -207,6 +207,12 @@ def test_deps_unpacks_what_the_6_18_and_7_3_matrices_look_for() -> None:
                 assert f"{pkg}{k['name']}" in text, f"deps.sh does not fetch {pkg}{k['name']}"
     assert "no_module" in raw["matrix"]["debian-6.18"]
     assert "no_module" not in raw["matrix"]["debian-7.3"]
+    # 7.3's headers: in the trixie build root, one per flavour (their gcc-14)
+    root = re.search(r'^pkgs_buildroot="([^"]+)"', text, re.M | re.S)
+    assert root and "gcc-14" in root.group(1), "deps.sh makes no build root with gcc-14"
+    for k in raw["matrix"]["debian-7.3"]["kernel"]:
+        assert k["headers"] == "{buildroot}/usr/src/linux-headers-{release}"
+        assert f"linux-headers-$tbpo_k73-{k['name']}" in root.group(1), k
 
 
 def _fake_kernels(root: Path) -> None:
@@ -219,7 +225,7 @@ def _fake_kernels(root: Path) -> None:
             _bzimage(root / "boot" / f"vmlinuz-{rel}", rel)
             (root / "usr/lib/modules" / rel).mkdir(parents=True)
     for f in FLAVOURS:
-        rel = f"7.3.4+deb13-{f}"
+        rel = f"7.3.99+deb13-{f}"  # a point release no ptwalk.ko is built for
         d = root / "usr/lib/modules" / rel
         d.mkdir(parents=True)
         if f == "amd64":  # a file whose release only its path tells
@@ -237,12 +243,15 @@ def test_both_layouts_and_why_a_kernel_has_no_module(tmp_path: Path,
     for 7.3. A pinned release_match picks its point release."""
     _fake_kernels(tmp_path / "k")
     monkeypatch.setenv("PTWALK_KERNELS", str(tmp_path / "k"))
+    monkeypatch.setenv("PTWALK_BUILDROOT", str(tmp_path / "root"))
+    # the cloud flavour's headers are in the build root, not built for yet
+    (tmp_path / "root/usr/src/linux-headers-7.3.99+deb13-cloud-amd64").mkdir(parents=True)
     cfg = config.load()
     ks, missing = cfg.matrices(["debian-6.18", "debian-7.3"])
     assert not missing
     assert [(k.id, k.release) for k in ks] == (
         [(f"6.18-{f}", f"6.18.15+deb13-{f}") for f in FLAVOURS]
-        + [(f"7.3-{f}", f"7.3.4+deb13-{f}") for f in FLAVOURS])
+        + [(f"7.3-{f}", f"7.3.99+deb13-{f}") for f in FLAVOURS])
     for k in ks:
         assert k.ko is None and k.module_dir == tmp_path / "k/usr/lib/modules" / k.release
         if k.series == "6.18":
@@ -250,8 +259,12 @@ def test_both_layouts_and_why_a_kernel_has_no_module(tmp_path: Path,
             assert "no linux-headers" in k.no_module
         else:
             assert k.image == tmp_path / "k/usr/lib/modules" / k.release / "vmlinuz"
-            assert k.no_module == (f"no ptwalk.ko for {k.release}: no kernel headers at "
-                                   f"/usr/src/linux-headers-{k.release} to build it")
+            if k.name == "cloud-amd64":
+                assert k.no_module == f"no ptwalk.ko built for {k.release} (make module-matrix)"
+            else:
+                assert k.no_module == (f"no ptwalk.ko for {k.release}: no kernel headers at "
+                                       f"{tmp_path}/root/usr/src/linux-headers-{k.release} "
+                                       "to build it")
     # the next step of a rollout is one line: pin the point release
     toml = tmp_path / "pin.toml"
     toml.write_text((SCRIPTS / "kernels.toml").read_text().replace(
@@ -272,7 +285,8 @@ def test_matrix_json_says_why_there_is_no_module(tmp_path: Path) -> None:
     three kernels, each without ptwalk.ko and with the reason; lists stay
     lists in the JSON."""
     _fake_kernels(tmp_path / "k")
-    env = {**os.environ, "PTWALK_KERNELS": str(tmp_path / "k")}
+    env = {**os.environ, "PTWALK_KERNELS": str(tmp_path / "k"),
+           "PTWALK_BUILDROOT": str(tmp_path / "root")}
     for name in NEW:
         p = subprocess.run([sys.executable, str(SCRIPTS / "ptwalk-vm"), "matrix", "--matrix",
                             name, "--json"], capture_output=True, text=True, timeout=60, env=env)
