@@ -42,9 +42,33 @@ def test_make_test_runs_lint_and_keeps_going() -> None:
     the stage clock records it."""
     make = (REPO / "Makefile").read_text()
     recipe = make[make.index("\ntest:"):make.index("\ntest-unit:")]
-    assert "$$T lint $(MAKE) lint || rc=1; \\" in recipe
+    # lint runs beside pytest-host; its status, recorded by the stage
+    # clock, fails make test after the wait
+    assert "$$T lint --beside chrt --idle 0 $(MAKE) lint; } >$(BESIDE_LOG) 2>&1 &" in recipe
+    assert """[ "$$(grep -Ec '^(fuzz-build|lint) 0 ' $(TEST_TIMES))" = 2 ] || rc=1;""" in recipe
+    assert recipe.index("wait;") < recipe.index("grep -Ec") < recipe.index("test-py-vm")
     assert 'T="scripts/stage-time.sh $(TEST_TIMES)"' in recipe
     assert re.search(r"^lint:\n\tscripts/deps\.sh lint\n\tscripts/lint\.sh\n", make, re.M)
+
+
+def test_stage_clock_lists_background_stages_apart(tmp_path: Path) -> None:
+    """stage-time.sh records each stage's status; a stage run --beside is
+    in the table, marked, and not in the total (the wall time of the
+    stages one after another)."""
+    f = tmp_path / "times"
+    st = str(REPO / "scripts/stage-time.sh")
+    assert subprocess.run([st, str(f), "first", "sh", "-c", "sleep 1"]).returncode == 0
+    assert subprocess.run([st, str(f), "side", "--beside", "sh", "-c",
+                           "sleep 2; exit 3"]).returncode == 3
+    first, side = (ln.split() for ln in f.read_text().splitlines())
+    # whole seconds by date +%s: a 1 s sleep reads 1 or 2
+    assert first[:2] == ["first", "0"] and int(first[2]) in (1, 2) and len(first) == 3
+    assert side[:2] == ["side", "3"] and int(side[2]) in (2, 3) and side[3] == "beside"
+    r = subprocess.run([st, "--table", str(f)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.strip()}
+    assert rows["side"] == ["3", f"0:{int(side[2]):02d}", "(in", "the", "background)"]
+    assert rows["total"] == [f"0:{int(first[2]):02d}"]
 
 
 def _run(path: Path) -> subprocess.CompletedProcess[str]:
