@@ -5,6 +5,7 @@ every second, and clear_refs), and a mapper-style target read by a shell loop
 of short-lived readers, whose mm address may be reused after it exits."""
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -119,11 +120,17 @@ def test_mapper_style_exit_and_reused_address(tmp_path: Path, backend: str) -> N
         kill(target)
         kill(loop)
     holds = m["holds"]
+    # Python starts the mapper with vfork(): until its execve the child
+    # runs on, and may lock, this process's mm (CI saw a 1.06 ms read
+    # hold, kind unknown): named so, never the mapper's own
+    spawning = [h for h in holds if h["holder"]["tgid"] == tpid
+                and h["target"]["tgid"] == os.getpid()]
+    assert all(not h["target"]["self"] and h["kind"] == "unknown" for h in spawning), spawning
     # the mapper's mm: where it locks itself
-    own = [h for h in holds if h["holder"]["tgid"] == tpid]
+    own = [h for h in holds if h["holder"]["tgid"] == tpid and h not in spawning]
     assert own, "the mapper's own holds were not seen"
     mm = own[0]["mm"]
-    assert all(h["mm"] == mm for h in own if h["kind"] != "exit")
+    assert all(h["mm"] == mm for h in own if h["kind"] != "exit"), own
     # the mapper's exit tears its mm down in the mapper, or in a reader
     # when one was inside its read(2) and dropped the last reference
     teardown = sorted((h for h in holds if h["kind"] == "exit" and h["target"]["tgid"] == tpid),
