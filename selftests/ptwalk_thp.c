@@ -15,7 +15,9 @@
  * cost is a third of a 512 MiB THP walk and alone pulled the raw ratio to
  * 18x; both ratios are printed, the net one is judged.
  * SKIPs when THP is unavailable or the pages did not become huge
- * (AnonHugePages < 90% of the region). Changes no THP setting. Each test
+ * (AnonHugePages < 90% of the region). A check fails only when all
+ * PTWALK_ATTEMPTS (default 3) measurements fail it (see thp_vs_4k).
+ * Changes no THP setting. Each test
  * spawns its own three children (fixture setup) and kills them (teardown).
  */
 #include "ptwalk_test.h"
@@ -85,60 +87,93 @@ FIXTURE_TEARDOWN(thp)
 
 PTW_BUDGET_FILE_TEST
 
-TEST_F_TIMEOUT(thp, thp_vs_4k, PTW_TIMEOUT_LONG)
+/*
+ * One measurement: the minimum walk time of each child over PTWALK_REPS,
+ * and the net per-byte ratio. False when a walk failed.
+ */
+static bool thp_measure(int w, struct ptw_target *t4k, struct ptw_target *thp,
+			struct ptw_target *base, uint64_t *min4k,
+			uint64_t *minthp, uint64_t *fixed, double *raw,
+			double *ratio)
 {
-	struct ptw_target *t4k = &self->t4k, *thp = &self->thp;
-	struct ptw_target *base = &self->base;
-	uint64_t min4k = UINT64_MAX, minthp = UINT64_MAX, minbase = UINT64_MAX;
-	uint64_t v, fixed = 0;
-	double raw, ratio, lim = self->budget.v[PB_THP_MIN_RATIO];
-	int w = variant->walker;
+	uint64_t v, minbase = UINT64_MAX;
 	unsigned int i;
 
-	/* the 6.1 harness runs the test after a SKIP() in setup */
-	if (!self->ready)
-		return;
+	*min4k = *minthp = UINT64_MAX;
+	*fixed = 0;
 	ptw_walk_target(w, t4k);	/* warm-up */
 	ptw_walk_target(w, thp);
 	ptw_walk_target(w, base);
 	for (i = 0; i < ptw_opts.reps; i++) {
 		v = ptw_walk_target(w, t4k);
-		if (v && v < min4k)
-			min4k = v;
+		if (v && v < *min4k)
+			*min4k = v;
 		v = ptw_walk_target(w, thp);
-		if (v && v < minthp)
-			minthp = v;
+		if (v && v < *minthp)
+			*minthp = v;
 		v = ptw_walk_target(w, base);
 		if (v && v < minbase)
 			minbase = v;
 	}
-	ASSERT_TRUE(min4k != UINT64_MAX && minthp != UINT64_MAX &&
-		    minbase != UINT64_MAX)
-		TH_LOG("%s walk failed", ptw_walker_names[w]);
+	if (*min4k == UINT64_MAX || *minthp == UINT64_MAX || minbase == UINT64_MAX)
+		return false;
 	/*
 	 * The fixed cost: the one-huge-page child's walk, when its page is
 	 * huge (else it also walked 512 PTEs and would overstate it).
 	 */
 	if (base->anon_huge_kb * 1024 >= ptw_pmd_size)
-		fixed = minbase;
-	raw = (double)min4k / minthp;
-	ASSERT_GT(min4k, fixed)
-		TH_LOG("%s: the 4 KiB walk (%.3f ms) is no longer than a "
-		       "one-huge-page walk (%.3f ms)", ptw_walker_names[w],
-		       min4k / 1e6, fixed / 1e6);
+		*fixed = minbase;
+	*raw = (double)*min4k / *minthp;
 	/* a THP walk within the fixed cost is cheaper than any ratio */
-	ratio = minthp > fixed ? (double)(min4k - fixed) / (minthp - fixed) : 1e9;
-	TH_LOG("%s over %zu MiB: 4 KiB %.3f ms (%zu PTEs), THP %.3f ms "
-	       "(%zu PMDs), fixed %.3f ms per walk (one huge page): "
-	       "%.1fx cheaper per byte net of it (raw %.1fx), need >= %.1fx",
-	       ptw_walker_names[w], t4k->size >> 20, min4k / 1e6,
-	       t4k->size / ptw_page_size, minthp / 1e6,
-	       thp->size / ptw_pmd_size, fixed / 1e6, ratio, raw, lim);
+	*ratio = *minthp > *fixed ? (double)(*min4k - *fixed) / (*minthp - *fixed) : 1e9;
+	return true;
+}
+
+/*
+ * A THP walk lasts 0.1-1 ms under TCG: a vCPU the host runs elsewhere for
+ * a fraction of a millisecond during every rep of it (another guest, two
+ * at a time in make test) pulls the ratio down (a CI run read 19.8x net,
+ * THP walk 0.780 ms, where 8 runs on an idle host read 25.8-36.7x, THP
+ * 0.45-0.60 ms). So the check fails only when all PTWALK_ATTEMPTS
+ * (default 3) measurements are below the bound: a kernel whose THP walks
+ * really cost more fails every attempt.
+ */
+TEST_F_TIMEOUT(thp, thp_vs_4k, PTW_TIMEOUT_LONG)
+{
+	struct ptw_target *t4k = &self->t4k, *thp = &self->thp;
+	struct ptw_target *base = &self->base;
+	uint64_t min4k, minthp, fixed;
+	double raw, ratio, lim = self->budget.v[PB_THP_MIN_RATIO];
+	const char *s = getenv("PTWALK_ATTEMPTS");
+	unsigned int attempts = s && atoi(s) > 0 ? (unsigned int)atoi(s) : 3;
+	unsigned int a;
+	int w = variant->walker;
+
+	/* the 6.1 harness runs the test after a SKIP() in setup */
+	if (!self->ready)
+		return;
+	for (a = 1; a <= attempts; a++) {
+		ASSERT_TRUE(thp_measure(w, t4k, thp, base, &min4k, &minthp,
+					&fixed, &raw, &ratio))
+			TH_LOG("%s walk failed", ptw_walker_names[w]);
+		ASSERT_GT(min4k, fixed)
+			TH_LOG("%s: the 4 KiB walk (%.3f ms) is no longer than a "
+			       "one-huge-page walk (%.3f ms)", ptw_walker_names[w],
+			       min4k / 1e6, fixed / 1e6);
+		TH_LOG("attempt %u of %u: %s over %zu MiB: 4 KiB %.3f ms (%zu PTEs), "
+		       "THP %.3f ms (%zu PMDs), fixed %.3f ms per walk (one huge "
+		       "page): %.1fx cheaper per byte net of it (raw %.1fx), need "
+		       ">= %.1fx", a, attempts, ptw_walker_names[w], t4k->size >> 20,
+		       min4k / 1e6, t4k->size / ptw_page_size, minthp / 1e6,
+		       thp->size / ptw_pmd_size, fixed / 1e6, ratio, raw, lim);
+		if (ratio >= lim)
+			break;
+	}
 	EXPECT_TRUE(ratio >= lim)
 		TH_LOG("%s: THP walk only %.1fx cheaper per byte than 4 KiB "
-		       "net of the fixed %.3f ms (raw %.1fx: %.3f vs %.3f ms "
-		       "over %zu MiB = %zu PTEs); %s = %.1f (%s)",
-		       ptw_walker_names[w], ratio, fixed / 1e6, raw,
+		       "net of the fixed %.3f ms in each of %u attempts (last: raw "
+		       "%.1fx: %.3f vs %.3f ms over %zu MiB = %zu PTEs); %s = %.1f (%s)",
+		       ptw_walker_names[w], ratio, fixed / 1e6, attempts, raw,
 		       minthp / 1e6, min4k / 1e6, t4k->size >> 20,
 		       t4k->size / ptw_page_size,
 		       ptw_budget_keys[PB_THP_MIN_RATIO], lim,

@@ -52,6 +52,21 @@ sed 's/^/# /' "$tmp/default.out"
 check "default budget: 'ok N cost.clear_refs.budget'" \
 	"grep -Eq '^ok [0-9]+ cost\.clear_refs\.budget\$' '$tmp/default.out'"
 
+# the THP ratio: an impossible bound fails every attempt, and says so
+thp=$(dirname "$bin")/ptwalk_thp
+printf 'thp_min_ratio=1000000\n' > "$tmp/thp.budget"
+PTWALK_BUDGET="$tmp/thp.budget" PTWALK_THP_MB=64 "$thp" > "$tmp/thp.out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/thp.out"
+if grep -q '^ok [0-9]* thp\.clear_refs\.thp_vs_4k # SKIP' "$tmp/thp.out"; then
+	echo "ok - THP ratio breach # SKIP $(grep -m1 -o 'SKIP.*' "$tmp/thp.out")"
+else
+	check "THP ratio breach: exit 1 (got $rc), all 3 attempts, then 'not ok'" \
+		"[ $rc -eq 1 ] && [ \$(grep -c 'attempt [1-3] of 3: clear_refs' '$tmp/thp.out') = 3 ] &&
+		 grep -q 'in each of 3 attempts' '$tmp/thp.out' &&
+		 grep -Eq '^not ok [0-9]+ thp\.clear_refs\.thp_vs_4k\$' '$tmp/thp.out'"
+fi
+
 PTWALK_BUDGET="$tmp/bad.budget" PTWALK_MIN_MB=4 PTWALK_ATTEMPTS=1 "$bin" > "$tmp/bad.out" 2>&1
 rc=$?
 check "malformed budget: fails (exit $rc) with 'not ok 1 global.budget_file'" \
