@@ -14,6 +14,7 @@
 #        build root)
 set -eu
 root=${PTWALK_BUILDROOT:-/var/lib/ptwalk/trixie-root}
+jobs=$(nproc 2>/dev/null || echo 2)
 cd "$(dirname "$0")/.."
 if [ ! -f module/Kbuild ]; then
 	echo "build-modules: skipped: no module sources (module/Kbuild) in this tree" >&2
@@ -58,13 +59,13 @@ for kdir in $dirs; do
 		# shellcheck disable=SC2016 # the inner shell's arguments
 		unshare --mount --propagation private sh -c \
 			'mount -t proc proc "$1/proc" && shift && exec chroot "$@"' \
-			sh "$root" "$root" make -s -C "${kdir#"$root"}" M="$in" W=1 modules \
+			sh "$root" "$root" make -s -j"$jobs" -C "${kdir#"$root"}" M="$in" W=1 modules \
 			>"$out/build.log" 2>&1 || rc=$?
 		[ ! -f "$root$in/ptwalk.ko" ] || cp "$root$in/ptwalk.ko" "$out/"
 		rm -rf "$root$in"
 		[ $rc = 0 ]
 		;;
-	*) make -s -C "$kdir" M="$PWD/$out" W=1 modules >"$out/build.log" 2>&1 ;;
+	*) make -s -j"$jobs" -C "$kdir" M="$PWD/$out" W=1 modules >"$out/build.log" 2>&1 ;;
 	esac || {
 		cat "$out/build.log" >&2
 		echo "build-modules: $rel: build failed" >&2
