@@ -33,10 +33,20 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class Change:
+    name: str
+    before: str
+    since: str
+    lock_mode: str
+    lock_unit: str
+
+
+@dataclass(frozen=True)
 class Table:
     kinds: tuple[Kind, ...]
     profiles: tuple[tuple[str, tuple[str, ...]], ...]  # several kinds each
     lock_modes: tuple[tuple[str, str], ...]  # (the C++ LockMode, its name in results)
+    changes: tuple[Change, ...] = ()  # PTW_LOCK_CHANGES
 
 
 def _body(text: str, name: str, where: Path = DEF) -> str:
@@ -77,13 +87,20 @@ def parse(text: str, lock_modes_text: str | None = None) -> Table:
             raise ValueError(f"{DEF.name}: profile {p}: a kind's name, no kinds or "
                              f"unknown kinds {unknown}")
         profiles.append((p, tuple(walks)))
-    return Table(kinds, tuple(profiles), lock_modes)
+    changes = tuple(Change(*c) for c in re.findall(
+        r'\bX\((\w+),\s*"(\d+\.\d+)",\s*"(\d+\.\d+)",\s*(\w+),\s*(\w+),',
+        _body(text, "PTW_LOCK_CHANGES")))
+    bad = [c.name for c in changes if c.name not in names or c.lock_mode not in dict(lock_modes)]
+    if bad:
+        raise ValueError(f"{DEF.name}: PTW_LOCK_CHANGES {bad}: an unknown kind or mode")
+    return Table(kinds, tuple(profiles), lock_modes, changes)
 
 
 def render(t: Table) -> str:
     # the kinds' modes, in the order of the lock modes' list
-    modes = [(m, n) for m, n in t.lock_modes if m in {k.lock_mode for k in t.kinds}]
-    units = list(dict.fromkeys(k.lock_unit for k in t.kinds))
+    used = {k.lock_mode for k in t.kinds} | {c.lock_mode for c in t.changes}
+    modes = [(m, n) for m, n in t.lock_modes if m in used]
+    units = list(dict.fromkeys([k.lock_unit for k in t.kinds] + [c.lock_unit for c in t.changes]))
     out = [
         "# SPDX-License-Identifier: GPL-2.0",
         '"""Walk kinds, scanner profiles and lock modes, written by',
@@ -142,6 +159,24 @@ def render(t: Table) -> str:
           f"        {f'{chr(34)}{k.module}{chr(34)}' if k.module else None}, "
           f"LockMode.{k.lock_mode}, LockUnit.{k.lock_unit}, \"{k.file}\"),"
           for k in t.kinds),
+        "}",
+        "",
+        "",
+        "@dataclass(frozen=True)",
+        "class LockChange:",
+        '    """A kind\'s locking from release `since` on (PTW_LOCK_CHANGES: as',
+        "    FACTS up to `before`; releases between were neither read nor",
+        '    measured)."""',
+        "    before: str",
+        "    since: str",
+        "    lock_mode: LockMode",
+        "    lock_unit: LockUnit",
+        "",
+        "",
+        "LOCK_CHANGES: dict[WalkKind, LockChange] = {",
+        *(f'    WalkKind.{c.name}: LockChange("{c.before}", "{c.since}", '
+          f"LockMode.{c.lock_mode}, LockUnit.{c.lock_unit}),"
+          for c in t.changes),
         "}",
         "",
         "# the kinds a profile walks, in order, per interval",

@@ -56,6 +56,7 @@ class EstimateStatus(enum.Enum):
     corrected = "corrected"
     range = "range"
     uncorrected = "uncorrected"
+    no_mmap_lock = "no_mmap_lock"
 
 
 class MonitorBasis(enum.Enum):

@@ -321,6 +321,28 @@ class WalkSummary:
 
 
 @dataclass(frozen=True)
+class KindLocking:
+    """`stall_estimate.kinds.KIND.locking`: the kind's locking fact for the
+    run's kernel against what the run's lock view saw."""
+    release: str
+    basis: str  # table | changed | unread
+    since: str | None = None  # the kind's change, when it has one
+    observed_lock_mode: WalkLockMode | None = None
+    observed_hold_p50_ns: int | None = None
+    agrees: bool | None = None  # None: no lock view
+    why: str = ""
+
+    @staticmethod
+    def parse(o: _Obj) -> KindLocking:
+        ch = o.opt_obj("changed")
+        return KindLocking(o.str_("release"), o.str_("basis"),
+                           ch.str_("since") if ch is not None else None,
+                           o.opt_enum("observed_lock_mode", WalkLockMode),
+                           o.opt_int("observed_hold_p50_ns"), o.opt_bool("agrees"),
+                           o.opt_str("why") or "")
+
+
+@dataclass(frozen=True)
 class KindEstimate:
     """`stall_estimate.kinds.KIND`: the worst stall for a VMA layout."""
     lock_unit: LockUnit
@@ -341,6 +363,7 @@ class KindEstimate:
     estimate_p50_ns: int | None = None
     estimate_max_range_ns: tuple[float, float] | None = None
     estimate_p50_range_ns: tuple[float, float] | None = None
+    locking: KindLocking | None = None  # results before per-kernel facts: None
 
     @staticmethod
     def parse(o: _Obj) -> KindEstimate:
@@ -353,7 +376,8 @@ class KindEstimate:
             o.opt_int("measured_stall_max_ns"), o.opt_float("model_check_ratio"),
             o.opt_enum("status", EstimateStatus), o.opt_str("why"), o.opt_float("factor"),
             o.opt_int("estimate_max_ns"), o.opt_int("estimate_p50_ns"),
-            o.pair("estimate_max_range_ns"), o.pair("estimate_p50_range_ns"))
+            o.pair("estimate_max_range_ns"), o.pair("estimate_p50_range_ns"),
+            o.opt_parsed("locking", KindLocking.parse))
 
 
 @dataclass(frozen=True)

@@ -78,11 +78,17 @@ def predict_stall(g: CostGroup, x: float) -> StallPrediction:
     (stall_estimate); per-VMA units (vma_when_contended, vma_per_call,
     read_chunk): the walk of the layout's largest hold (stall_estimate):
     the whole walk for one VMA per mapping, else flat once the runs
-    measured a hold that large. No unit: no prediction."""
+    measured a hold that large. vma_lock (per-VMA locks, no mmap_lock
+    hold over the walk) and no unit: no prediction."""
     unit = g.lock_unit
     if unit is None:
         return StallPrediction("lock unit unknown (the results carry no stall_estimate."
                                "kinds.KIND.lock_unit): the stall is not extrapolated", None)
+    if unit == LockUnit.vma_lock:
+        return StallPrediction("none on mmap_lock: on this kernel the walk holds per-VMA "
+                               "locks, not mmap_lock (stall_estimate.kinds.KIND.locking); "
+                               "a writer to the walked VMA waits, which is not extrapolated",
+                               None)
     if unit == LockUnit.whole_walk:
         f = g.held_fit if g.split else g.stall_fit
         if f is None:

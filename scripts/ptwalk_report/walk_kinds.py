@@ -42,6 +42,7 @@ class Profile(enum.Enum):
 
 class LockMode(enum.Enum):
     """How a walk kind takes mmap_lock, and how one hold or wait does."""
+    none = "none"
     read = "read"
     write = "write"
 
@@ -67,6 +68,7 @@ class LockUnit(enum.Enum):
     vma_when_contended = "vma_when_contended"
     pmd_chunk = "pmd_chunk"
     vma_per_call = "vma_per_call"
+    vma_lock = "vma_lock"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,24 @@ FACTS: dict[WalkKind, KindFacts] = {
         "pagemap", LockMode.read, LockUnit.pmd_chunk, "pagemap"),
     WalkKind.pagemap_scan: KindFacts(
         "pagemap_scan", LockMode.read, LockUnit.vma_per_call, "pagemap"),
+}
+
+
+@dataclass(frozen=True)
+class LockChange:
+    """A kind's locking from release `since` on (PTW_LOCK_CHANGES: as
+    FACTS up to `before`; releases between were neither read nor
+    measured)."""
+    before: str
+    since: str
+    lock_mode: LockMode
+    lock_unit: LockUnit
+
+
+LOCK_CHANGES: dict[WalkKind, LockChange] = {
+    WalkKind.smaps: LockChange("6.18", "7.2", LockMode.none, LockUnit.vma_lock),
+    WalkKind.numa_maps: LockChange("6.18", "7.2", LockMode.none, LockUnit.vma_lock),
+    WalkKind.maps: LockChange("6.12", "6.18", LockMode.none, LockUnit.vma_lock),
 }
 
 # the kinds a profile walks, in order, per interval

@@ -109,14 +109,36 @@ def test_lock_modes_are_the_modules_with_the_results_names() -> None:
     names = [n for _, n in t.lock_modes]
     assert [m.value for m in walk_kinds.WalkLockMode] == names
     assert names == ["none", "read", "write", "read+write"]
-    # the kinds' modes are walk lock modes of the same names
-    assert [m.value for m in walk_kinds.LockMode] == ["read", "write"]
+    # the kinds' modes are walk lock modes of the same names; none is a
+    # kind's mode on kernels where it walks under per-VMA locks
+    assert [m.value for m in walk_kinds.LockMode] == ["none", "read", "write"]
     for m in walk_kinds.LockMode:
         assert walk_kinds.WalkLockMode(m.value).name == m.name
     assert walk_kinds.WalkLockMode("") is walk_kinds.WalkLockMode.none
     for bad in ("mixed", "both", "READ", "read "):
         with pytest.raises(ValueError, match="not a valid WalkLockMode"):
             walk_kinds.WalkLockMode(bad)
+
+
+def test_lock_changes_parse_and_a_broken_one_is_refused() -> None:
+    """PTW_LOCK_CHANGES reaches the Python table (kind, before, since, mode,
+    unit); an unknown kind or mode is refused. The releases' order and
+    one change per kind are checked by the C++ compiler (walk_kinds.cpp)."""
+    text = gen_walk_kinds.DEF.read_text()
+    t = gen_walk_kinds.parse(text)
+    got = {c.name: (c.before, c.since, c.lock_mode, c.lock_unit) for c in t.changes}
+    assert got["smaps"] == ("6.18", "7.2", "none", "vma_lock")
+    assert got["numa_maps"] == ("6.18", "7.2", "none", "vma_lock")
+    assert got["maps"] == ("6.12", "6.18", "none", "vma_lock")
+    assert walk_kinds.LOCK_CHANGES[walk_kinds.WalkKind.smaps].lock_unit is \
+        walk_kinds.LockUnit.vma_lock
+    # the kinds whose walks still hold mmap_lock on 7.3 have no change
+    for k in ("clear_refs", "smaps_rollup", "pagemap", "pagemap_scan"):
+        assert walk_kinds.WalkKind(k) not in walk_kinds.LOCK_CHANGES
+    with pytest.raises(ValueError, match="PTW_LOCK_CHANGES"):
+        gen_walk_kinds.parse(text.replace('X(smaps, "6.18"', 'X(smapz, "6.18"'))
+    with pytest.raises(ValueError, match="PTW_LOCK_CHANGES"):
+        gen_walk_kinds.parse(text.replace('"7.2", none, vma_lock', '"7.2", nada, vma_lock', 1))
 
 
 def test_module_kinds_and_modes_are_the_modules() -> None:

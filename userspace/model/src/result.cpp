@@ -52,6 +52,7 @@ KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &
 	s.kind = kind;
 	s.count = ws.size();
 	std::vector<double> dur, nspte, corr, hold, stall;
+	bool any_read = false, any_write = false;
 	for (const WalkEntry *w : ws) {
 		if (w->error) {
 			s.errors++;
@@ -68,8 +69,12 @@ KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &
 			nspte.push_back(*w->ns_per_pte);
 		if (w->ns_per_pte_corrected)
 			corr.push_back(*w->ns_per_pte_corrected);
-		if (w->lock)
+		if (w->lock) {
 			hold.push_back(double(w->lock->hold_ns));
+			const LockMode m = w->lock->mode;
+			any_read |= m == LockMode::read || m == LockMode::mixed;
+			any_write |= m == LockMode::write || m == LockMode::mixed;
+		}
 		if (w->size)
 			s.ptes = w->size->ptes;
 	}
@@ -85,7 +90,7 @@ KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &
 		s.ns_per_pte_corrected_p50 = quantile(corr, 0.5);
 	if (!hold.empty())
 		s.lock_hold = {uint64_t(quantile(hold, 0.5)), uint64_t(quantile(hold, 1.0)),
-			       ws.front()->lock ? ws.front()->lock->mode : LockMode::none};
+			       lock_mode(any_read, any_write)};
 	if (!stall.empty())
 		s.max_stall_ns = uint64_t(quantile(stall, 1.0));
 	return s;

@@ -274,9 +274,29 @@ void to_json(Json::Value &j, const Validation &v)
 
 namespace {
 
+void to_json(Json::Value &j, const StallEstimate::Locking &l)
+{
+	j = Json::Value::object();
+	j["release"] = l.release;
+	j["basis"] = name(l.basis);
+	if (l.change) {
+		j["changed"] = {{"before", l.change->before},
+				{"since", l.change->since},
+				{"lock_mode", name(l.change->lock_mode)},
+				{"lock_unit", name(l.change->unit)}};
+	}
+	if (l.observed_mode)
+		j["observed_lock_mode"] = name(*l.observed_mode);
+	put_optional(j, "observed_hold_p50_ns", l.observed_hold_p50_ns);
+	put_optional(j, "walk_p50_ns", l.walk_p50_ns);
+	put_optional(j, "agrees", l.agrees);
+	j["why"] = l.why;
+}
+
 void to_json(Json::Value &j, const StallEstimate::Kind &e)
 {
 	j = Json::Value::object();
+	to_json(j["locking"], e.locking);
 	j["lock_unit"] = name(e.lock_unit);
 	j["lock_mode"] = name(e.lock_mode);
 	j["source"] = e.source;

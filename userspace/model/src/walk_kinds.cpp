@@ -2,6 +2,7 @@
 #include "ptwalk/walk_kinds.hpp"
 
 #include <iterator>
+#include <utility>
 
 #include "ptwalk/module_abi.hpp"
 
@@ -51,7 +52,81 @@ static_assert(module_kinds_known(), "walk_kinds.def: a module kind not in PTW_KI
 static_assert(module_kinds_covered(), "walk_kinds.def: a PTW_KINDS kind without its walk kind");
 static_assert(in_order());
 
+// "MAJOR.MINOR" (a change's releases) or uname -r's leading MAJOR.MINOR;
+// {0, 0} when neither parses.
+constexpr std::pair<int, int> release_of(std::string_view r)
+{
+	int v[2] = {0, 0};
+	size_t i = 0;
+	for (int part = 0; part < 2; part++) {
+		if (i >= r.size() || r[i] < '0' || r[i] > '9')
+			return {0, 0};
+		while (i < r.size() && r[i] >= '0' && r[i] <= '9' && v[part] < 100000)
+			v[part] = v[part] * 10 + (r[i++] - '0');
+		if (part == 0 && (i >= r.size() || r[i++] != '.'))
+			return {0, 0};
+	}
+	return {v[0], v[1]};
+}
+
+// Each change's releases parse, before < since, one change per kind.
+constexpr bool changes_sound()
+{
+	for (size_t i = 0; i < std::size(kLockChanges); i++) {
+		const LockChange &c = kLockChanges[i];
+		if (release_of(c.before) == std::pair<int, int>{0, 0} ||
+		    !(release_of(c.before) < release_of(c.since)))
+			return false;
+		for (size_t j = 0; j < i; j++)
+			if (kLockChanges[j].kind == c.kind)
+				return false;
+	}
+	return true;
+}
+static_assert(changes_sound(), "walk_kinds.def: PTW_LOCK_CHANGES: a release that does not "
+			       "parse, before not before since, or two changes of one kind");
+
 } // namespace
+
+LockingFact locking_fact(WalkKind k, std::string_view release)
+{
+	const WalkKindInfo &ki = info(k);
+	LockingFact f;
+	f.lock_mode = ki.lock_mode;
+	f.unit = ki.unit;
+	f.source = ki.source;
+	for (const LockChange &c : kLockChanges) {
+		if (c.kind != k)
+			continue;
+		f.change = &c;
+		const auto rel = release_of(release);
+		if (rel == std::pair<int, int>{0, 0}) {
+			f.basis = LockBasis::unread;
+		} else if (rel >= release_of(c.since)) {
+			f.lock_mode = c.lock_mode;
+			f.unit = c.unit;
+			f.source = c.source;
+			f.basis = LockBasis::changed;
+		} else if (rel > release_of(c.before)) {
+			f.basis = LockBasis::unread;
+		}
+		break;
+	}
+	return f;
+}
+
+const char *name(LockBasis b)
+{
+	switch (b) {
+	case LockBasis::table:
+		return "table";
+	case LockBasis::changed:
+		return "changed";
+	case LockBasis::unread:
+		return "unread";
+	}
+	return "?";
+}
 
 const WalkKindInfo &info(WalkKind k)
 {

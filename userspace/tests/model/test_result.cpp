@@ -13,6 +13,7 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/validation.hpp"
 #include "ptwalk/vma_layout.hpp"
+#include "ptwalk/walk_kinds.hpp"
 #include "test_util.hpp"
 
 using namespace ptwalk;
@@ -23,6 +24,22 @@ namespace {
 std::string golden(const std::string &name)
 {
 	return read_file(std::string(PTWALK_TESTDATA) + "/result/" + name, nullptr).value_or("");
+}
+
+// The text against testdata/result/NAME; with PTWALK_GOLDEN_UPDATE=1 in the
+// environment the file is written instead (only to record the text of code
+// known to be right), as the perf goldens are (backends/golden.hpp).
+void expect_golden(const std::string &name, const std::string &text)
+{
+	const std::string path = std::string(PTWALK_TESTDATA) + "/result/" + name;
+	if (std::getenv("PTWALK_GOLDEN_UPDATE")) {
+		FILE *f = fopen(path.c_str(), "w");
+		ASSERT_TRUE(f) << path;
+		ASSERT_EQ(fwrite(text.data(), 1, text.size(), f), text.size());
+		fclose(f);
+		return;
+	}
+	EXPECT_EQ(text, golden(name)) << "golden: " << path;
 }
 
 template <typename T>
@@ -59,7 +76,7 @@ WalkEntry walk(WalkKind kind, uint64_t dur, bool lock, int variant)
 	if (variant == 3)
 		w.error = "No such process";
 	if (lock)
-		w.lock = {dur / 2, 5, 2, LockMode::read};
+		w.lock = {dur / 2, 5, 2, info(kind).lock_mode}; // as the table says
 	w.stalls = {1, dur / 3};
 	return w;
 }
@@ -144,12 +161,12 @@ TEST(ResultGolden, TracepointRunAsAssembledByKeys)
 	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);
 	add_validation(r, kOps, 2, nullptr);
 	add_stall_estimates(r, LayoutSpec{LayoutSpec::size, 256u << 20});
-	EXPECT_EQ(summary_text(r), golden("anon_walk_summary.json"));
-	EXPECT_EQ(text(r.validation), golden("anon_validation.json"));
+	expect_golden("anon_walk_summary.json", summary_text(r));
+	expect_golden("anon_validation.json", text(r.validation));
 	ASSERT_TRUE(r.stall_estimate);
-	EXPECT_EQ(text(*r.stall_estimate), golden("anon_stall_estimate.json"));
+	expect_golden("anon_stall_estimate.json", text(*r.stall_estimate));
 	r.error = "scanner: failed";
-	EXPECT_EQ(table_text(r), golden("anon_table.txt"));
+	expect_golden("anon_table.txt", table_text(r));
 }
 
 namespace {
@@ -228,13 +245,13 @@ TEST(ResultGolden, AliasedModuleRunAsAssembledByKeys)
 	add_validation(a, kOps, 0, &second);
 	a.validation.second_view = "no second view";
 	add_stall_estimates(a, LayoutSpec{});
-	EXPECT_EQ(summary_text(a), golden("alias_walk_summary.json"));
-	EXPECT_EQ(text(a.validation), golden("alias_validation.json"));
+	expect_golden("alias_walk_summary.json", summary_text(a));
+	expect_golden("alias_validation.json", text(a.validation));
 	ASSERT_TRUE(a.stall_estimate);
-	EXPECT_EQ(text(*a.stall_estimate), golden("alias_stall_estimate.json"));
+	expect_golden("alias_stall_estimate.json", text(*a.stall_estimate));
 	EXPECT_EQ(workload_rss_reference(a.workload), 272629760u);
 	a.complete = true;
-	EXPECT_EQ(table_text(a), golden("alias_table.txt"));
+	expect_golden("alias_table.txt", table_text(a));
 }
 
 TEST(ResultGolden, SyscallBackendSkipsTheStallValidation)
@@ -243,7 +260,7 @@ TEST(ResultGolden, SyscallBackendSkipsTheStallValidation)
 	s.backend = BackendKind::syscall;
 	s.kernel_view.source = "syscall timing only";
 	add_validation(s, kOps, 0, nullptr);
-	EXPECT_EQ(text(s.validation), golden("syscall_validation.json"));
+	expect_golden("syscall_validation.json", text(s.validation));
 	EXPECT_EQ(validation_line(s.validation), "");
 }
 
@@ -373,7 +390,7 @@ TEST(ResultGolden, CalibrationAsAssembledByKeys)
 			 {measured(WalkKind::smaps, d[i][0], a[i][0], true, i == 0),
 			  measured(WalkKind::clear_refs, d[i][1], a[i][1], i == 1, true)}});
 	judge_alias_bias(cal);
-	EXPECT_EQ(text(cal), golden("alias_calibration.json"));
+	expect_golden("alias_calibration.json", text(cal));
 
 	// one size: nothing corrected, and the tolerance given
 	AliasCalibration one;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 #include <string>
 
 #include "ptwalk/alias_bias.hpp"
 #include "ptwalk/result_types.hpp"
+#include "ptwalk/walk_kinds.hpp"
 #include "ptwalk/vma_layout.hpp"
 
 using namespace ptwalk;
@@ -260,7 +262,8 @@ TEST(StallEstimate, StatusNamesRoundTrip)
 	EXPECT_EQ(parse_estimate_status(name(EstimateStatus::s)), EstimateStatus::s);
 	PTW_ESTIMATE_STATUSES(PTW_X)
 #undef PTW_X
-	EXPECT_EQ(names, (std::set<std::string>{"distinct", "corrected", "range", "uncorrected"}));
+	EXPECT_EQ(names, (std::set<std::string>{"distinct", "corrected", "range", "uncorrected",
+						"no_mmap_lock"}));
 	for (const char *bad : {"", "Distinct", "distinct ", "none", "?"})
 		EXPECT_EQ(parse_estimate_status(bad), std::nullopt) << bad;
 }
@@ -278,4 +281,157 @@ TEST(StallEstimate, MeasuredStallSourceNamesRoundTrip)
 						"mmap victim, max during walks"}));
 	for (const char *bad : {"", "backend", "mmap_victim", "?"})
 		EXPECT_EQ(parse_measured_stall_source(bad), std::nullopt) << bad;
+}
+
+namespace {
+
+// A distinct-page run of smaps and smaps_rollup over 256 MiB in one VMA on
+// kernel `release`, each kind's lock view as given (mode, hold p50);
+// walks of 70 ms max, 60 ms p50.
+RunResult smaps_run(const char *release, std::optional<KindSummary::LockHold> smaps_hold,
+		    std::optional<KindSummary::LockHold> rollup_hold)
+{
+	RunResult r;
+	r.kernel.uname = KernelInfo::Uname{release, "#1 SMP", "x86_64"};
+	r.backend = BackendKind::module;
+	r.scenario.size_bytes = 256 << 20;
+	for (auto [k, h] : {std::pair{WalkKind::smaps, smaps_hold},
+			    std::pair{WalkKind::smaps_rollup, rollup_hold}}) {
+		KindSummary s;
+		s.kind = k;
+		s.duration = KindSummary::Durations{60000000, 70000000, 0, std::nullopt};
+		s.lock_hold = h;
+		r.walk_summary.push_back(s);
+	}
+	r.workload.vma_layout = LayoutSummary{};
+	r.workload.vma_layout->vmas = 20;
+	r.workload.vma_layout->mapping.vmas = 1;
+	r.workload.vma_layout->mapping.largest_bytes = 256 << 20;
+	return r;
+}
+
+} // namespace
+
+// The locking fact per kernel: smaps and numa_maps take mmap_lock per read()
+// up to 6.18 and walk under per-VMA locks from 7.2; releases between are
+// unread; kinds without a change are as the table on every release.
+TEST(LockingFact, PerKernelRelease)
+{
+	for (const char *rel : {"6.1.0-56-amd64", "6.12.95+deb12-rt-amd64", "6.18.44-fc"}) {
+		const LockingFact f = locking_fact(WalkKind::smaps, rel);
+		EXPECT_EQ(f.unit, LockUnit::read_chunk) << rel;
+		EXPECT_EQ(f.lock_mode, LockMode::read) << rel;
+		EXPECT_EQ(f.basis, LockBasis::table) << rel;
+		ASSERT_TRUE(f.change) << rel;
+	}
+	for (const char *rel : {"7.2.13-amd64", "7.3.4+deb13-cloud-amd64", "8.0.1", "10.1"}) {
+		const LockingFact f = locking_fact(WalkKind::smaps, rel);
+		EXPECT_EQ(f.unit, LockUnit::vma_lock) << rel;
+		EXPECT_EQ(f.lock_mode, LockMode::none) << rel;
+		EXPECT_EQ(f.basis, LockBasis::changed) << rel;
+		EXPECT_NE(std::string(f.source).find("lock_vma_range"), std::string::npos);
+		EXPECT_EQ(locking_fact(WalkKind::numa_maps, rel).unit, LockUnit::vma_lock);
+	}
+	// neither read nor measured: the older fact, marked unread
+	for (const char *rel : {"6.19.3", "7.0.1+deb13-amd64", "7.1.9", "", "garbage", "7.x"}) {
+		const LockingFact f = locking_fact(WalkKind::smaps, rel);
+		EXPECT_EQ(f.basis, LockBasis::unread) << rel;
+		EXPECT_EQ(f.unit, LockUnit::read_chunk) << rel;
+	}
+	// maps: per-VMA from 6.18 (measured), mmap_lock on 6.12
+	EXPECT_EQ(locking_fact(WalkKind::maps, "6.18.15+deb13-amd64").unit, LockUnit::vma_lock);
+	EXPECT_EQ(locking_fact(WalkKind::maps, "6.12.95+deb12-amd64").unit, LockUnit::read_chunk);
+	EXPECT_EQ(locking_fact(WalkKind::maps, "6.13.1").basis, LockBasis::unread);
+	// unchanged kinds: the table on every release, no change
+	for (WalkKind k : {WalkKind::clear_refs, WalkKind::smaps_rollup, WalkKind::pagemap,
+			   WalkKind::pagemap_scan}) {
+		for (const char *rel : {"6.1.0", "7.3.4", "7.0.1", ""}) {
+			const LockingFact f = locking_fact(k, rel);
+			EXPECT_EQ(f.basis, LockBasis::table) << name(k) << rel;
+			EXPECT_EQ(f.unit, info(k).unit) << name(k) << rel;
+			EXPECT_EQ(f.change, nullptr);
+		}
+	}
+	EXPECT_STREQ(name(LockBasis::unread), "unread");
+	EXPECT_EQ(hold_bytes(LockUnit::vma_lock, GiB, 1, GiB, 3), 0u);
+	EXPECT_FALSE(layout_dependent(LockUnit::vma_lock));
+	EXPECT_STREQ(name(LockUnit::vma_lock), "vma_lock");
+}
+
+// On 7.3 a smaps run gets no mmap_lock estimate (the 7.3 run that held
+// mmap_lock 134 us was given a 257 ms one), and the fact is confirmed by a
+// lock view that saw no hold; smaps_rollup keeps its estimate.
+TEST(LockingFact, NoMmapLockEstimateWhereTheWalkHoldsNone)
+{
+	RunResult r = smaps_run("7.3.4+deb13-cloud-amd64",
+				KindSummary::LockHold{134000, 400000, LockMode::none},
+				KindSummary::LockHold{60000000, 70000000, LockMode::read});
+	add_stall_estimates(r, LayoutSpec{});
+	const StallEstimate::Kind *sm = kind(r, WalkKind::smaps);
+	ASSERT_TRUE(sm);
+	EXPECT_EQ(sm->status, EstimateStatus::no_mmap_lock);
+	EXPECT_EQ(sm->lock_unit, LockUnit::vma_lock);
+	EXPECT_FALSE(sm->estimate_max_ns);
+	EXPECT_FALSE(sm->estimate_max_range_ns);
+	EXPECT_EQ(sm->model_stall_max_ns, 0u);
+	EXPECT_EQ(sm->locking.basis, LockBasis::changed);
+	EXPECT_EQ(sm->locking.agrees, true);
+	EXPECT_EQ(sm->locking.release, "7.3.4+deb13-cloud-amd64");
+	const StallEstimate::Kind *sr = kind(r, WalkKind::smaps_rollup);
+	ASSERT_TRUE(sr);
+	EXPECT_EQ(sr->status, EstimateStatus::distinct);
+	EXPECT_EQ(sr->estimate_max_ns, 70000000u);
+	EXPECT_EQ(sr->locking.agrees, true);
+	// the JSON carries the locking and no estimate
+	const auto j = result_json(r).value();
+	const auto &js = j.at("stall_estimate").at("kinds").at("smaps");
+	EXPECT_EQ(js.at("status").get<std::string>(), "no_mmap_lock");
+	EXPECT_FALSE(js.contains("estimate_max_ns"));
+	EXPECT_EQ(js.at("locking").at("basis").get<std::string>(), "changed");
+	EXPECT_EQ(js.at("locking").at("changed").at("since").get<std::string>(), "7.2");
+	EXPECT_TRUE(js.at("locking").at("agrees").get<bool>());
+	// printed: no figure, and the locking line
+	char buf[8192] = {};
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+	print_stall_estimates(*r.stall_estimate, f);
+	fclose(f);
+	EXPECT_NE(std::string(buf).find("no mmap_lock"), std::string::npos) << buf;
+	EXPECT_NE(std::string(buf).find("locking: agrees"), std::string::npos) << buf;
+}
+
+// A run that contradicts the table is reported as a disagreement: on 7.3 a
+// smaps walk held over mmap_lock, on 6.12 one that held none; no lock view:
+// unconfirmed (null), never agreement.
+TEST(LockingFact, DisagreementIsReported)
+{
+	RunResult r = smaps_run("7.3.4+deb13-amd64",
+				KindSummary::LockHold{30000000, 60000000, LockMode::read},
+				KindSummary::LockHold{60000000, 70000000, LockMode::none});
+	add_stall_estimates(r, LayoutSpec{});
+	const StallEstimate::Kind *sm = kind(r, WalkKind::smaps);
+	EXPECT_EQ(sm->locking.agrees, false);
+	EXPECT_NE(sm->locking.why.find("DISAGREES"), std::string::npos) << sm->locking.why;
+	EXPECT_EQ(kind(r, WalkKind::smaps_rollup)->locking.agrees, false);
+
+	RunResult old = smaps_run("6.12.95+deb12-amd64",
+				  KindSummary::LockHold{0, 0, LockMode::none},
+				  KindSummary::LockHold{60000000, 70000000, LockMode::read});
+	add_stall_estimates(old, LayoutSpec{});
+	EXPECT_EQ(kind(old, WalkKind::smaps)->locking.agrees, false);
+	EXPECT_EQ(kind(old, WalkKind::smaps)->status, EstimateStatus::distinct);
+	EXPECT_EQ(kind(old, WalkKind::smaps_rollup)->locking.agrees, true);
+
+	// unread release: the run decides, and the why says it is unread
+	RunResult mid = smaps_run("7.0.1+deb13-amd64",
+				  KindSummary::LockHold{100000, 200000, LockMode::none},
+				  std::nullopt);
+	add_stall_estimates(mid, LayoutSpec{});
+	const StallEstimate::Kind *ms = kind(mid, WalkKind::smaps);
+	EXPECT_EQ(ms->locking.basis, LockBasis::unread);
+	EXPECT_EQ(ms->locking.agrees, false);
+	EXPECT_NE(ms->locking.why.find("unread: between 6.18 and 7.2"), std::string::npos)
+		<< ms->locking.why;
+	const StallEstimate::Kind *mr = kind(mid, WalkKind::smaps_rollup);
+	EXPECT_EQ(mr->locking.agrees, std::nullopt);
+	EXPECT_NE(mr->locking.why.find("no lock view"), std::string::npos) << mr->locking.why;
 }

@@ -108,7 +108,9 @@ struct KindSummary {
 	};
 	struct LockHold {
 		uint64_t p50_ns = 0, max_ns = 0;
-		LockMode mode = LockMode::none; // the kind's first walk's
+		// how the complete walks held it: read, write, mixed (both),
+		// none (no walk held it)
+		LockMode mode = LockMode::none;
 	};
 	WalkKind kind = WalkKind::clear_refs;
 	uint64_t count = 0, errors = 0, incomplete = 0, ptes = 0;

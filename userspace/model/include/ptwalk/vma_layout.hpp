@@ -93,8 +93,20 @@ uint64_t smaps_vmas_per_read(double record_bytes);
 // layout asked for, and the estimate for it (corrected, a range, or
 // uncorrected, with why).
 struct StallEstimate {
+	// The kind's locking fact for the run's kernel (locking_fact()) against
+	// what the run's lock view saw of its walks.
+	struct Locking {
+		std::string release; // uname -r of the walked kernel; "" unknown
+		LockBasis basis = LockBasis::table;
+		const LockChange *change = nullptr;
+		std::optional<LockMode> observed_mode; // walk_summary.lock_hold.mode
+		std::optional<uint64_t> observed_hold_p50_ns, walk_p50_ns;
+		std::optional<bool> agrees; // null: the run has no lock view
+		std::string why;
+	};
 	struct Kind {
 		WalkKind kind = WalkKind::clear_refs;
+		Locking locking;
 		LockUnit lock_unit = LockUnit::whole_walk;
 		const char *source = "";
 		LockMode lock_mode = LockMode::none;

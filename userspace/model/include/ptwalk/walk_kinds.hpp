@@ -25,6 +25,8 @@ enum class LockUnit {
 	read_chunk,         // one hold per read(): the VMAs one seq_file buffer takes
 	pmd_chunk,          // one hold per PMD-sized (2 MiB) range, any layout
 	vma_per_call,       // one hold per call; ptwalk calls once per VMA
+	vma_lock,           // no mmap_lock hold: each VMA under its VMA read lock
+			    // (mmap_lock for read only as a fallback)
 };
 
 struct WalkKindInfo {
@@ -60,6 +62,39 @@ inline constexpr const char *kWalkKinds[] = {
 	PTW_WALK_KINDS(PTW_X)
 #undef PTW_X
 };
+
+// One PTW_LOCK_CHANGES entry: a kind's locking from release `since` on.
+struct LockChange {
+	WalkKind kind;
+	const char *before, *since; // "MAJOR.MINOR"
+	LockMode lock_mode;
+	LockUnit unit;
+	const char *source;
+};
+
+inline constexpr LockChange kLockChanges[] = {
+#define PTW_X(name, before, since, mode, unit, source) \
+	{WalkKind::name, before, since, LockMode::mode, LockUnit::unit, source},
+	PTW_LOCK_CHANGES(PTW_X)
+#undef PTW_X
+};
+
+// How a kind's walks take mmap_lock on one kernel release, and on what
+// that rests: `table` (kWalkKindInfo; no change known up to this release),
+// `changed` (a PTW_LOCK_CHANGES entry, from its `since`), or `unread` (a
+// release between a change's `before` and `since`, or one that does not
+// parse: the table's fact, which the run's own view must confirm).
+enum class LockBasis { table, changed, unread };
+struct LockingFact {
+	LockMode lock_mode = LockMode::none;
+	LockUnit unit = LockUnit::whole_walk;
+	const char *source = "";
+	LockBasis basis = LockBasis::table;
+	const LockChange *change = nullptr; // the kind's change, when it has one
+};
+// For `release` as uname -r gives it ("7.3.4+deb13-amd64").
+LockingFact locking_fact(WalkKind k, std::string_view release);
+const char *name(LockBasis b);
 
 const WalkKindInfo &info(WalkKind k);
 const char *name(WalkKind k);
