@@ -5,6 +5,7 @@ from it), every option it lists is parsed, the defaults it shows are the
 ones a run uses, and an unknown option is a one-line error."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -87,3 +88,33 @@ def test_an_unknown_option_is_one_line(cmd: str, arg: str) -> None:
 def test_an_unknown_backend_names_the_choices(cmd: str, want: str) -> None:
     p = run_ptwalk(cmd, "--backend", "ebpf", timeout=10)
     assert p.returncode == 2 and p.stderr == want
+
+
+def test_locking_prints_the_table_for_a_release() -> None:
+    """ptwalk locking: the per-kernel locking table the figures use, for a
+    release given or the running kernel; bad input is a one-line error."""
+    p = run_ptwalk("locking", "--release", "7.3.4+deb13-cloud-amd64", timeout=10)
+    assert p.returncode == 0 and p.stderr == "", p
+    rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()[2:-1]}
+    assert "no (per-VMA locks from 7.2" in rows["smaps"]
+    assert rows["smaps_rollup"].split()[1:4] == ["read", "VMA", "(yields)"]
+    assert rows["clear_refs"].endswith(" yes")
+    old = run_ptwalk("locking", "--release", "6.12.95+deb12-amd64", timeout=10)
+    assert "read() of VMAs" in old.stdout.split("\nsmaps ")[1].splitlines()[0]
+    mid = run_ptwalk("locking", "--release", "7.0.1", "--json", timeout=10)
+    doc = json.loads(mid.stdout)
+    assert doc["release"] == "7.0.1"
+    sm = doc["kinds"]["smaps"]
+    assert sm["basis"] == "unread" and sm["mmap_lock_waiters_wait"] is None
+    assert sm["changed"] == {"before": "6.18", "since": "7.2", "lock_mode": "none",
+                             "lock_unit": "vma_lock"}
+    assert "lock_vma_range" in json.loads(run_ptwalk(
+        "locking", "--json", "--release", "7.2", timeout=10).stdout)["kinds"]["smaps"]["source"]
+    here = run_ptwalk("locking", timeout=10)
+    assert here.returncode == 0 and here.stdout.startswith("walk kinds' locking on ")
+    h = run_ptwalk("locking", "--help", timeout=10)
+    assert h.returncode == 0 and h.stdout.startswith("usage: ptwalk locking")
+    for bad in (["--release", "x"], ["--release", ""], ["--nope", "1"], ["extra"]):
+        b = run_ptwalk("locking", *bad, timeout=10)
+        assert b.returncode == 2 and b.stdout == "", (bad, b)
+        assert len(b.stderr.splitlines()) == 1 and b.stderr.startswith("ptwalk locking: "), b
