@@ -70,26 +70,27 @@ Json locking_table_json(std::string_view release)
 
 std::string locking_table_text(std::string_view release)
 {
-	std::string out = "walk kinds' locking on " +
-			  (release.empty() ? std::string("an unknown kernel") : std::string(release)) +
-			  "\n";
+	std::string out =
+		"walk kinds' locking on " +
+		(release.empty() ? std::string("an unknown kernel") : std::string(release)) + "\n";
 	char line[256];
-	snprintf(line, sizeof(line), "%-16s %-9s %-15s %-8s %s\n", "kind", "mmap_lock",
-		 "held per", "basis", "mmap_lock waiters wait for the walk");
+	snprintf(line, sizeof(line), "%-16s %-9s %-15s %-8s %s\n", "kind", "mmap_lock", "held per",
+		 "basis", "mmap_lock waiters wait for the walk");
 	out += line;
 	for (const WalkKindInfo &ki : kWalkKindInfo) {
 		const LockingFact f = locking_fact(ki.id, release);
 		const auto w = waiters_wait(f);
-		std::string says = !w ? std::string("unknown: release unread (") + f.change->before +
-						" .. " + f.change->since + "); a run here tells"
-			: *w ? std::string("yes")
-			     : std::string("no (per-VMA locks from ") + f.change->since +
-				       "; a writer to the walked VMA waits)";
+		std::string says = !w ? std::string("unknown: release unread (") +
+						   f.change->before + " .. " + f.change->since +
+						   "); a run here tells"
+				   : *w ? std::string("yes")
+					: std::string("no (per-VMA locks from ") + f.change->since +
+						   "; a writer to the walked VMA waits)";
 		if (w && *w && f.change)
 			says += std::string(" (per-VMA locks from ") + f.change->since + ")";
 		snprintf(line, sizeof(line), "%-16s %-9s %-15s %-8s ", ki.kind,
-			 f.unit == LockUnit::vma_lock ? "none" : name(f.lock_mode), held_per(f.unit),
-			 name(f.basis));
+			 f.unit == LockUnit::vma_lock ? "none" : name(f.lock_mode),
+			 held_per(f.unit), name(f.basis));
 		out += line + says + "\n";
 	}
 	out += "sources and the releases each fact was read on: ptwalk locking --json\n";

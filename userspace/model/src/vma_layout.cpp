@@ -240,16 +240,24 @@ struct Layouts {
 	uint64_t u_vmas = 1, u_largest = 0;     // asked for (--layout)
 	const Histogram *mmap_during = nullptr; // the mmap victim during walks
 	unsigned nkinds = 0;                    // walk kinds in the run
+	bool stall_view = false;                // the backend attributes stalls
 };
 
 // The stall this run measured for a kind: the backend's, or for a run of
-// one kind the mmap victim's worst during walks.
+// one kind the mmap victim's worst during walks. A kind that holds no
+// mmap_lock on this kernel (vma_lock) in a run whose backend attributes
+// stalls: the backend's, 0 when it attributed none to the kind (the
+// victim's worst during such walks is its time off a CPU, not a wait for
+// the walk's mmap_lock).
 void measured_stall(StallEstimate::Kind &e, const KindSummary &s, const Layouts &L,
 		    double model_meas)
 {
 	if (s.max_stall_ns && *s.max_stall_ns > 0) {
 		e.measured_stall_source = MeasuredStallSource::backend;
 		e.measured_stall_max_ns = *s.max_stall_ns;
+	} else if (e.lock_unit == LockUnit::vma_lock && L.stall_view) {
+		e.measured_stall_source = MeasuredStallSource::backend;
+		e.measured_stall_max_ns = s.max_stall_ns.value_or(0);
 	} else if (L.nkinds == 1 && L.mmap_during && L.mmap_during->count() > 0) {
 		e.measured_stall_source = MeasuredStallSource::mmap_victim;
 		e.measured_stall_max_ns = L.mmap_during->max();
@@ -361,6 +369,7 @@ void add_stall_estimates(RunResult &result, const LayoutSpec &spec)
 		return;
 	if (const VictimEntry *mmap = find_victim(result.victims, Victim::mmap))
 		L.mmap_during = &mmap->during;
+	L.stall_view = result.kernel_view.stalls.has_value();
 	L.m_vmas = lay->mapping.vmas;
 	L.m_largest = lay->mapping.largest_bytes;
 	L.all_vmas = double(lay->vmas);

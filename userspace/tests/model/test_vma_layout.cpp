@@ -377,6 +377,8 @@ TEST(LockingFact, NoMmapLockEstimateWhereTheWalkHoldsNone)
 	EXPECT_EQ(sm->locking.basis, LockBasis::changed);
 	EXPECT_EQ(sm->locking.agrees, true);
 	EXPECT_EQ(sm->locking.release, "7.3.4+deb13-cloud-amd64");
+	// no stall view: the mmap victim's worst (none here)
+	EXPECT_FALSE(sm->measured_stall_max_ns);
 	const StallEstimate::Kind *sr = kind(r, WalkKind::smaps_rollup);
 	ASSERT_TRUE(sr);
 	EXPECT_EQ(sr->status, EstimateStatus::distinct);
@@ -434,4 +436,34 @@ TEST(LockingFact, DisagreementIsReported)
 	const StallEstimate::Kind *mr = kind(mid, WalkKind::smaps_rollup);
 	EXPECT_EQ(mr->locking.agrees, std::nullopt);
 	EXPECT_NE(mr->locking.why.find("no lock view"), std::string::npos) << mr->locking.why;
+}
+
+// A smaps-only 7.3 run whose mmap victim was slow during walks (off a CPU)
+// while the backend attributed no stall to the walk: the measured mmap_lock
+// stall is the backend's 0, not the victim's worst; on 6.12 the victim's
+// worst stays the figure when the backend attributes none.
+TEST(LockingFact, NoVictimFigureAsTheStallOfAWalkHoldingNoMmapLock)
+{
+	for (const char *rel : {"7.3.4+deb13-cloud-amd64", "6.12.95+deb12-amd64"}) {
+		RunResult r = smaps_run(rel, KindSummary::LockHold{144000, 300000, LockMode::read},
+					std::nullopt);
+		r.walk_summary.pop_back(); // smaps alone
+		r.kernel_view.stalls = StallsView{};
+		VictimEntry v{Victim::mmap, 11, 12, {}, {}};
+		v.during.record(20950000);
+		r.victims.push_back(v);
+		add_stall_estimates(r, LayoutSpec{});
+		const StallEstimate::Kind *sm = kind(r, WalkKind::smaps);
+		ASSERT_TRUE(sm) << rel;
+		ASSERT_TRUE(sm->measured_stall_max_ns) << rel;
+		if (sm->lock_unit == LockUnit::vma_lock) {
+			EXPECT_EQ(*sm->measured_stall_max_ns, 0u);
+			EXPECT_EQ(sm->measured_stall_source, MeasuredStallSource::backend);
+			EXPECT_EQ(sm->locking.agrees, true); // 144 us of a 60 ms walk
+		} else {
+			EXPECT_EQ(sm->measured_stall_source, MeasuredStallSource::mmap_victim);
+			EXPECT_GT(*sm->measured_stall_max_ns, 20000000u);
+			EXPECT_EQ(sm->locking.agrees, false); // 6.12 holds it over the walk
+		}
+	}
 }
