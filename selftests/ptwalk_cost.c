@@ -72,12 +72,10 @@ FIXTURE_VARIANT_ADD(cost, pagemap_scan) { .walker = PW_PAGEMAP_SCAN };
 
 FIXTURE_SETUP(cost)
 {
-	const char *s = getenv("PTWALK_ATTEMPTS");
-
 	ASSERT_NE(NULL, cache) TH_LOG("mmap of the shared measurements failed");
 	if (ptw_opts.points > MAX_POINTS)
 		ptw_opts.points = MAX_POINTS;
-	self->attempts = s && atoi(s) > 0 ? atoi(s) : 4;
+	self->attempts = ptw_attempts(4);
 	if (self->attempts > MAX_ATTEMPTS)
 		self->attempts = MAX_ATTEMPTS;
 	self->have_scan = ptw_pagemap_scan_usable(self->scan_why,

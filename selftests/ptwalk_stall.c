@@ -271,8 +271,7 @@ PTW_BUDGET_FILE_TEST
  */
 TEST_F_TIMEOUT(stall, mmap_stall_during_clear_refs, PTW_TIMEOUT_LONG)
 {
-	const char *s = getenv("PTWALK_ATTEMPTS");
-	unsigned int i, attempts = s && atoi(s) > 0 ? atoi(s) : 3;
+	unsigned int i, attempts = ptw_attempts(3);
 	char why[1024] = "";
 	bool ok = false;
 

@@ -228,6 +228,13 @@ static unsigned long env_ul(const char *name, unsigned long dflt)
 	return *end ? dflt : v;
 }
 
+unsigned int ptw_attempts(unsigned int dflt)
+{
+	unsigned long v = env_ul("PTWALK_ATTEMPTS", dflt);
+
+	return v >= 1 && v <= 100 ? (unsigned int)v : dflt;
+}
+
 static void usage(const char *prog)
 {
 	printf("usage: %s [--min-mb N] [--reps N] [--small-mb N] [--walks N]\n"

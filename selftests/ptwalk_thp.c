@@ -144,8 +144,7 @@ TEST_F_TIMEOUT(thp, thp_vs_4k, PTW_TIMEOUT_LONG)
 	struct ptw_target *base = &self->base;
 	uint64_t min4k, minthp, fixed;
 	double raw, ratio, lim = self->budget.v[PB_THP_MIN_RATIO];
-	const char *s = getenv("PTWALK_ATTEMPTS");
-	unsigned int attempts = s && atoi(s) > 0 ? (unsigned int)atoi(s) : 3;
+	unsigned int attempts = ptw_attempts(3);
 	unsigned int a;
 	int w = variant->walker;
 

@@ -220,6 +220,12 @@ struct ptw_cost_point {
  * one after the other do not get each size the same memory back).
  * Returns 0 or -1 with why.
  */
+/*
+ * How many times a timing check measures before it fails:
+ * PTWALK_ATTEMPTS (1..100), else dflt (also when it does not parse).
+ */
+unsigned int ptw_attempts(unsigned int dflt);
+
 int ptw_measure_costs(const struct ptw_opts *o, unsigned int attempt,
 		      struct ptw_cost_point *pts, bool with_scan, char *why,
 		      size_t len);
