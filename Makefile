@@ -42,7 +42,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus fuzz lint
+	scripts/deps.sh build python vm module perf prometheus fuzz lint kernel-7.3-cloud
 
 build: userspace selftests
 

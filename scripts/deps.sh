@@ -48,6 +48,10 @@ linux-image-$tbpo_k618-rt-amd64 \
 linux-binary-$tbpo_k73-amd64 linux-binary-$tbpo_k73-cloud-amd64 linux-binary-$tbpo_k73-rt-amd64 \
 linux-modules-$tbpo_k73-amd64 linux-modules-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-rt-amd64 \
 linux-base-$tbpo_k73-amd64 linux-base-$tbpo_k73-cloud-amd64 linux-base-$tbpo_k73-rt-amd64"
+# make test boots one of them, 7.3 cloud, without ptwalk.ko (37 MB of
+# packages): scripts/tests/test_locking_in_vm.py
+pkgs_kernel73_cloud="linux-binary-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-cloud-amd64 \
+linux-base-$tbpo_k73-cloud-amd64"
 kernels_dir=/var/lib/ptwalk/kernels
 # ptwalk.ko for the deb13 kernels (7.3): their headers need the compiler
 # the kernel was built with, gcc-14, which bookworm lacks. A trixie build
@@ -91,9 +95,10 @@ for g in $groups; do
 	fuzz) want="$want $pkgs_fuzz" ;;
 	lint) want="$want $pkgs_lint" ;;
 	kernel) want="$want $pkgs_kernel" ;;
-	kernels) want_kernels=$pkgs_kernels_tbpo ;;
+	kernels) want_kernels="$want_kernels $pkgs_kernels_tbpo" ;;
+	kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;
 	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels buildroot)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels kernel-7.3-cloud buildroot)" >&2; exit 2 ;;
 	esac
 done
 
@@ -119,6 +124,7 @@ done
 # the kernels group: packages not yet unpacked under $kernels_dir
 missing_kernels=""
 for p in $want_kernels; do
+	case " $missing_kernels " in *" $p "*) continue ;; esac
 	[ -e "$kernels_dir/.unpacked/$p" ] || missing_kernels="$missing_kernels $p"
 done
 # the buildroot group: a root made with other packages is made again

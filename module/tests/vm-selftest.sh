@@ -115,15 +115,17 @@ check "clear_refs holds mmap_lock for write" sh -c \
 	"grep 'kind=clear_refs' $TMP/walks | grep -q 'lock_mode=write'"
 check "smaps_rollup holds mmap_lock for read" sh -c \
 	"grep 'kind=smaps_rollup' $TMP/walks | grep -q 'lock_mode=read'"
-# smaps: mmap_lock for read over the walk up to 7.2; from 7.3 each VMA
+# smaps: mmap_lock for read over the walk up to 6.18; from 7.2 each VMA
 # under its own read lock, mmap_lock only as a fallback that a quiet target
-# never needs (KERNEL-FACTS.md 28)
+# never needs; 6.19-7.1 unread, either (KERNEL-FACTS.md 28, walk_kinds.def
+# PTW_LOCK_CHANGES, ptwalk locking)
 case "$(uname -r)" in
-[0-6].* | 7.[0-2].* | 7.[0-2]) smaps_lock=read ;;
+[0-5].* | 6.[0-9].* | 6.1[0-8].*) smaps_lock=read ;;
+6.19.* | 7.[01].*) smaps_lock='(read|none)' ;;
 *) smaps_lock=none ;;
 esac
 check "smaps holds mmap_lock: $smaps_lock (kernel $(uname -r))" sh -c \
-	"grep 'kind=smaps ' $TMP/walks | grep -q 'lock_mode=$smaps_lock'"
+	"grep 'kind=smaps ' $TMP/walks | grep -Eq 'lock_mode=$smaps_lock( |\$)'"
 check "hist has walk_ns for clear_refs" grep -q "^hist=walk_ns kind=clear_refs" $DBG/hist
 check "counters: 2 clear_refs walks" grep -q "^counter=walks kind=clear_refs value=2$" $DBG/counters
 check "no kretprobe misses" sh -c "! grep 'type=kretprobe' $DBG/hooks | grep -v 'nmissed=0 kp_nmissed=0 '"

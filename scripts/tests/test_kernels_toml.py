@@ -191,7 +191,14 @@ def test_deps_unpacks_what_the_6_18_and_7_3_matrices_look_for() -> None:
     configuration, into {kernels}: never installed."""
     text = DEPS.read_text()
     raw = tomllib.loads((SCRIPTS / "kernels.toml").read_text())
-    assert 'kernels) want_kernels=$pkgs_kernels_tbpo' in text
+    assert 'kernels) want_kernels="$want_kernels $pkgs_kernels_tbpo" ;;' in text
+    # make test's one: the 7.3 cloud image, its modules and base files
+    assert 'kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;' in text
+    assert re.search(r'^pkgs_kernel73_cloud="linux-binary-\$tbpo_k73-cloud-amd64 '
+                     r'linux-modules-\$tbpo_k73-cloud-amd64 \\\nlinux-base-\$tbpo_k73-cloud-amd64"',
+                     text, re.M), "deps.sh: no kernel-7.3-cloud packages"
+    assert "kernel-7.3-cloud" in (SCRIPTS.parent / "Makefile").read_text().split("deps-test:")[1] \
+        .split("\n\n")[0]
     assert 'tbpo_suite="trixie-backports"' in text and "dpkg-deb -x" in text
     assert not re.search(r"dpkg -i|apt-get install[^\n]*\$missing_kernels", text)
     for name, (series, var, pkgs) in NEW.items():
