@@ -114,6 +114,12 @@ def test_per_vma_lock_walk_gets_no_mmap_lock_stall(tmp_path: Path) -> None:
     assert g.lock_unit == LockUnit.vma_lock
     p = report.predict_stall(g, 25_000_000)
     assert p.value is None and "per-VMA" in p.text and "not mmap_lock" in p.text, p
+    # the report of such runs names the unit and gives no figure
+    rs = _sweep(tmp_path / "rep", "smaps", lock_unit="vma_lock")
+    md = report.generate(rs, tmp_path / "out")[0].read_text()
+    ext = md.split("## Extrapolation")[1].split("\n## ")[0]
+    rows = [x for x in ext.splitlines() if "| smaps |" in x]
+    assert rows and all("none (per-VMA locks)" in x and "not mmap_lock" in x for x in rows), rows
 
 
 def test_unknown_unit_is_not_guessed(tmp_path: Path) -> None:
@@ -149,3 +155,10 @@ def test_report_and_upstream_show_the_split(tmp_path: Path) -> None:
     assert "split unavailable" in text and "walk held" not in text
     md = report.generate(raw, tmp_path / "rep2")[0].read_text()
     assert "Split unavailable (the results' views did not split their waits)" in md
+
+
+def test_every_lock_unit_has_its_text() -> None:
+    """The report names every unit the C++ side can write (a new unit
+    without its text was a KeyError in report.generate)."""
+    from ptwalk_report.stall_predict import UNIT_TEXT
+    assert set(UNIT_TEXT) == set(LockUnit)
