@@ -24,6 +24,15 @@ from ptwalk_cli import PTWALK, load, run_ptwalk, tagged_env
 # interrupt's when one comes in between (a timer tick: 45-160 us measured
 # beside two busy loops on 2 vCPUs); below this.
 TOL_NS = 200_000
+# A vCPU the host takes away between the two probes (no steal accounting
+# here) moves one view's timestamp by as long: beside two busy loops, 1 of
+# 20 runs had a boundary ~1 ms apart. A hold is therefore paired with its
+# twin by identity (the same holder, the same mode, intervals that overlap:
+# one task holds one mmap_lock once at a time), not by clock nearness; its
+# boundaries must then agree within TOL_NS but for a few, and all within
+# HARD_NS. Measured over 20 runs: boundary differences p50 1.5 us, p99
+# 64 us, p99.9 119 us.
+HARD_NS = 5_000_000
 
 
 def _monitor(tmp: Path, backend: str) -> subprocess.Popen[str]:
@@ -41,9 +50,16 @@ def _finish(p: subprocess.Popen[str], tmp: Path, backend: str) -> dict[str, Any]
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (a["holder"]["pid"] == b["holder"]["pid"]
-            and abs(a["start_ns"] - b["start_ns"]) < TOL_NS
-            and abs(a["hold_ns"] - b["hold_ns"]) < TOL_NS)
+    """The same hold in two views: one holder, one mode, overlapping."""
+    return (a["holder"]["pid"] == b["holder"]["pid"] and a["mode"] == b["mode"]
+            and min(a["start_ns"] + a["hold_ns"], b["start_ns"] + b["hold_ns"])
+            > max(a["start_ns"], b["start_ns"]))
+
+
+def _apart(a: dict[str, Any], b: dict[str, Any], length: str) -> list[int]:
+    """How far apart two views put the start and the end of one interval."""
+    return [abs(a["start_ns"] - b["start_ns"]),
+            abs(a["start_ns"] + a[length] - b["start_ns"] - b[length])]
 
 
 def _overlap(w: dict[str, Any], h: dict[str, Any]) -> int:
@@ -51,7 +67,8 @@ def _overlap(w: dict[str, Any], h: dict[str, Any]) -> int:
             - max(w["start_ns"], h["start_ns"]))
 
 
-def _same_waiters(name: str, h: dict[str, Any], x: dict[str, Any], monitors: set[int]) -> None:
+def _same_waiters(name: str, h: dict[str, Any], x: dict[str, Any], monitors: set[int],
+                  apart: list[int]) -> None:
     """The waiters of one hold in two views: the same tasks waiting as long,
     except a wait that overlapped the hold by less than the views' timing
     difference (a task that began to wait as the holder released): each
@@ -59,22 +76,27 @@ def _same_waiters(name: str, h: dict[str, Any], x: dict[str, Any], monitors: set
     on either side of the hold's end. No view may cut a waiter short, and
     the lists are whole (fewer than 32 waiters). Each monitor leaves its
     own prober out of its waiters, so the other monitor's prober is only
-    in one view."""
+    in one view. A waiter's twin is the same task's wait that overlaps it
+    (a task waits once at a time); its boundaries go into `apart`."""
     assert h["waiters_total"] == len(h["waiters"]) and x["waiters_total"] == len(x["waiters"])
     for a, b in ((h, x), (x, h)):
         for w in a["waiters"]:
             if w["tgid"] in monitors:
                 continue
             twin = [v for v in b["waiters"] if v["pid"] == w["pid"]
-                    and abs(v["wait_ns"] - w["wait_ns"]) < TOL_NS
-                    and abs(v["start_ns"] - w["start_ns"]) < TOL_NS]
+                    and min(v["start_ns"] + v["wait_ns"], w["start_ns"] + w["wait_ns"])
+                    > max(v["start_ns"], w["start_ns"]) - TOL_NS]
             assert twin or _overlap(w, a) < TOL_NS, (name, "waiter missing", w, h, x)
+            if twin and a is h:
+                v = min(twin, key=lambda v: sum(_apart(w, v, "wait_ns")))
+                apart += _apart(w, v, "wait_ns")
 
 
 def _compare(name: str, mine: dict[str, Any], other: dict[str, Any], lo: float,
-             hi: float, monitors: set[int]) -> int:
+             hi: float, monitors: set[int], apart: list[int]) -> int:
     """Every hold of `mine` well inside both windows and clear of the
-    threshold is in `other`, with the same mode, target and waiters."""
+    threshold is in `other`, with the same mode, target and waiters; how
+    far apart the views put each boundary goes into `apart`."""
     checked = 0
     thr = mine["min_hold_ns"]
     for h in mine["holds"]:
@@ -95,15 +117,15 @@ def _compare(name: str, mine: dict[str, Any], other: dict[str, Any], lo: float,
         # nested (dup_mmap()): two holds microseconds apart, of one holder,
         # within TOL_NS of each other; the mm labels are each file's own, so
         # the twin is the nearest
-        x = min(match, key=lambda x: abs(x["start_ns"] - h["start_ns"])
-                + abs(x["hold_ns"] - h["hold_ns"]))
+        x = min(match, key=lambda x: sum(_apart(h, x, "hold_ns")))
         checked += 1
-        assert x["mode"] == h["mode"], (name, h, x)
+        apart += _apart(h, x, "hold_ns")
+        assert max(_apart(h, x, "hold_ns")) < HARD_NS, (name, "boundaries apart", h, x)
         t, u = h["target"]["tgid"], x["target"]["tgid"]
         # known in both: the same process (one view may know more: the
         # kernel's mm->owner names what no probe saw)
         assert not (t and u) or t == u, (name, h, x)
-        _same_waiters(name, h, x, monitors)
+        _same_waiters(name, h, x, monitors, apart)
     return checked
 
 
@@ -142,10 +164,16 @@ def test_bpf_and_tracepoint_report_the_same_walks(tmp_path: Path) -> None:
     lo = max(mb["start_ns"], mt["start_ns"]) + 500_000_000
     hi = min(mb["start_ns"] + mb["duration_ns"], mt["start_ns"] + mt["duration_ns"]) - 500_000_000
     monitors = {bpf.pid, tp.pid}
-    n1 = _compare("tracepoint->bpf", mt, mb, lo, hi, monitors)
-    n2 = _compare("bpf->tracepoint", mb, mt, lo, hi, monitors)
+    apart: list[int] = []
+    n1 = _compare("tracepoint->bpf", mt, mb, lo, hi, monitors, apart)
+    n2 = _compare("bpf->tracepoint", mb, mt, lo, hi, monitors, apart)
     # the scanner's walks (15) and the smaps reads (4) at least
     assert min(n1, n2) >= 15, (n1, n2)
+    # the twins' boundaries: within the two probes' usual distance but for
+    # a vCPU taken away now and then (at most 2%, and 2 of fewer than 100)
+    far = sorted(d for d in apart if d >= TOL_NS)
+    print(f"{len(apart)} boundaries compared; {len(far)} apart by >= {TOL_NS} ns: {far}")
+    assert len(far) <= max(2, 0.02 * len(apart)), (len(apart), far)
     run = load(tmp_path / "r.json")
     scanner = run["walks"][0]["walker_pid"]
     walks = [h for h in mb["holds"] if h["holder"]["tgid"] == scanner and h["mode"] == "write"

@@ -258,11 +258,18 @@ def test_exec_teardown_of_the_pre_exec_mm_is_the_process_own(tmp_path: Path,
     require(m["lost_events"] == 0,
             f"{m['lost_events']} events were lost (kernel ring overrun): nothing to check")
     held = [h for h in m["holds"] if h["holder"]["tgid"] in children]
-    unmap = [h for h in held if h["mode"] == "read" and h["hold_ns"] >= 2_000_000]
+    # each child's longest read hold: the teardown of its 1 GiB copy. The
+    # exec'd program's own exit tears a tiny mm down, which a loaded host
+    # can stretch past 2 ms too (a CI-like run: 'true' held it 3.8 ms)
+    unmap = {}
+    for h in held:
+        if h["mode"] == "read" and h["hold_ns"] >= 2_000_000 and \
+                h["hold_ns"] > unmap.get(h["holder"]["tgid"], {}).get("hold_ns", 0):
+            unmap[h["holder"]["tgid"]] = h
     # most children's teardown is long enough to be seen
-    assert len({h["holder"]["tgid"] for h in unmap}) >= 3, held
-    for h in unmap:
+    assert len(unmap) >= 3, held
+    for h in unmap.values():
         t = h["target"]
         assert h["kind"] == "exit", h
         assert t["tgid"] == h["holder"]["tgid"] and t["self"] and t["basis"] == "exec", h
-    print(f"exec teardowns: {[(h['holder']['tgid'], h['hold_ns']) for h in unmap]}")
+    print(f"exec teardowns: {[(h['holder']['tgid'], h['hold_ns']) for h in unmap.values()]}")
