@@ -50,8 +50,9 @@ def vma_locked(res: Result) -> bool:
     """Every kind of the run walks under per-VMA locks on its kernel (the
     per-kernel table, as the result carries it): smaps on 7.2+."""
     se = res.stall_estimate
-    return bool(se and se.kinds) and all(e.lock_unit == LockUnit.vma_lock
-                                         for e in se.kinds.values())
+    if se is None or not se.kinds:
+        return False
+    return all(e.lock_unit == LockUnit.vma_lock for e in se.kinds.values())
 
 
 def check_no_walk_stall(name: str, res: Result) -> list[str]:

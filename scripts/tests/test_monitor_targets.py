@@ -261,7 +261,7 @@ def test_exec_teardown_of_the_pre_exec_mm_is_the_process_own(tmp_path: Path,
     # each child's longest read hold: the teardown of its 1 GiB copy. The
     # exec'd program's own exit tears a tiny mm down, which a loaded host
     # can stretch past 2 ms too (a CI-like run: 'true' held it 3.8 ms)
-    unmap = {}
+    unmap: dict[int, dict[str, Any]] = {}
     for h in held:
         if h["mode"] == "read" and h["hold_ns"] >= 2_000_000 and \
                 h["hold_ns"] > unmap.get(h["holder"]["tgid"], {}).get("hold_ns", 0):
