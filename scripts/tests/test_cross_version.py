@@ -71,6 +71,9 @@ def test_bad_input(args: list[str], tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("cross-version: error: "), r.stderr
 
 
+# vm: it needs ptwalk.ko of the matrix kernels, which make test builds beside
+# pytest-host (module-matrix), so it runs with the VM stage
+@pytest.mark.vm
 def test_dry_run_names_every_boot(tmp_path: Path) -> None:
     """Four boots (6.1 and 6.12 of one flavour, icount and real time, TCG)
     and the host run, each with the same plan; nothing boots."""

@@ -102,6 +102,9 @@ series = "dev"
         _ = config.load(toml).test_matrices
 
 
+# vm: it needs ptwalk.ko of the matrix kernels, which make test builds beside
+# pytest-host (module-matrix), so it runs with the VM stage
+@pytest.mark.vm
 def test_matrix_json_lists_the_6_12_flavours() -> None:
     """`ptwalk-vm matrix --matrix debian-6.12 --json`: the three flavours, each
     with the ptwalk.ko built for it (make module-matrix)."""
