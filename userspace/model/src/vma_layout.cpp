@@ -271,9 +271,11 @@ void measured_stall(StallEstimate::Kind &e, const KindSummary &s, const Layouts 
 // walk is such a fallback, not a hold over the walk.
 constexpr double kFallbackShare = 0.01;
 
-// The locking fact for the run's kernel against the run's lock view.
+// The locking fact for the run's kernel against the run's lock view
+// (lock_view: the backend saw mmap_lock, so a complete walk without a hold
+// took none).
 StallEstimate::Locking check_locking(const RunResult &result, const KindSummary &s,
-				     const LockingFact &f)
+				     const LockingFact &f, bool lock_view)
 {
 	StallEstimate::Locking l;
 	if (result.kernel.uname)
@@ -287,27 +289,33 @@ StallEstimate::Locking check_locking(const RunResult &result, const KindSummary 
 		f.unit == LockUnit::vma_lock
 			? std::string("per-VMA locks, no mmap_lock hold over the walk")
 			: std::string("mmap_lock for ") + name(f.lock_mode) + ", " + name(f.unit);
-	if (!s.lock_hold) {
+	// a lock view that saw no mmap_lock taken in any complete walk (a 7.3
+	// smaps run without a fallback) has seen no hold: that confirms a
+	// per-VMA fact, it does not leave it unconfirmed
+	const bool untaken = !s.lock_hold && lock_view && s.duration;
+	if (!s.lock_hold && !untaken) {
 		l.why = "the table says " + fact + " on " + rel +
 			"; this run has no lock view (backend " + name(result.backend) +
 			") to confirm it";
 		return l;
 	}
-	l.observed_mode = s.lock_hold->mode;
-	l.observed_hold_p50_ns = s.lock_hold->p50_ns;
+	const KindSummary::LockHold hold =
+		s.lock_hold ? *s.lock_hold : KindSummary::LockHold{0, 0, LockMode::none};
+	l.observed_mode = hold.mode;
+	l.observed_hold_p50_ns = hold.p50_ns;
 	const bool brief = l.walk_p50_ns && *l.walk_p50_ns > 0 &&
-			   double(s.lock_hold->p50_ns) < kFallbackShare * double(*l.walk_p50_ns);
-	const bool none_seen = s.lock_hold->mode == LockMode::none || brief;
+			   double(hold.p50_ns) < kFallbackShare * double(*l.walk_p50_ns);
+	const bool none_seen = hold.mode == LockMode::none || brief;
 	if (f.unit == LockUnit::vma_lock)
 		l.agrees = none_seen;
 	else
-		l.agrees = !none_seen && s.lock_hold->mode == f.lock_mode;
+		l.agrees = !none_seen && hold.mode == f.lock_mode;
 	const std::string seen =
-		none_seen ? std::string("no mmap_lock hold over its walks (mode ") +
-				    name(s.lock_hold->mode) + ", hold p50 " +
-				    format_ns(s.lock_hold->p50_ns) + ")"
-			  : std::string("mmap_lock held for ") + name(s.lock_hold->mode) +
-				    " (hold p50 " + format_ns(s.lock_hold->p50_ns) + ")";
+		untaken     ? std::string("no mmap_lock taken in any of its walks")
+		: none_seen ? std::string("no mmap_lock hold over its walks (mode ") +
+				      name(hold.mode) + ", hold p50 " + format_ns(hold.p50_ns) + ")"
+			    : std::string("mmap_lock held for ") + name(hold.mode) + " (hold p50 " +
+				      format_ns(hold.p50_ns) + ")";
 	l.why = std::string(*l.agrees ? "agrees: " : "DISAGREES: ") + "the table says " + fact +
 		" on " + rel;
 	if (f.basis == LockBasis::unread && f.change)
@@ -331,7 +339,7 @@ StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 	const uint64_t size = uint64_t(L.size);
 	StallEstimate::Kind e;
 	e.kind = kinfo.id;
-	e.locking = check_locking(result, s, kl);
+	e.locking = check_locking(result, s, kl, L.stall_view);
 	e.lock_unit = kl.unit;
 	e.lock_mode = kl.lock_mode;
 	e.source = kl.source;

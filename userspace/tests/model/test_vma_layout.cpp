@@ -438,6 +438,36 @@ TEST(LockingFact, DisagreementIsReported)
 	EXPECT_NE(mr->locking.why.find("no lock view"), std::string::npos) << mr->locking.why;
 }
 
+// A lock view (the tracepoints, the module) that saw no mmap_lock taken in
+// any smaps walk confirms the 7.3 fact: a CI run with no fallback was left
+// "no lock view" and unconfirmed. On 6.12 the same sight contradicts it; a
+// backend without a lock view still confirms nothing.
+TEST(LockingFact, NoHoldSeenByALockViewIsSeen)
+{
+	for (const char *rel : {"7.3.4+deb13-cloud-amd64", "6.12.95+deb12-amd64"}) {
+		RunResult r = smaps_run(rel, std::nullopt, std::nullopt);
+		r.kernel_view.stalls = StallsView{};
+		add_stall_estimates(r, LayoutSpec{});
+		const StallEstimate::Kind *sm = kind(r, WalkKind::smaps);
+		ASSERT_TRUE(sm) << rel;
+		ASSERT_TRUE(sm->locking.agrees) << rel << ": " << sm->locking.why;
+		EXPECT_EQ(sm->locking.observed_mode, LockMode::none) << rel;
+		EXPECT_EQ(sm->locking.observed_hold_p50_ns, 0u) << rel;
+		EXPECT_NE(sm->locking.why.find("no mmap_lock taken in any of its walks"),
+			  std::string::npos)
+			<< sm->locking.why;
+		const bool vma = sm->lock_unit == LockUnit::vma_lock;
+		EXPECT_EQ(*sm->locking.agrees, vma) << rel << ": " << sm->locking.why;
+		// smaps_rollup holds mmap_lock on both: seeing none disagrees
+		EXPECT_EQ(kind(r, WalkKind::smaps_rollup)->locking.agrees, false) << rel;
+	}
+	RunResult blind = smaps_run("7.3.4+deb13-cloud-amd64", std::nullopt, std::nullopt);
+	add_stall_estimates(blind, LayoutSpec{});
+	const StallEstimate::Kind *sm = kind(blind, WalkKind::smaps);
+	EXPECT_EQ(sm->locking.agrees, std::nullopt);
+	EXPECT_NE(sm->locking.why.find("no lock view"), std::string::npos) << sm->locking.why;
+}
+
 // A smaps-only 7.3 run whose mmap victim was slow during walks (off a CPU)
 // while the backend attributed no stall to the walk: the measured mmap_lock
 // stall is the backend's 0, not the victim's worst; on 6.12 the victim's
