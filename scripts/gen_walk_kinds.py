@@ -47,6 +47,7 @@ class Table:
     profiles: tuple[tuple[str, tuple[str, ...]], ...]  # several kinds each
     lock_modes: tuple[tuple[str, str], ...]  # (the C++ LockMode, its name in results)
     changes: tuple[Change, ...] = ()  # PTW_LOCK_CHANGES
+    units: tuple[tuple[str, str], ...] = ()  # PTW_LOCK_UNITS: (name, text)
 
 
 def _body(text: str, name: str, where: Path = DEF) -> str:
@@ -93,14 +94,19 @@ def parse(text: str, lock_modes_text: str | None = None) -> Table:
     bad = [c.name for c in changes if c.name not in names or c.lock_mode not in dict(lock_modes)]
     if bad:
         raise ValueError(f"{DEF.name}: PTW_LOCK_CHANGES {bad}: an unknown kind or mode")
-    return Table(kinds, tuple(profiles), lock_modes, changes)
+    units = tuple(re.findall(r'\bX\((\w+),\s*"([^"]+)"\)', _body(text, "PTW_LOCK_UNITS")))
+    unknown = sorted(({k.lock_unit for k in kinds} | {c.lock_unit for c in changes})
+                     - {u for u, _ in units})
+    if not units or unknown:
+        raise ValueError(f"{DEF.name}: PTW_LOCK_UNITS lists nothing, or not the units "
+                         f"{unknown} the kinds use")
+    return Table(kinds, tuple(profiles), lock_modes, changes, units)
 
 
 def render(t: Table) -> str:
     # the kinds' modes, in the order of the lock modes' list
     used = {k.lock_mode for k in t.kinds} | {c.lock_mode for c in t.changes}
     modes = [(m, n) for m, n in t.lock_modes if m in used]
-    units = list(dict.fromkeys([k.lock_unit for k in t.kinds] + [c.lock_unit for c in t.changes]))
     out = [
         "# SPDX-License-Identifier: GPL-2.0",
         '"""Walk kinds, scanner profiles and lock modes, written by',
@@ -142,7 +148,14 @@ def render(t: Table) -> str:
         "",
         "",
         "class LockUnit(enum.Enum):",
-        *(f'    {u} = "{u}"' for u in units),
+        '    """What one hold of mmap_lock covers in a walk (PTW_LOCK_UNITS)."""',
+        *(f'    {u} = "{u}"' for u, _ in t.units),
+        "",
+        "",
+        '# how tables name each unit ("lock held per"), as ptwalk run and locking do',
+        "UNIT_TEXT: dict[LockUnit, str] = {",
+        *(f'    LockUnit.{u}: "{x}",' for u, x in t.units),
+        "}",
         "",
         "",
         "@dataclass(frozen=True)",

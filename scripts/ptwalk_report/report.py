@@ -13,8 +13,8 @@ from . import fit as fitmod
 from . import hist, split
 from . import results as res
 from .compare import fmt_ns
-from .stall_predict import UNIT_TEXT, _pi, _size, measured_stall, predict_stall
-from .walk_kinds import LockUnit
+from .stall_predict import _pi, _size, measured_stall, predict_stall
+from .walk_kinds import UNIT_TEXT, LockUnit
 
 GIB = 1 << 30
 MIB = 1 << 20

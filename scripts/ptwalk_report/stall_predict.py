@@ -34,10 +34,6 @@ def _size(b: float) -> str:
     return f"{b / GIB:.3g} GiB" if b >= GIB else f"{b / MIB:.3g} MiB"
 
 
-UNIT_TEXT = {LockUnit.whole_walk: "whole walk", LockUnit.vma_when_contended: "VMA (writer waits)",
-             LockUnit.read_chunk: "read() of VMAs", LockUnit.pmd_chunk: "2 MiB range",
-             LockUnit.vma_per_call: "VMA (per ioctl)",
-             LockUnit.vma_lock: "none (per-VMA locks)"}
 _BYTES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
 
 

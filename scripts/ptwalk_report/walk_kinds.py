@@ -63,12 +63,24 @@ class WalkLockMode(enum.Enum):
 
 
 class LockUnit(enum.Enum):
+    """What one hold of mmap_lock covers in a walk (PTW_LOCK_UNITS)."""
     whole_walk = "whole_walk"
-    read_chunk = "read_chunk"
     vma_when_contended = "vma_when_contended"
+    read_chunk = "read_chunk"
     pmd_chunk = "pmd_chunk"
     vma_per_call = "vma_per_call"
     vma_lock = "vma_lock"
+
+
+# how tables name each unit ("lock held per"), as ptwalk run and locking do
+UNIT_TEXT: dict[LockUnit, str] = {
+    LockUnit.whole_walk: "whole walk",
+    LockUnit.vma_when_contended: "VMA (writer waits)",
+    LockUnit.read_chunk: "read() of VMAs",
+    LockUnit.pmd_chunk: "2 MiB range",
+    LockUnit.vma_per_call: "VMA (per ioctl)",
+    LockUnit.vma_lock: "none (VMA locks)",
+}
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def test_locking_prints_the_table_for_a_release() -> None:
     assert p.returncode == 0 and p.stderr == "", p
     rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()[2:-1]}
     assert "no (per-VMA locks from 7.2" in rows["smaps"]
-    assert rows["smaps_rollup"].split()[1:4] == ["read", "VMA", "(yields)"]
+    assert rows["smaps_rollup"].split()[1:5] == ["read", "VMA", "(writer", "waits)"]
+    assert rows["smaps"].split()[1:4] == ["none", "none", "(VMA"]
     assert rows["clear_refs"].endswith(" yes")
     old = run_ptwalk("locking", "--release", "6.12.95+deb12-amd64", timeout=10)
     assert "read() of VMAs" in old.stdout.split("\nsmaps ")[1].splitlines()[0]

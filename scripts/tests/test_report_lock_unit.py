@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ptwalk_cli import run_ptwalk
 from ptwalk_report import report, synthetic
 from ptwalk_report import results as res
 from ptwalk_report.upstream import render_upstream
@@ -119,7 +120,7 @@ def test_per_vma_lock_walk_gets_no_mmap_lock_stall(tmp_path: Path) -> None:
     md = report.generate(rs, tmp_path / "out")[0].read_text()
     ext = md.split("## Extrapolation")[1].split("\n## ")[0]
     rows = [x for x in ext.splitlines() if "| smaps |" in x]
-    assert rows and all("none (per-VMA locks)" in x and "not mmap_lock" in x for x in rows), rows
+    assert rows and all("none (VMA locks)" in x and "not mmap_lock" in x for x in rows), rows
 
 
 def test_unknown_unit_is_not_guessed(tmp_path: Path) -> None:
@@ -159,6 +160,13 @@ def test_report_and_upstream_show_the_split(tmp_path: Path) -> None:
 
 def test_every_lock_unit_has_its_text() -> None:
     """The report names every unit the C++ side can write (a new unit
-    without its text was a KeyError in report.generate)."""
-    from ptwalk_report.stall_predict import UNIT_TEXT
+    without its text was a KeyError in report.generate), with the text
+    ptwalk run and ptwalk locking print (one list: PTW_LOCK_UNITS)."""
+    from ptwalk_report.walk_kinds import UNIT_TEXT
     assert set(UNIT_TEXT) == set(LockUnit)
+    p = run_ptwalk("locking", "--release", "7.3", timeout=10)
+    assert p.returncode == 0, p
+    rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()[2:-1]}
+    for kind, unit in (("smaps", LockUnit.vma_lock), ("smaps_rollup", LockUnit.vma_when_contended),
+                       ("clear_refs", LockUnit.whole_walk), ("pagemap", LockUnit.pmd_chunk)):
+        assert f" {UNIT_TEXT[unit]} " in rows[kind], (kind, rows[kind])

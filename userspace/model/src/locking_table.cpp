@@ -20,25 +20,6 @@ std::optional<bool> waiters_wait(const LockingFact &f)
 	return f.unit != LockUnit::vma_lock;
 }
 
-const char *held_per(LockUnit u)
-{
-	switch (u) {
-	case LockUnit::whole_walk:
-		return "whole walk";
-	case LockUnit::vma_when_contended:
-		return "VMA (yields)";
-	case LockUnit::read_chunk:
-		return "read() of VMAs";
-	case LockUnit::pmd_chunk:
-		return "2 MiB range";
-	case LockUnit::vma_per_call:
-		return "VMA per ioctl";
-	case LockUnit::vma_lock:
-		return "- (VMA locks)";
-	}
-	return "?";
-}
-
 } // namespace
 
 Json locking_table_json(std::string_view release)
@@ -74,7 +55,7 @@ std::string locking_table_text(std::string_view release)
 		"walk kinds' locking on " +
 		(release.empty() ? std::string("an unknown kernel") : std::string(release)) + "\n";
 	char line[256];
-	snprintf(line, sizeof(line), "%-16s %-9s %-15s %-8s %s\n", "kind", "mmap_lock", "held per",
+	snprintf(line, sizeof(line), "%-16s %-9s %-18s %-8s %s\n", "kind", "mmap_lock", "held per",
 		 "basis", "mmap_lock waiters wait for the walk");
 	out += line;
 	for (const WalkKindInfo &ki : kWalkKindInfo) {
@@ -88,7 +69,7 @@ std::string locking_table_text(std::string_view release)
 						   "; a writer to the walked VMA waits)";
 		if (w && *w && f.change)
 			says += std::string(" (per-VMA locks from ") + f.change->since + ")";
-		snprintf(line, sizeof(line), "%-16s %-9s %-15s %-8s ", ki.kind,
+		snprintf(line, sizeof(line), "%-16s %-9s %-18s %-8s ", ki.kind,
 			 f.unit == LockUnit::vma_lock ? "none" : name(f.lock_mode),
 			 held_per(f.unit), name(f.basis));
 		out += line + says + "\n";

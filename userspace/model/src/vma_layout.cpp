@@ -145,18 +145,23 @@ const KindLocking *kind_locking(std::string_view kind)
 const char *name(LockUnit u)
 {
 	switch (u) {
-	case LockUnit::whole_walk:
-		return "whole_walk";
-	case LockUnit::vma_when_contended:
-		return "vma_when_contended";
-	case LockUnit::read_chunk:
-		return "read_chunk";
-	case LockUnit::pmd_chunk:
-		return "pmd_chunk";
-	case LockUnit::vma_per_call:
-		return "vma_per_call";
-	case LockUnit::vma_lock:
-		return "vma_lock";
+#define PTW_X(unit, text)    \
+	case LockUnit::unit: \
+		return #unit;
+		PTW_LOCK_UNITS(PTW_X)
+#undef PTW_X
+	}
+	return "?";
+}
+
+const char *held_per(LockUnit u)
+{
+	switch (u) {
+#define PTW_X(unit, text)    \
+	case LockUnit::unit: \
+		return text;
+		PTW_LOCK_UNITS(PTW_X)
+#undef PTW_X
 	}
 	return "?";
 }
@@ -417,13 +422,7 @@ void print_stall_estimates(const StallEstimate &se, FILE *out)
 	fprintf(out, "%-14s %-19s %12s %12s %24s  %s\n", "walk kind", "lock held per", "stall here",
 		"model here", "estimate", "status");
 	for (const StallEstimate::Kind &e : se.kinds) {
-		const char *per = e.lock_unit == LockUnit::whole_walk ? "whole walk"
-				  : e.lock_unit == LockUnit::vma_when_contended
-					  ? "VMA (writer waits)"
-				  : e.lock_unit == LockUnit::read_chunk ? "read() of VMAs"
-				  : e.lock_unit == LockUnit::pmd_chunk  ? "2 MiB range"
-				  : e.lock_unit == LockUnit::vma_lock   ? "none (VMA locks)"
-									: "VMA (per ioctl)";
+		const char *per = held_per(e.lock_unit);
 		std::string est;
 		if (e.status == EstimateStatus::no_mmap_lock)
 			est = "no mmap_lock";

@@ -74,6 +74,8 @@ using KindLocking = WalkKindInfo;
 // nullptr for an unknown kind.
 const KindLocking *kind_locking(std::string_view kind);
 const char *name(LockUnit u);
+// How tables name it: "lock held per" (walk_kinds.def, PTW_LOCK_UNITS).
+const char *held_per(LockUnit u);
 // Whether the VMA layout changes the longest hold.
 bool layout_dependent(LockUnit u);
 

@@ -18,15 +18,12 @@ enum class WalkKind {
 #undef PTW_X
 };
 
-// How a walk of one kind holds the target's mmap_lock.
+// How a walk of one kind holds the target's mmap_lock (walk_kinds.def,
+// PTW_LOCK_UNITS, says what each means).
 enum class LockUnit {
-	whole_walk,         // one hold for the whole walk, any layout
-	vma_when_contended, // gives the lock up between VMAs when a writer waits
-	read_chunk,         // one hold per read(): the VMAs one seq_file buffer takes
-	pmd_chunk,          // one hold per PMD-sized (2 MiB) range, any layout
-	vma_per_call,       // one hold per call; ptwalk calls once per VMA
-	vma_lock,           // no mmap_lock hold: each VMA under its VMA read lock
-			    // (mmap_lock for read only as a fallback)
+#define PTW_X(name, text) name,
+	PTW_LOCK_UNITS(PTW_X)
+#undef PTW_X
 };
 
 struct WalkKindInfo {
