@@ -6,6 +6,7 @@
 #       ptwalk_calibrate, ptwalk_report/, libptwalk_fit.so, layout.json
 #   DESTDIR/PREFIX/share/ptwalk/budgets/
 #   DESTDIR/PREFIX/share/doc/ptwalk/  README.md, SCHEMA.md, ARCHITECTURE.md
+#   DESTDIR/PREFIX/share/bash-completion/completions/ptwalk
 # usage: install.sh DESTDIR PREFIX     (run from the top of the tree)
 set -eu
 [ $# -eq 2 ] || { echo "usage: $0 DESTDIR PREFIX" >&2; exit 2; }
@@ -26,6 +27,9 @@ install -m 644 scripts/ptwalk_report/*.py "$lx/ptwalk_report/"
 ${CC:-cc} -O2 -shared -fPIC -o "$lx/libptwalk_fit.so" selftests/ptwalk_fit.c -lm
 install -m 644 results/budgets/*.json "$share/budgets/"
 install -m 644 README.md results/SCHEMA.md ARCHITECTURE.md "$doc/"
+# bash completion, made by the binary from its option tables
+install -d "$root/share/bash-completion/completions"
+build/ptwalk completion > "$root/share/bash-completion/completions/ptwalk"
 # written last: its presence makes the tools use this layout
 printf '{"budgets": "../../share/ptwalk/budgets", "fit_library": "libptwalk_fit.so"}\n' \
 	> "$lx/layout.json.tmp"

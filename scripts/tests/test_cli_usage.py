@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,80 @@ def test_monitor_help_is_its_part_of_the_usage() -> None:
     assert p.stdout.startswith("usage: ptwalk monitor [options]\n\nptwalk monitor options:\n")
     body = "\n".join(section(full, "ptwalk monitor options:"))
     assert body in p.stdout and p.stdout.endswith(full[full.index("exit status:"):])
+
+
+def test_run_help_is_its_part_of_the_usage() -> None:
+    full = run_ptwalk("help", timeout=10).stdout
+    p = run_ptwalk("run", "--help", timeout=10)
+    assert p.returncode == 0 and p.stderr == "", p
+    assert p.stdout.startswith("usage: ptwalk run [options]\n\nptwalk run options:\n")
+    body = "\n".join(section(full, "ptwalk run options:"))
+    assert body in p.stdout and p.stdout.endswith(full[full.index("exit status:"):])
+
+
+# every command: `ptwalk CMD --help`, `ptwalk CMD -h` and `ptwalk help CMD`
+# print the same usage on stdout and exit 0, the helpers' (compare, report:
+# argparse; calibrate) included, with or without other arguments
+HELP_COMMANDS = ["run", "monitor", "compare", "report", "calibrate", "locking", "version",
+                 "completion"]
+
+
+@pytest.mark.parametrize("cmd", HELP_COMMANDS)
+def test_every_command_has_help(cmd: str) -> None:
+    outs = []
+    for argv in ([cmd, "--help"], [cmd, "-h"], ["help", cmd], [cmd, "--size", "1G", "--help"]):
+        if cmd not in ("run",) and "--size" in argv:
+            continue
+        p = run_ptwalk(*argv, timeout=30)
+        assert p.returncode == 0 and p.stderr == "", (argv, p)
+        assert p.stdout.startswith("usage: "), (argv, p.stdout[:200])
+        assert "ptwalk" in p.stdout.splitlines()[0], (argv, p.stdout[:200])
+        outs.append(p.stdout)
+    assert all(o == outs[0] for o in outs), cmd
+
+
+@pytest.mark.parametrize("argv,err", [
+    (["help", "bogus"], "ptwalk: unknown command 'bogus' (see 'ptwalk help')\n"),
+    (["help", "run", "monitor"], "ptwalk help: one command at a time (see 'ptwalk help')\n"),
+    (["version", "now"], "ptwalk version: unexpected argument 'now' (see 'ptwalk help')\n"),
+])
+def test_help_and_version_bad_input_is_one_line(argv: list[str], err: str) -> None:
+    p = run_ptwalk(*argv, timeout=10)
+    assert p.returncode == 2 and p.stdout == "" and p.stderr == err, p
+
+
+def complete(script: str, *words: str) -> list[str]:
+    """What bash completes after `ptwalk WORDS` (the last word being typed)."""
+    p = subprocess.run(["bash", "-c", script + '\nCOMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+                        '_ptwalk; printf "%s\\n" "${COMPREPLY[@]}"', "bash", "ptwalk", *words],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0 and p.stderr == "", p
+    return [w for w in p.stdout.splitlines() if w]
+
+
+def test_bash_completion_is_made_from_the_option_tables() -> None:
+    """ptwalk completion: every command the usage lists, every option of
+    run and monitor their usage lists, and the choices the usage shows for
+    an option's value (the same tables)."""
+    p = run_ptwalk("completion", timeout=10)
+    assert p.returncode == 0 and p.stderr == "", p
+    script = p.stdout
+    usage = (DATA / "usage.txt").read_text()
+    commands = {m.group(1) for ln in section(usage, "commands:")
+                if (m := re.match(r"  ([a-z]+) ", ln))}
+    assert len(commands) >= 9 and set(complete(script, "")) == commands
+    assert complete(script, "lo") == ["locking"]
+    for cmd in ("run", "monitor"):
+        listed = set(options(usage, f"ptwalk {cmd} options:"))
+        assert set(complete(script, cmd, "--")) == listed | {"--help"}, cmd
+    assert sorted(complete(script, "run", "--back")) == ["--backend", "--backing"]
+    shown = " ".join(section(usage, "ptwalk run options:"))
+    backings = complete(script, "run", "--backing", "")
+    assert len(backings) >= 3 and all(b in shown for b in backings), backings
+    assert complete(script, "run", "--scanner", "smaps_r") == ["smaps_rollup"]
+    assert complete(script, "run", "--size", "") == []
+    assert complete(script, "help", "mon") == ["monitor"]
+    assert run_ptwalk("completion", "x", timeout=10).returncode == 2
 
 
 SAMPLE = {"SIZE": "64M", "KIND": "anon", "L": "one", "DIR": "/tmp", "LIST": "read",

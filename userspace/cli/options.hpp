@@ -119,6 +119,39 @@ std::vector<std::string> help_lines(const Option<O> &opt)
 	return out;
 }
 
+// Bash completion from the same table: the options' names, and one `case`
+// arm per option with a value for the word after it: its choices, files
+// for a FILE or DIR value, nothing for a value the user types.
+template <typename O>
+std::string completion_names(const std::vector<Option<O>> &table)
+{
+	std::string out;
+	for (const auto &opt : table)
+		out += std::string(opt.name) + " ";
+	return out + "--help";
+}
+
+template <typename O>
+std::string completion_values(const std::vector<Option<O>> &table)
+{
+	std::string out;
+	for (const auto &opt : table) {
+		if (!*opt.value)
+			continue;
+		const std::string v = opt.value;
+		const std::string words = opt.choices ? replace_all(opt.choices(), "|", " ") : "";
+		out += std::string("\t\t") + opt.name + ") ";
+		// the choices are identifiers of the code's own tables: nothing to quote
+		if (!words.empty() && words.find('\'') == std::string::npos)
+			out += "COMPREPLY=($(compgen -W '" + words + "' -- \"$cur\")) ;;\n";
+		else if (v.find("FILE") != std::string::npos || v == "DIR")
+			out += "COMPREPLY=($(compgen -f -- \"$cur\")) ;;\n";
+		else
+			out += "COMPREPLY=() ;;\n";
+	}
+	return out;
+}
+
 template <typename O>
 std::string option_usage(const std::vector<Option<O>> &table)
 {

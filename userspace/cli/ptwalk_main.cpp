@@ -40,7 +40,9 @@ const char kCommands[] =
 	"            headroom (--out FILE; 'ptwalk calibrate --help')\n"
 	"  locking   each walk kind's locking on this kernel (or --release R),\n"
 	"            and whether mmap_lock waiters wait for it ('ptwalk locking --help')\n"
-	"  version   print the version\n";
+	"  version   print the version\n"
+	"  help      CMD: that command's usage, as 'ptwalk CMD --help' (or -h)\n"
+	"  completion bash completion, made from the option tables above\n";
 
 const char kMonitorStop[] =
 	"  SIGTERM or SIGINT stops it cleanly (exit 0; the last textfile and the\n"
@@ -344,8 +346,25 @@ std::string usage()
 	       kExitStatus;
 }
 
+// --help or -h anywhere among a command's arguments: its usage, exit 0
+bool wants_help(const Args &a)
+{
+	return std::any_of(a.argv.begin(), a.argv.end(),
+			   [](const std::string &x) { return x == "--help" || x == "-h"; });
+}
+
+// `ptwalk run --help`: its part of the usage text, on stdout, exit 0.
+[[noreturn]] void run_help()
+{
+	printf("usage: ptwalk run [options]\n\nptwalk run options:\n%s\n%s",
+	       option_usage(kRunOptions).c_str(), kExitStatus);
+	exit(0);
+}
+
 int cmd_run(Args &a)
 {
+	if (wants_help(a))
+		run_help();
 	RunOptions o;
 	parse_options(a, kRunOptions, o);
 	o.argv = a.argv;
@@ -381,11 +400,10 @@ int cmd_locking(Args &a)
 {
 	std::string release, k, v;
 	bool json = false, given = false;
-	for (const auto &x : a.argv)
-		if (x == "--help" || x == "-h") {
-			fputs(kLockingUsage, stdout);
-			return 0;
-		}
+	if (wants_help(a)) {
+		fputs(kLockingUsage, stdout);
+		return 0;
+	}
 	while (a.next(&k, &v, {"--json"})) {
 		if (k == "--json") {
 			json = true;
@@ -414,9 +432,8 @@ int cmd_locking(Args &a)
 
 int cmd_monitor(Args &a)
 {
-	for (const auto &x : a.argv)
-		if (x == "--help" || x == "-h")
-			monitor_help();
+	if (wants_help(a))
+		monitor_help();
 	MonitorArgs m;
 	parse_options(a, kMonitorOptions, m);
 	MonitorOptions &o = m.o;
@@ -473,6 +490,101 @@ int exec_helper(const std::string &name, const std::string &in_tree, char **argv
 	return 1;
 }
 
+const char kCompletionUsage[] =
+	"usage: ptwalk completion\n\n"
+	"Prints a bash completion script for ptwalk, made from the same option\n"
+	"tables as its usage: source it, or install it as\n"
+	"/usr/share/bash-completion/completions/ptwalk (make install does).\n";
+
+// `ptwalk completion`: commands, options and their values, from the tables
+std::string completion_script()
+{
+	const char *commands =
+		"run monitor compare report calibrate locking version help completion";
+	std::string s = "# bash completion for ptwalk, written by 'ptwalk completion' from its\n"
+			"# option tables\n"
+			"_ptwalk() {\n"
+			"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+			"\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+			"\t\tCOMPREPLY=($(compgen -W '";
+	s += commands;
+	s += "' -- \"$cur\"))\n"
+	     "\t\treturn\n"
+	     "\tfi\n"
+	     "\tcase ${COMP_WORDS[1]} in\n"
+	     "\trun)\n"
+	     "\t\tcase $prev in\n" +
+	     completion_values(kRunOptions) + "\t\t*) COMPREPLY=($(compgen -W '" +
+	     completion_names(kRunOptions) +
+	     "' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\tmonitor)\n"
+	     "\t\tcase $prev in\n" +
+	     completion_values(kMonitorOptions) + "\t\t*) COMPREPLY=($(compgen -W '" +
+	     completion_names(kMonitorOptions) +
+	     "' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\tlocking)\n"
+	     "\t\tcase $prev in\n"
+	     "\t\t--release) COMPREPLY=() ;;\n"
+	     "\t\t*) COMPREPLY=($(compgen -W '--release --json --help' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\thelp)\n"
+	     "\t\t[ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W '";
+	s += commands;
+	s += "' -- \"$cur\")) ;;\n"
+	     "\tversion|completion)\n"
+	     "\t\tCOMPREPLY=($(compgen -W '--help' -- \"$cur\")) ;;\n"
+	     "\t*)\n"
+	     "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
+	     "\tesac\n"
+	     "}\n"
+	     "complete -F _ptwalk ptwalk\n";
+	return s;
+}
+
+const char kVersionUsage[] = "usage: ptwalk version\n\nPrints ptwalk's version.\n";
+
+// The commands, each run with its arguments (argv from first on for the
+// helpers, which print their own usage for --help and -h)
+int dispatch(Args &a, char **argv, int first)
+{
+	if (a.cmd == "run")
+		return cmd_run(a);
+	if (a.cmd == "monitor")
+		return cmd_monitor(a);
+	if (a.cmd == "compare")
+		return exec_helper("ptwalk-compare", "../scripts/ptwalk-compare", argv, first);
+	if (a.cmd == "report")
+		return exec_helper("ptwalk-report", "../scripts/ptwalk-report", argv, first);
+	if (a.cmd == "calibrate")
+		return exec_helper("ptwalk_calibrate", "selftests/ptwalk_calibrate", argv, first);
+	if (a.cmd == "locking")
+		return cmd_locking(a);
+	if (a.cmd == "completion") {
+		if (wants_help(a)) {
+			fputs(kCompletionUsage, stdout);
+			return 0;
+		}
+		if (!a.argv.empty())
+			usage_error(a.cmd, "unexpected argument '" + a.argv[0] + "'");
+		fputs(completion_script().c_str(), stdout);
+		return 0;
+	}
+	if (a.cmd == "version" || a.cmd == "--version") {
+		if (wants_help(a)) {
+			fputs(kVersionUsage, stdout);
+			return 0;
+		}
+		if (!a.argv.empty())
+			usage_error(a.cmd, "unexpected argument '" + a.argv[0] + "'");
+		printf("ptwalk %s\n", kVersion);
+		return 0;
+	}
+	fprintf(stderr, "ptwalk: unknown command '%s' (see 'ptwalk help')\n", a.cmd.c_str());
+	return 2;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -485,26 +597,20 @@ int main(int argc, char **argv)
 	a.cmd = argv[1];
 	for (int i = 2; i < argc; i++)
 		a.argv.push_back(argv[i]);
-	if (a.cmd == "run")
-		return cmd_run(a);
-	if (a.cmd == "monitor")
-		return cmd_monitor(a);
-	if (a.cmd == "compare")
-		return exec_helper("ptwalk-compare", "../scripts/ptwalk-compare", argv, 2);
-	if (a.cmd == "report")
-		return exec_helper("ptwalk-report", "../scripts/ptwalk-report", argv, 2);
-	if (a.cmd == "calibrate")
-		return exec_helper("ptwalk_calibrate", "selftests/ptwalk_calibrate", argv, 2);
-	if (a.cmd == "locking")
-		return cmd_locking(a);
-	if (a.cmd == "version" || a.cmd == "--version") {
-		printf("ptwalk %s\n", kVersion);
-		return 0;
-	}
 	if (a.cmd == "help" || a.cmd == "--help" || a.cmd == "-h") {
-		fputs(usage().c_str(), stdout);
-		return 0;
+		if (argc == 2) {
+			fputs(usage().c_str(), stdout);
+			return 0;
+		}
+		if (argc > 3)
+			usage_error("help", "one command at a time");
+		// `ptwalk help CMD` is `ptwalk CMD --help`
+		static char help_flag[] = "--help";
+		char *args[] = {argv[0], argv[2], help_flag, nullptr};
+		Args h;
+		h.cmd = argv[2];
+		h.argv = {"--help"};
+		return dispatch(h, args, 2);
 	}
-	fprintf(stderr, "ptwalk: unknown command '%s' (see 'ptwalk help')\n", a.cmd.c_str());
-	return 2;
+	return dispatch(a, argv, 2);
 }
