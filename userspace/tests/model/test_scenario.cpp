@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/result.hpp"
 #include "ptwalk/scanner.hpp"
 #include "ptwalk/scenario.hpp"
+#include "ptwalk/vma_layout.hpp"
 
 using namespace ptwalk;
 
@@ -94,6 +97,53 @@ TEST(Result, SummaryPerKind)
 	EXPECT_EQ(sm->errors, 1u);
 	EXPECT_EQ(sm->duration->max_ns, 4000000u);
 	EXPECT_EQ(sum.front().kind, WalkKind::clear_refs); // in the order the walks show them
+}
+
+// A lock view that saw one walk of 20 take mmap_lock (a 127 us fallback in
+// a 6.19 maps run) saw 19 take none: the median hold is 0, not 127 us, and
+// the per-VMA fact is not contradicted by one fallback.
+TEST(Result, WalksWithoutAHoldCountAsNoneWhereOthersHeld)
+{
+	std::vector<WalkEntry> walks;
+	for (int i = 0; i < 20; i++) {
+		WalkEntry w;
+		w.kind = WalkKind::maps;
+		w.duration_ns = 4000000;
+		if (i == 7)
+			w.lock = WalkEntry::Lock{127000, 0, 1, LockMode::read};
+		walks.push_back(w);
+	}
+	const auto sum = summarize_walks(walks, uint64_t(256) << 20);
+	const KindSummary *m = find_kind(sum, WalkKind::maps);
+	ASSERT_TRUE(m && m->lock_hold);
+	EXPECT_EQ(m->lock_hold->p50_ns, 0u);
+	EXPECT_EQ(m->lock_hold->max_ns, 127000u);
+	EXPECT_EQ(m->lock_hold->mode, LockMode::read);
+	RunResult r;
+	r.kernel.uname = KernelInfo::Uname{"6.19.14+deb13-cloud-amd64", "#1 SMP", "x86_64"};
+	r.backend = BackendKind::tracepoint;
+	r.scenario.size_bytes = uint64_t(256) << 20;
+	r.walks = walks;
+	r.walk_summary = sum;
+	r.kernel_view.stalls = StallsView{};
+	r.workload.vma_layout = LayoutSummary{};
+	r.workload.vma_layout->vmas = 20;
+	r.workload.vma_layout->mapping.vmas = 1;
+	r.workload.vma_layout->mapping.largest_bytes = uint64_t(256) << 20;
+	add_stall_estimates(r, LayoutSpec{});
+	ASSERT_TRUE(r.stall_estimate);
+	const auto &ks = r.stall_estimate->kinds;
+	const auto it = std::find_if(ks.begin(), ks.end(), [](const StallEstimate::Kind &k) {
+		return k.kind == WalkKind::maps;
+	});
+	ASSERT_NE(it, ks.end());
+	EXPECT_EQ(it->lock_unit, LockUnit::vma_lock);
+	EXPECT_EQ(it->locking.agrees, true) << it->locking.why;
+	// a kind every walk of which held it keeps its median
+	for (auto &w : walks)
+		w.lock = WalkEntry::Lock{3000000, 0, 1, LockMode::read};
+	const auto all = summarize_walks(walks, uint64_t(256) << 20);
+	EXPECT_EQ(find_kind(all, WalkKind::maps)->lock_hold->p50_ns, 3000000u);
 }
 
 TEST(Result, RollupCoverageGapFromItsOwnRss)
