@@ -115,13 +115,12 @@ check "clear_refs holds mmap_lock for write" sh -c \
 	"grep 'kind=clear_refs' $TMP/walks | grep -q 'lock_mode=write'"
 check "smaps_rollup holds mmap_lock for read" sh -c \
 	"grep 'kind=smaps_rollup' $TMP/walks | grep -q 'lock_mode=read'"
-# smaps: mmap_lock for read over the walk up to 6.18; from 7.2 each VMA
-# under its own read lock, mmap_lock only as a fallback that a quiet target
-# never needs; 6.19-7.1 unread, either (KERNEL-FACTS.md 28, walk_kinds.def
-# PTW_LOCK_CHANGES, ptwalk locking)
+# smaps: mmap_lock for read over the walk up to 7.1 (6.19, 7.0 and 7.1
+# measured); from 7.2 each VMA under its own read lock, mmap_lock only as a
+# fallback that a quiet target never needs (KERNEL-FACTS.md 28,
+# walk_kinds.def PTW_LOCK_CHANGES, ptwalk locking)
 case "$(uname -r)" in
-[0-5].* | 6.[0-9].* | 6.1[0-8].*) smaps_lock=read ;;
-6.19.* | 7.[01].*) smaps_lock='(read|none)' ;;
+[0-6].* | 7.[01].*) smaps_lock=read ;;
 *) smaps_lock=none ;;
 esac
 check "smaps holds mmap_lock: $smaps_lock (kernel $(uname -r))" sh -c \

@@ -128,8 +128,8 @@ class LockChange:
 
 
 LOCK_CHANGES: dict[WalkKind, LockChange] = {
-    WalkKind.smaps: LockChange("6.18", "7.2", LockMode.none, LockUnit.vma_lock),
-    WalkKind.numa_maps: LockChange("6.18", "7.2", LockMode.none, LockUnit.vma_lock),
+    WalkKind.smaps: LockChange("7.1", "7.2", LockMode.none, LockUnit.vma_lock),
+    WalkKind.numa_maps: LockChange("7.1", "7.2", LockMode.none, LockUnit.vma_lock),
     WalkKind.maps: LockChange("6.12", "6.18", LockMode.none, LockUnit.vma_lock),
 }
 

@@ -177,13 +177,18 @@ def test_locking_prints_the_table_for_a_release() -> None:
     assert rows["clear_refs"].endswith(" yes")
     old = run_ptwalk("locking", "--release", "6.12.95+deb12-amd64", timeout=10)
     assert "read() of VMAs" in old.stdout.split("\nsmaps ")[1].splitlines()[0]
-    mid = run_ptwalk("locking", "--release", "7.0.1", "--json", timeout=10)
+    mid = run_ptwalk("locking", "--release", "6.15.1", "--json", timeout=10)
     doc = json.loads(mid.stdout)
-    assert doc["release"] == "7.0.1"
-    sm = doc["kinds"]["smaps"]
-    assert sm["basis"] == "unread" and sm["mmap_lock_waiters_wait"] is None
-    assert sm["changed"] == {"before": "6.18", "since": "7.2", "lock_mode": "none",
+    assert doc["release"] == "6.15.1"
+    mp = doc["kinds"]["maps"]
+    assert mp["basis"] == "unread" and mp["mmap_lock_waiters_wait"] is None
+    assert mp["changed"] == {"before": "6.12", "since": "6.18", "lock_mode": "none",
                              "lock_unit": "vma_lock"}
+    # smaps up to 7.1 measured: still mmap_lock there, the change from 7.2
+    sm = json.loads(run_ptwalk("locking", "--release", "7.1.13", "--json",
+                               timeout=10).stdout)["kinds"]["smaps"]
+    assert sm["basis"] == "table" and sm["mmap_lock_waiters_wait"] is True
+    assert sm["changed"]["before"] == "7.1" and sm["changed"]["since"] == "7.2"
     assert "lock_vma_range" in json.loads(run_ptwalk(
         "locking", "--json", "--release", "7.2", timeout=10).stdout)["kinds"]["smaps"]["source"]
     here = run_ptwalk("locking", timeout=10)

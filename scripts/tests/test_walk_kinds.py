@@ -127,8 +127,8 @@ def test_lock_changes_parse_and_a_broken_one_is_refused() -> None:
     text = gen_walk_kinds.DEF.read_text()
     t = gen_walk_kinds.parse(text)
     got = {c.name: (c.before, c.since, c.lock_mode, c.lock_unit) for c in t.changes}
-    assert got["smaps"] == ("6.18", "7.2", "none", "vma_lock")
-    assert got["numa_maps"] == ("6.18", "7.2", "none", "vma_lock")
+    assert got["smaps"] == ("7.1", "7.2", "none", "vma_lock")
+    assert got["numa_maps"] == ("7.1", "7.2", "none", "vma_lock")
     assert got["maps"] == ("6.12", "6.18", "none", "vma_lock")
     assert walk_kinds.LOCK_CHANGES[walk_kinds.WalkKind.smaps].lock_unit is \
         walk_kinds.LockUnit.vma_lock
@@ -136,7 +136,7 @@ def test_lock_changes_parse_and_a_broken_one_is_refused() -> None:
     for k in ("clear_refs", "smaps_rollup", "pagemap", "pagemap_scan"):
         assert walk_kinds.WalkKind(k) not in walk_kinds.LOCK_CHANGES
     with pytest.raises(ValueError, match="PTW_LOCK_CHANGES"):
-        gen_walk_kinds.parse(text.replace('X(smaps, "6.18"', 'X(smapz, "6.18"'))
+        gen_walk_kinds.parse(text.replace('X(smaps, "7.1"', 'X(smapz, "6.18"'))
     with pytest.raises(ValueError, match="PTW_LOCK_CHANGES"):
         gen_walk_kinds.parse(text.replace('"7.2", none, vma_lock', '"7.2", nada, vma_lock', 1))
 

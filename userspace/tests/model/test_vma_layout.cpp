@@ -313,11 +313,14 @@ RunResult smaps_run(const char *release, std::optional<KindSummary::LockHold> sm
 } // namespace
 
 // The locking fact per kernel: smaps and numa_maps take mmap_lock per read()
-// up to 6.18 and walk under per-VMA locks from 7.2; releases between are
-// unread; kinds without a change are as the table on every release.
+// up to 7.1 (6.19, 7.0, 7.1 measured) and walk under per-VMA locks from 7.2;
+// maps changed between 6.12 and 6.18, the releases between unread; an
+// unknown release is unread; kinds without a change are as the table on
+// every release.
 TEST(LockingFact, PerKernelRelease)
 {
-	for (const char *rel : {"6.1.0-56-amd64", "6.12.95+deb12-rt-amd64", "6.18.44-fc"}) {
+	for (const char *rel : {"6.1.0-56-amd64", "6.12.95+deb12-rt-amd64", "6.18.44-fc", "6.19.3",
+				"7.0.1+deb13-amd64", "7.1.9"}) {
 		const LockingFact f = locking_fact(WalkKind::smaps, rel);
 		EXPECT_EQ(f.unit, LockUnit::read_chunk) << rel;
 		EXPECT_EQ(f.lock_mode, LockMode::read) << rel;
@@ -332,8 +335,8 @@ TEST(LockingFact, PerKernelRelease)
 		EXPECT_NE(std::string(f.source).find("lock_vma_range"), std::string::npos);
 		EXPECT_EQ(locking_fact(WalkKind::numa_maps, rel).unit, LockUnit::vma_lock);
 	}
-	// neither read nor measured: the older fact, marked unread
-	for (const char *rel : {"6.19.3", "7.0.1+deb13-amd64", "7.1.9", "", "garbage", "7.x"}) {
+	// an unknown release: the older fact, marked unread
+	for (const char *rel : {"", "garbage", "7.x"}) {
 		const LockingFact f = locking_fact(WalkKind::smaps, rel);
 		EXPECT_EQ(f.basis, LockBasis::unread) << rel;
 		EXPECT_EQ(f.unit, LockUnit::read_chunk) << rel;
@@ -341,7 +344,10 @@ TEST(LockingFact, PerKernelRelease)
 	// maps: per-VMA from 6.18 (measured), mmap_lock on 6.12
 	EXPECT_EQ(locking_fact(WalkKind::maps, "6.18.15+deb13-amd64").unit, LockUnit::vma_lock);
 	EXPECT_EQ(locking_fact(WalkKind::maps, "6.12.95+deb12-amd64").unit, LockUnit::read_chunk);
-	EXPECT_EQ(locking_fact(WalkKind::maps, "6.13.1").basis, LockBasis::unread);
+	for (const char *rel : {"6.13.1", "6.17.9+deb13-amd64"}) {
+		EXPECT_EQ(locking_fact(WalkKind::maps, rel).basis, LockBasis::unread) << rel;
+		EXPECT_EQ(locking_fact(WalkKind::maps, rel).unit, LockUnit::read_chunk) << rel;
+	}
 	// unchanged kinds: the table on every release, no change
 	for (WalkKind k : {WalkKind::clear_refs, WalkKind::smaps_rollup, WalkKind::pagemap,
 			   WalkKind::pagemap_scan}) {
@@ -423,15 +429,18 @@ TEST(LockingFact, DisagreementIsReported)
 	EXPECT_EQ(kind(old, WalkKind::smaps)->status, EstimateStatus::distinct);
 	EXPECT_EQ(kind(old, WalkKind::smaps_rollup)->locking.agrees, true);
 
-	// unread release: the run decides, and the why says it is unread
-	RunResult mid = smaps_run("7.0.1+deb13-amd64",
+	// unread release (maps on 6.15): the run decides, and the why says it
+	// is unread
+	RunResult mid = smaps_run("6.15.2+deb13-amd64",
 				  KindSummary::LockHold{100000, 200000, LockMode::none},
 				  std::nullopt);
+	mid.walk_summary.front().kind = WalkKind::maps;
 	add_stall_estimates(mid, LayoutSpec{});
-	const StallEstimate::Kind *ms = kind(mid, WalkKind::smaps);
+	const StallEstimate::Kind *ms = kind(mid, WalkKind::maps);
+	ASSERT_TRUE(ms);
 	EXPECT_EQ(ms->locking.basis, LockBasis::unread);
 	EXPECT_EQ(ms->locking.agrees, false);
-	EXPECT_NE(ms->locking.why.find("unread: between 6.18 and 7.2"), std::string::npos)
+	EXPECT_NE(ms->locking.why.find("unread: between 6.12 and 6.18"), std::string::npos)
 		<< ms->locking.why;
 	const StallEstimate::Kind *mr = kind(mid, WalkKind::smaps_rollup);
 	EXPECT_EQ(mr->locking.agrees, std::nullopt);
