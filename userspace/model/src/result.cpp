@@ -46,7 +46,8 @@ std::string grouped(uint64_t v)
 // The figures of one kind's walks: a failed walk is only counted; an
 // incomplete one gives only its stall (real), not its cost (not the
 // mapping's).
-KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &ws, double gib)
+KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &ws, double gib,
+			   bool whole_lock_view)
 {
 	KindSummary s;
 	s.kind = kind;
@@ -91,10 +92,11 @@ KindSummary summarize_kind(WalkKind kind, const std::vector<const WalkEntry *> &
 		s.ns_per_pte = {quantile(nspte, 0.5), quantile(nspte, 0.0)};
 	if (!corr.empty())
 		s.ns_per_pte_corrected_p50 = quantile(corr, 0.5);
-	// A lock view that saw some walks take the lock saw the others take
-	// none: they count as holds of 0 (a 6.19 maps run with one fallback
-	// of 127 us in 20 walks has a median hold of 0, not 127 us)
-	if (!hold.empty())
+	// A whole lock view that saw some walks take the lock saw the others
+	// take none: they count as holds of 0 (a 6.19 maps run with one
+	// fallback of 127 us in 20 walks has a median hold of 0, not 127 us).
+	// A view that lost events may have lost a walk's hold: not counted.
+	if (!hold.empty() && whole_lock_view)
 		hold.insert(hold.end(), untaken, 0.0);
 	if (!hold.empty())
 		s.lock_hold = {uint64_t(quantile(hold, 0.5)), uint64_t(quantile(hold, 1.0)),
@@ -127,7 +129,8 @@ uint64_t workload_rss_reference(const WorkloadInfo &w)
 	return ref;
 }
 
-std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes)
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes,
+					 bool whole_lock_view)
 {
 	const double gib = double(size_bytes) / double(1u << 30);
 	std::map<WalkKind, std::vector<const WalkEntry *>> by_kind;
@@ -139,7 +142,7 @@ std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, ui
 	}
 	std::vector<KindSummary> sum;
 	for (const auto &k : order)
-		sum.push_back(summarize_kind(k, by_kind[k], gib));
+		sum.push_back(summarize_kind(k, by_kind[k], gib, whole_lock_view));
 	return sum;
 }
 

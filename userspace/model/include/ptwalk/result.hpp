@@ -32,8 +32,12 @@ constexpr uint64_t kRollupRssSlack = 2u << 20;
 // when neither was read.
 uint64_t workload_rss_reference(const WorkloadInfo &workload);
 // "walk_summary": per kind, in the order the walks first show it, of a
-// mapping of size_bytes.
-std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes);
+// mapping of size_bytes. whole_lock_view: the backend saw every mmap_lock
+// event of the walks (a lock view that lost none), so a complete walk
+// without a hold took none: where other walks of its kind held the lock it
+// counts as a hold of 0.
+std::vector<KindSummary> summarize_walks(const std::vector<WalkEntry> &walks, uint64_t size_bytes,
+					 bool whole_lock_view = false);
 // Prints the human table of a result (walk kinds, victims out vs during).
 void print_table(const RunResult &result, FILE *out);
 // Writes text to path atomically (temporary file in the same directory,
