@@ -501,11 +501,12 @@ void assemble(Run &r)
 	res.scan_start_ns = r.t_scan;
 	res.scan_end_ns = r.t_scan_end;
 	assemble_walks(r);
-	// the tracepoints' view is whole when it lost no event; the module's
-	// gives every walk it matched its hold, 0 acquisitions included
+	// the tracepoints' view is whole when it lost no event (a walk they
+	// saw take no lock took none); the module's gives every walk it
+	// matched its hold, 0 acquisitions included, and a walk it did not
+	// match (or a kind it does not hook) is unknown, not 0
 	const KernelView &kv = res.kernel_view;
-	const bool whole_lock_view = kv.stalls &&
-				     (!kv.tracepoint || kv.tracepoint->lost_events == 0);
+	const bool whole_lock_view = kv.stalls && kv.tracepoint && kv.tracepoint->lost_events == 0;
 	res.walk_summary = summarize_walks(res.walks, res.scenario.size_bytes, whole_lock_view);
 	add_stall_estimates(res, r.o.layout);
 	res.complete = !g_signal && r.failure.empty();

@@ -277,8 +277,8 @@ void measured_stall(StallEstimate::Kind &e, const KindSummary &s, const Layouts 
 constexpr double kFallbackShare = 0.01;
 
 // The locking fact for the run's kernel against the run's lock view
-// (lock_view: the backend saw mmap_lock, so a complete walk without a hold
-// took none).
+// (lock_view: the backend saw this kind's mmap_lock holds, so a complete
+// walk without a hold took none).
 StallEstimate::Locking check_locking(const RunResult &result, const KindSummary &s,
 				     const LockingFact &f, bool lock_view)
 {
@@ -344,7 +344,10 @@ StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 	const uint64_t size = uint64_t(L.size);
 	StallEstimate::Kind e;
 	e.kind = kinfo.id;
-	e.locking = check_locking(result, s, kl, L.stall_view);
+	// the module sees the holds of the kinds it hooks only; the
+	// tracepoints every walker's
+	const bool sees_kind = result.backend != BackendKind::module || *kinfo.module;
+	e.locking = check_locking(result, s, kl, L.stall_view && sees_kind);
 	e.lock_unit = kl.unit;
 	e.lock_mode = kl.lock_mode;
 	e.source = kl.source;

@@ -470,6 +470,17 @@ TEST(LockingFact, NoHoldSeenByALockViewIsSeen)
 		// smaps_rollup holds mmap_lock on both: seeing none disagrees
 		EXPECT_EQ(kind(r, WalkKind::smaps_rollup)->locking.agrees, false) << rel;
 	}
+	// the module hooks smaps but not numa_maps: a numa_maps run with the
+	// module backend (which the smaps_run results are) saw nothing of its
+	// holds, and confirms nothing either way
+	RunResult nm = smaps_run("6.12.95+deb12-amd64", std::nullopt, std::nullopt);
+	nm.walk_summary.front().kind = WalkKind::numa_maps;
+	nm.kernel_view.stalls = StallsView{};
+	add_stall_estimates(nm, LayoutSpec{});
+	const StallEstimate::Kind *n = kind(nm, WalkKind::numa_maps);
+	ASSERT_TRUE(n);
+	EXPECT_EQ(n->locking.agrees, std::nullopt) << n->locking.why;
+	EXPECT_NE(n->locking.why.find("no lock view"), std::string::npos) << n->locking.why;
 	RunResult blind = smaps_run("7.3.4+deb13-cloud-amd64", std::nullopt, std::nullopt);
 	add_stall_estimates(blind, LayoutSpec{});
 	const StallEstimate::Kind *sm = kind(blind, WalkKind::smaps);
