@@ -152,6 +152,53 @@ std::string completion_values(const std::vector<Option<O>> &table)
 	return out;
 }
 
+// `ptwalk completion`: a bash completion script from the option tables of
+// run and monitor (and the command list)
+template <typename R, typename M>
+std::string bash_completion(const char *commands, const std::vector<Option<R>> &run,
+			    const std::vector<Option<M>> &monitor)
+{
+	std::string s = "# bash completion for ptwalk, written by 'ptwalk completion' from its\n"
+			"# option tables\n"
+			"_ptwalk() {\n"
+			"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+			"\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+			"\t\tCOMPREPLY=($(compgen -W '";
+	s += commands;
+	s += "' -- \"$cur\"))\n"
+	     "\t\treturn\n"
+	     "\tfi\n"
+	     "\tcase ${COMP_WORDS[1]} in\n"
+	     "\trun)\n"
+	     "\t\tcase $prev in\n" +
+	     completion_values(run) + "\t\t*) COMPREPLY=($(compgen -W '" + completion_names(run) +
+	     "' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\tmonitor)\n"
+	     "\t\tcase $prev in\n" +
+	     completion_values(monitor) + "\t\t*) COMPREPLY=($(compgen -W '" +
+	     completion_names(monitor) +
+	     "' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\tlocking)\n"
+	     "\t\tcase $prev in\n"
+	     "\t\t--release) COMPREPLY=() ;;\n"
+	     "\t\t*) COMPREPLY=($(compgen -W '--release --json --help' -- \"$cur\")) ;;\n"
+	     "\t\tesac ;;\n"
+	     "\thelp)\n"
+	     "\t\t[ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W '";
+	s += commands;
+	s += "' -- \"$cur\")) ;;\n"
+	     "\tversion|completion)\n"
+	     "\t\tCOMPREPLY=($(compgen -W '--help' -- \"$cur\")) ;;\n"
+	     "\t*)\n"
+	     "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
+	     "\tesac\n"
+	     "}\n"
+	     "complete -F _ptwalk ptwalk\n";
+	return s;
+}
+
 template <typename O>
 std::string option_usage(const std::vector<Option<O>> &table)
 {

@@ -496,51 +496,12 @@ const char kCompletionUsage[] =
 	"tables as its usage: source it, or install it as\n"
 	"/usr/share/bash-completion/completions/ptwalk (make install does).\n";
 
-// `ptwalk completion`: commands, options and their values, from the tables
+// `ptwalk completion`: the commands, and run's and monitor's options
 std::string completion_script()
 {
-	const char *commands =
-		"run monitor compare report calibrate locking version help completion";
-	std::string s = "# bash completion for ptwalk, written by 'ptwalk completion' from its\n"
-			"# option tables\n"
-			"_ptwalk() {\n"
-			"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-			"\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n"
-			"\t\tCOMPREPLY=($(compgen -W '";
-	s += commands;
-	s += "' -- \"$cur\"))\n"
-	     "\t\treturn\n"
-	     "\tfi\n"
-	     "\tcase ${COMP_WORDS[1]} in\n"
-	     "\trun)\n"
-	     "\t\tcase $prev in\n" +
-	     completion_values(kRunOptions) + "\t\t*) COMPREPLY=($(compgen -W '" +
-	     completion_names(kRunOptions) +
-	     "' -- \"$cur\")) ;;\n"
-	     "\t\tesac ;;\n"
-	     "\tmonitor)\n"
-	     "\t\tcase $prev in\n" +
-	     completion_values(kMonitorOptions) + "\t\t*) COMPREPLY=($(compgen -W '" +
-	     completion_names(kMonitorOptions) +
-	     "' -- \"$cur\")) ;;\n"
-	     "\t\tesac ;;\n"
-	     "\tlocking)\n"
-	     "\t\tcase $prev in\n"
-	     "\t\t--release) COMPREPLY=() ;;\n"
-	     "\t\t*) COMPREPLY=($(compgen -W '--release --json --help' -- \"$cur\")) ;;\n"
-	     "\t\tesac ;;\n"
-	     "\thelp)\n"
-	     "\t\t[ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W '";
-	s += commands;
-	s += "' -- \"$cur\")) ;;\n"
-	     "\tversion|completion)\n"
-	     "\t\tCOMPREPLY=($(compgen -W '--help' -- \"$cur\")) ;;\n"
-	     "\t*)\n"
-	     "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
-	     "\tesac\n"
-	     "}\n"
-	     "complete -F _ptwalk ptwalk\n";
-	return s;
+	return bash_completion(
+		"run monitor compare report calibrate locking version help completion", kRunOptions,
+		kMonitorOptions);
 }
 
 const char kVersionUsage[] = "usage: ptwalk version\n\nPrints ptwalk's version.\n";
