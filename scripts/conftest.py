@@ -6,6 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ptwalk_vm.pytest_plugin import (  # noqa: E402,F401  (fixtures and hooks)
+    background_boots,
     cxx_hello,
     kernel_suites,
     pytest_collection_finish,
@@ -13,6 +14,7 @@ from ptwalk_vm.pytest_plugin import (  # noqa: E402,F401  (fixtures and hooks)
     pytest_configure,
     pytest_generate_tests,
     pytest_terminal_summary,
+    reliability_boots,
     run_in_vm,
     vm,
     vm_config,

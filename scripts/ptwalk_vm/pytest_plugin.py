@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pytest
 
-from . import config, initramfs, suites
+from . import config, initramfs, reliability, suites
 from . import vm as pipeline
 from .config import Config, ConfigError, Kernel
 from .parse import VmResult
@@ -141,7 +141,6 @@ def matrix_kernel(cfg: Config, key: str) -> Kernel:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vm: boots a kernel in qemu (slow; needs qemu and root)")
-    config.addinivalue_line("markers", "vm_parallel: boots PARALLEL_BOOTS guests at a time")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -159,19 +158,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if {"vm_kernel", "run_in_vm", "vm", "kernel_suites"} & set(names):
+        if {"vm_kernel", "run_in_vm", "vm", "kernel_suites", "reliability_boots"} & set(names):
             item.add_marker(pytest.mark.vm)
-    # The shared suite boots start with the session (vm_prefetch) and run in
-    # the background, so the tests that judge them go last. Before them,
-    # the tests with one guest of their own run beside those boots; then
-    # the boot-reliability tests, which boot two at a time themselves and
-    # so keep both slots busy after the suites' boots are done. In file
-    # order the one-guest tests ran last, one slot idle.
+    # The shared suite boots and then the boot-reliability boots start with
+    # the session (vm_prefetch) and run in the background, PARALLEL_BOOTS
+    # at a time, so the tests that judge them go last. The tests with one
+    # guest of their own run first, beside those boots, and take a slot in
+    # turn (BOOT_SLOTS), so both slots stay busy to the end. In file order
+    # the one-guest tests ran last, one slot idle; with the reliability
+    # boots run by their tests after them, one slot was idle for 4.5 min
+    # while the last one-guest tests ran.
 
     def rank(item: pytest.Item) -> int:
-        if "kernel_suites" in getattr(item, "fixturenames", ()):
-            return 2
-        return 1 if item.get_closest_marker("vm_parallel") else 0
+        return 1 if {"kernel_suites", "reliability_boots"} & set(
+            getattr(item, "fixturenames", ())) else 0
     items.sort(key=rank)
 
 
@@ -246,6 +246,7 @@ def cxx_hello(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
 
 
 _suite_kernels: list[Kernel] = []  # the kernels whose suites the selected tests read
+_reliability_kernels: list[Kernel] = []  # ... and whose reliability boots they judge
 _suite_runs: dict[str, suites.SuitesRun] = {}  # kernel id -> its boot, once done
 
 
@@ -269,33 +270,78 @@ def _secs(v: float | None) -> str:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    seen: set[str] = set()
-    for item in session.items:
-        cs = getattr(item, "callspec", None)
-        k = cs.params.get("vm_kernel") if cs is not None else None
-        if "kernel_suites" in getattr(item, "fixturenames", ()) and isinstance(k, Kernel) \
-                and k.id not in seen:
-            seen.add(k.id)
-            _suite_kernels.append(k)
+    for fixture, kernels in (("kernel_suites", _suite_kernels),
+                             ("reliability_boots", _reliability_kernels)):
+        seen: set[str] = set()
+        for item in session.items:
+            cs = getattr(item, "callspec", None)
+            k = cs.params.get("vm_kernel") if cs is not None else None
+            if fixture in getattr(item, "fixturenames", ()) and isinstance(k, Kernel) \
+                    and k.id not in seen:
+                seen.add(k.id)
+                kernels.append(k)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def vm_prefetch(request: pytest.FixtureRequest) -> None:
-    """Starts the shared suite boots with the session when the selected
-    tests judge any (none in a host-only run: nothing is built or booted)."""
+    """Starts the shared suite boots, then the reliability boots, with the
+    session when the selected tests judge any (none in a host-only run:
+    nothing is built or booted)."""
     if _suite_kernels:
         request.getfixturevalue("kernel_suites")
+    if _reliability_kernels:
+        request.getfixturevalue("reliability_boots")
+
+
+@pytest.fixture(scope="session")
+def background_boots() -> Iterator[ThreadPoolExecutor]:
+    """The session's background boots, PARALLEL_BOOTS at a time in the
+    order they were asked for (each takes a BOOT_SLOTS slot to run)."""
+    pool = ThreadPoolExecutor(PARALLEL_BOOTS)
+    yield pool
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+ReliabilityBoots = Callable[[Kernel], "tuple[list[VmResult], Path]"]
+
+
+@pytest.fixture(scope="session")
+def reliability_boots(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
+                      background_boots: ThreadPoolExecutor) -> ReliabilityBoots:
+    """reliability.BOOTS boots of each kernel the selected tests judge,
+    started with the session after the suite boots; get(kernel) waits for
+    its boots and returns them with their directory."""
+    started: dict[str, tuple[Future[list[VmResult]], Path]] = {}
+
+    def start(kernel: Kernel) -> None:
+        if kernel.id in started or vm_unavailable(vm_config, kernel) \
+                or reliability.missing(kernel):
+            return
+        out = tmp_path_factory.mktemp(f"boots-{kernel.id}")
+        started[kernel.id] = (background_boots.submit(
+            reliability.boots, vm_config, kernel, out, BOOT_SLOTS), out)
+
+    for k in _reliability_kernels:
+        start(k)
+
+    def get(kernel: Kernel) -> tuple[list[VmResult], Path]:
+        start(kernel)
+        fut, out = started[kernel.id]
+        return fut.result(), out
+
+    return get
 
 
 @pytest.fixture(scope="session")
 def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
-                  cxx_hello: Path | None) -> Iterator[KernelSuites]:
+                  cxx_hello: Path | None,
+                  background_boots: ThreadPoolExecutor) -> KernelSuites:
     """One boot per kernel for every suite of it, shared by the tests that
     judge them (kunit.py's and LKP's way: boot once, run many jobs). The
     boots of the kernels the selected tests need start when this fixture
     is set up (with the session: vm_prefetch), PARALLEL_BOOTS at a time,
     in the tests' order."""
-    pool = ThreadPoolExecutor(PARALLEL_BOOTS)
+    pool = background_boots
     started: dict[str, Future[suites.SuitesRun]] = {}
 
     def start(kernel: Kernel) -> None:
@@ -332,5 +378,4 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
         _suite_runs.setdefault(kernel.id, run)
         return run
 
-    yield get
-    pool.shutdown(wait=True, cancel_futures=True)
+    return get

@@ -6,9 +6,11 @@ without the module; bookworm-backports' 10.0.2 is what scripts/deps.sh
 installs). Every boot runs scripts/vm/boot-cycle.sh: first the kernel
 alone (its walks and its log checked), then ptwalk.ko loaded, walked
 through and unloaded. So each boot is one bare boot and one with the
-module, and a failure says which stage it came in. Two guests run at a
-time (each TCG guest is one host thread); each boot has its own run
-directory (PTWALK_VM_ARTIFACTS keeps a failed test's).
+module, and a failure says which stage it came in. The boots run in the
+background with the session, after the kernels' suite boots, two guests at
+a time with the session's other guests (each TCG guest is one host thread;
+ptwalk_vm/reliability.py, pytest_plugin.reliability_boots); each boot has
+its own run directory (PTWALK_VM_ARTIFACTS keeps a failed test's).
 
 PTWALK_VM_BOOTS=N changes the count. The default, 5, is sized for the
 failure QEMU 7.2 had: a QEMU-and-kernel pair that fails 2 boots in 3
@@ -19,50 +21,24 @@ suites (test_vm_boot.py judges that boot). 10 boots took twice the time
 for a p the matrix does not need."""
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import ptwalk_abi
-from ptwalk_vm import config, parse, qemu
-from ptwalk_vm import vm as pipeline
+from ptwalk_vm import parse, qemu
 from ptwalk_vm.config import Config, Kernel
 from ptwalk_vm.parse import VmResult
-from ptwalk_vm.pytest_plugin import BOOT_SLOTS, PARALLEL_BOOTS, skip_or_fail, vm_unavailable
+from ptwalk_vm.pytest_plugin import ReliabilityBoots, skip_or_fail, vm_unavailable
+from ptwalk_vm.reliability import BOOTS, missing
 
-BOOTS = int(os.environ.get("PTWALK_VM_BOOTS", "5"))
-WALKER = config.PROJECT / "module" / "tests" / "walker"
-SCRIPT = "scripts/vm/boot-cycle.sh"
 QEMU_MIN = (10, 0)
 KINDS = ["clear_refs", "clear_refs", "smaps", "smaps"]
 
-pytestmark = [pytest.mark.vm, pytest.mark.vm_parallel]
-
-
-def boots(cfg: Config, k: Kernel, out: Path) -> list[VmResult]:
-    """BOOTS boots of one initramfs, PARALLEL_BOOTS at a time (with the
-    other guests of the session: BOOT_SLOTS)."""
-    assert k.ko is not None
-    files = [(config.PROJECT / SCRIPT, f"/ptwalk/{SCRIPT}"),
-             (k.ko, "/ptwalk/module/ptwalk.ko"), (WALKER, "/ptwalk/module/tests/walker")]
-    opts = pipeline.RunOptions(timeout=180.0, mem="1G", smp=2, accel="tcg",
-                               default_files=False, add=files, log=io.StringIO())
-    initrd = out / "initramfs.cpio.gz"
-    pipeline.build_initramfs(cfg, k, f"sh /ptwalk/{SCRIPT} /ptwalk/module/ptwalk.ko "
-                             "/ptwalk/module/tests/walker", opts, initrd)
-
-    def one(i: int) -> VmResult:
-        with BOOT_SLOTS:
-            return pipeline.boot_step(cfg, k, initrd, opts, out / f"boot-{i:02d}", "tcg",
-                                      "boot reliability")
-
-    with ThreadPoolExecutor(PARALLEL_BOOTS) as ex:
-        return list(ex.map(one, range(BOOTS)))
+pytestmark = [pytest.mark.vm]
 
 
 def walker_kinds(text: bytes) -> list[dict[str, str]]:
@@ -101,22 +77,24 @@ def module_stage(r: VmResult) -> str | None:
     return None if got == want else f"module records {got}, walker {want}"
 
 
-def test_boots_every_time(vm_kernel: Kernel | None, vm_config: Config, tmp_path: Path) -> None:
+def test_boots_every_time(vm_kernel: Kernel | None, vm_config: Config,
+                          reliability_boots: ReliabilityBoots) -> None:
     if vm_kernel is None:
         skip_or_fail("no matrix kernel installed")
         return
     reason = vm_unavailable(vm_config, vm_kernel)
     if reason:
         skip_or_fail(reason)
-    if vm_kernel.ko is None or not WALKER.is_file():
-        pytest.fail(f"ptwalk.ko for {vm_kernel.release} or {WALKER} not built (make module-matrix)")
+    why = missing(vm_kernel)
+    if why:
+        pytest.fail(why)
     arch = vm_config.arch(vm_kernel.arch)
     ver = qemu.qemu_version(arch.qemu)
     nums = tuple(int(x) for x in ver.split()[0].split(".")[:2]) if ver[:1].isdigit() else (0, 0)
     assert nums >= QEMU_MIN, (f"{arch.qemu} is {ver}: the matrix needs QEMU >= "
                               f"{'.'.join(map(str, QEMU_MIN))} (scripts/deps.sh vm installs it)")
 
-    results = boots(vm_config, vm_kernel, tmp_path)
+    results, out = reliability_boots(vm_kernel)
     allow = vm_config.allow()
     bare = [(i, bare_stage(r, vm_kernel.release, allow)) for i, r in enumerate(results)]
     bare_bad = [f"boot {i}: {why.splitlines()[0][:300]}" for i, why in bare if why]
@@ -130,7 +108,7 @@ def test_boots_every_time(vm_kernel: Kernel | None, vm_config: Config, tmp_path:
           file=sys.stderr)
     keep = os.environ.get("PTWALK_VM_ARTIFACTS")
     if keep and (bare_bad or mod_bad):
-        shutil.copytree(tmp_path, Path(keep) / f"boots-{vm_kernel.id}", dirs_exist_ok=True)
+        shutil.copytree(out, Path(keep) / f"boots-{vm_kernel.id}", dirs_exist_ok=True)
     assert all(r.qemu_version == ver and r.cpu == arch.cpu_tcg for r in results)
     assert not bare_bad, f"the kernel alone failed in {len(bare_bad)} of {BOOTS} boots " \
         f"({line}):\n" + "\n".join(bare_bad)
