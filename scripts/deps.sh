@@ -21,7 +21,7 @@ pkgs_module="dkms pahole linux-headers-amd64 linux-headers-cloud-amd64 linux-hea
 # sources stay as they are. NAME/SUITE:MINVERSION is installed from SUITE
 # when missing or older than MINVERSION.
 # - QEMU 10: Debian 12's QEMU 7.2 double-faults 6.12 guests under TCG and
-#   hangs at boot with -icount and -smp 2 (README, "The VM matrix").
+#   hangs at boot with -icount and -smp 2 (docs/vm.md, "The VM matrix").
 # - Debian's 6.12 kernels and headers: the debian-6.12 matrix of
 #   scripts/kernels.toml (scripts/tests/test_kernels_toml.py holds the two
 #   together).

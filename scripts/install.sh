@@ -5,7 +5,7 @@
 #   DESTDIR/PREFIX/libexec/ptwalk/  ptwalk-compare, ptwalk-report,
 #       ptwalk_calibrate, ptwalk_report/, libptwalk_fit.so, layout.json
 #   DESTDIR/PREFIX/share/ptwalk/budgets/
-#   DESTDIR/PREFIX/share/doc/ptwalk/  README.md, SCHEMA.md, ARCHITECTURE.md
+#   DESTDIR/PREFIX/share/doc/ptwalk/  README.md, SCHEMA.md, ARCHITECTURE.md, docs/
 #   DESTDIR/PREFIX/share/bash-completion/completions/ptwalk
 # usage: install.sh DESTDIR PREFIX     (run from the top of the tree)
 set -eu
@@ -27,6 +27,8 @@ install -m 644 scripts/ptwalk_report/*.py "$lx/ptwalk_report/"
 ${CC:-cc} -O2 -shared -fPIC -o "$lx/libptwalk_fit.so" selftests/ptwalk_fit.c -lm
 install -m 644 results/budgets/*.json "$share/budgets/"
 install -m 644 README.md results/SCHEMA.md ARCHITECTURE.md "$doc/"
+install -d "$doc/docs"
+install -m 644 docs/*.md "$doc/docs/"
 # bash completion, made by the binary from its option tables
 install -d "$root/share/bash-completion/completions"
 build/ptwalk completion > "$root/share/bash-completion/completions/ptwalk"

@@ -365,7 +365,7 @@ def compare_sets(a: list[res.Result], b: list[res.Result], *, alpha: float = 0.0
     verdict = combine([s.verdict for s in out])
     note = ""
     if not tested:
-        note = "too few runs to test anything: run more repeats per side (see README: Verdicts)"
+        note = "too few runs to test anything: run more repeats per side (see docs/verdicts.md)"
     return Comparison(verdict, out, tested, len(rows) - tested, note)
 
 

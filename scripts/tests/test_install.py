@@ -44,7 +44,8 @@ def test_layout(tree: Path) -> None:
               "libexec/ptwalk/ptwalk_calibrate", "libexec/ptwalk/libptwalk_fit.so",
               "libexec/ptwalk/layout.json", "libexec/ptwalk/ptwalk_report/compare.py",
               "share/ptwalk/budgets/default.json", "share/ptwalk/budgets/aa-noise.json",
-              "share/doc/ptwalk/SCHEMA.md", "share/bash-completion/completions/ptwalk"):
+              "share/doc/ptwalk/SCHEMA.md", "share/doc/ptwalk/docs/monitor.md",
+              "share/bash-completion/completions/ptwalk"):
         assert (tree / f).exists(), f
 
 

@@ -53,7 +53,8 @@ def test_make_module_picks_the_running_flavour() -> None:
 
 
 def _build(src: Path, kdir: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", "-C", kdir, f"M={src}", "modules"],
+    # the README's form: make -C module KDIR=TREE (module/Makefile runs kbuild)
+    return subprocess.run(["make", "-C", str(src), f"KDIR={kdir}"],
                           capture_output=True, text=True, timeout=600, env=ENV)
 
 
