@@ -12,8 +12,11 @@
 #   make format     rewrite userspace/ as .clang-format says
 #   make module     ptwalk.ko against KDIR (default: running kernel, else the
 #                   newest installed linux-headers)
+#   make man        the man pages in build/man (docs/man/, scripts/gen-man.py)
+#   make deb        Debian packages ptwalk and ptwalk-dkms in build/deb
 #   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
-#                   share/ptwalk/ under DESTDIR/PREFIX (default /usr/local)
+#                   share/ptwalk/, man pages under DESTDIR/PREFIX (default
+#                   /usr/local)
 #   make kernel-ab PATCH=file.patch
 #                   a kernel patch before/after: builds linux-source-6.1
 #                   without and with it (scripts/kernel/ptwalk.config, -j2:
@@ -33,7 +36,7 @@ DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
 	test-selftests test-py test-py-host test-py-vm qualify bench clean vm-matrix fuzz fuzz-build \
-	fuzz-run install kernel-ab \
+	fuzz-run install man deb kernel-ab \
 	cross-version lint format
 
 all: build
@@ -42,7 +45,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus fuzz lint kernel-7.3-cloud
+	scripts/deps.sh build python vm module perf prometheus fuzz lint man deb kernel-7.3-cloud
 
 build: userspace selftests
 
@@ -163,8 +166,22 @@ bench: deps
 # The helpers ptwalk execs (compare, report, calibrate) go to libexec/ptwalk/
 # with layout.json, which tells the report tools where the budgets and the
 # built fit library are, relative to itself (scripts/ptwalk_report/layout.py).
-install: build
+# the man pages, from docs/man/*.md and the option tables (scripts/gen-man.py)
+man: build
+	scripts/deps.sh man
+	$(PYTHON) scripts/gen-man.py $(BUILD)/ptwalk $(BUILD)/man
+
+install: man
 	scripts/install.sh "$(DESTDIR)" "$(PREFIX)"
+
+# the Debian packages ptwalk and ptwalk-dkms in build/deb (debian/,
+# debhelper), from this tree's build; lintian build/deb/*.deb checks them
+deb: build man
+	scripts/deps.sh deb
+	mkdir -p $(BUILD)/deb
+	DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -b -us -uc -nc \
+		--buildinfo-option=-u$(BUILD)/deb --buildinfo-file=$(BUILD)/deb/ptwalk.buildinfo \
+		--changes-option=-u$(BUILD)/deb --changes-file=$(BUILD)/deb/ptwalk.changes
 
 clean:
 	rm -rf $(BUILD)

@@ -75,11 +75,17 @@ pkgs_fuzz="clang libclang-rt-14-dev"
 # make lint: checkpatch.pl (perl) from linux-source-6.1's tarball (xz),
 # clang-format for userspace/, mypy and flake8 for scripts/
 pkgs_lint="perl xz-utils git linux-source-6.1 clang-format-14 python3-mypy python3-flake8"
+# the man pages (scripts/gen-man.py): go-md2man turns docs/man/*.md into
+# roff, man-db and groff render and check them
+pkgs_man="go-md2man man-db groff-base"
+# make deb: debhelper with its DKMS and python3 add-ons, lintian to check
+# the packages
+pkgs_deb="debhelper dh-dkms dh-python dpkg-dev lintian"
 # building a kernel from linux-source-6.1 (scripts/kernel-ab.sh, make kernel-ab)
 pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio kmod linux-source-6.1"
 
 # kernel is not in the default set: only make kernel-ab builds kernels
-groups="${*:-build python vm module perf prometheus fuzz lint}"
+groups="${*:-build python vm module perf prometheus fuzz lint man deb}"
 want=""
 want_bpo=""
 want_kernels=""
@@ -94,11 +100,13 @@ for g in $groups; do
 	prometheus) want="$want $pkgs_prometheus" ;;
 	fuzz) want="$want $pkgs_fuzz" ;;
 	lint) want="$want $pkgs_lint" ;;
+	man) want="$want $pkgs_man" ;;
+	deb) want="$want $pkgs_deb $pkgs_man" ;;
 	kernel) want="$want $pkgs_kernel" ;;
 	kernels) want_kernels="$want_kernels $pkgs_kernels_tbpo" ;;
 	kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;
 	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint kernel kernels kernel-7.3-cloud buildroot)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud buildroot)" >&2; exit 2 ;;
 	esac
 done
 

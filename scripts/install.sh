@@ -6,6 +6,7 @@
 #       ptwalk_calibrate, ptwalk_report/, libptwalk_fit.so, layout.json
 #   DESTDIR/PREFIX/share/ptwalk/budgets/
 #   DESTDIR/PREFIX/share/doc/ptwalk/  README.md, SCHEMA.md, ARCHITECTURE.md, docs/
+#   DESTDIR/PREFIX/share/man/man{1,4,5,8}/  the man pages (make man)
 #   DESTDIR/PREFIX/share/bash-completion/completions/ptwalk
 # usage: install.sh DESTDIR PREFIX     (run from the top of the tree)
 set -eu
@@ -24,11 +25,21 @@ install -m 755 build/ptwalk "$bin/ptwalk"
 install -m 755 scripts/ptwalk-compare scripts/ptwalk-report build/selftests/ptwalk_calibrate "$lx/"
 install -m 644 scripts/ptwalk_report/*.py "$lx/ptwalk_report/"
 # the fit the selftests use (selftests/ptwalk_fit.c), built once here
-${CC:-cc} -O2 -shared -fPIC -o "$lx/libptwalk_fit.so" selftests/ptwalk_fit.c -lm
+# libc named though the code calls only libm: a shared library states it
+# shellcheck disable=SC2086 # the flags are lists
+${CC:-cc} ${CPPFLAGS:-} ${CFLAGS:--O2} ${LDFLAGS:-} -shared -fPIC -o "$lx/libptwalk_fit.so" \
+	selftests/ptwalk_fit.c -lm -Wl,--no-as-needed -lc
 install -m 644 results/budgets/*.json "$share/budgets/"
 install -m 644 README.md results/SCHEMA.md ARCHITECTURE.md "$doc/"
 install -d "$doc/docs"
 install -m 644 docs/*.md "$doc/docs/"
+# the man pages, made by make man (scripts/gen-man.py) in build/man
+for page in build/man/*.[1-9]; do
+	[ -e "$page" ] || { echo "install.sh: no man pages in build/man (make man)" >&2; exit 1; }
+	sec=${page##*.}
+	install -d "$root/share/man/man$sec"
+	install -m 644 "$page" "$root/share/man/man$sec/"
+done
 # bash completion, made by the binary from its option tables
 install -d "$root/share/bash-completion/completions"
 build/ptwalk completion > "$root/share/bash-completion/completions/ptwalk"

@@ -58,6 +58,15 @@ if [ $RT = 1 ]; then
 	check "PREEMPT_RT: the refusal says why" sh -c "dmesg | grep -q 'PREEMPT_RT, the delay runs with preemption off'"
 fi
 
+# ---- kinds= hooks the kinds named, no other (ptwalk.ko(4)'s example) --
+check "insmod kinds=clear_refs,smaps" insmod "$KO" kinds=clear_refs,smaps
+check "kinds=: clear_refs and smaps active" sh -c \
+	"grep -q '^kind=clear_refs requested=1 active=1' $DBG/hooks && grep -q '^kind=smaps requested=1 active=1' $DBG/hooks"
+check "kinds=: smaps_rollup and pagemap not hooked" sh -c \
+	"grep -q '^kind=smaps_rollup requested=0 active=0' $DBG/hooks && grep -q '^kind=pagemap requested=0 active=0' $DBG/hooks"
+check "cat /sys/kernel/debug/ptwalk/walks" cat /sys/kernel/debug/ptwalk/walks
+check "rmmod after kinds=" rmmod ptwalk
+
 # ---- load lists attached hooks ---------------------------------------
 dmesg -c >/dev/null
 check "insmod" insmod "$KO"

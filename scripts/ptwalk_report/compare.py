@@ -496,7 +496,8 @@ def _write_atomic(path: str, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """ptwalk compare's options: its usage and its man page (gen-man.py)."""
     p = argparse.ArgumentParser(prog="ptwalk-compare", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("a", nargs="+", metavar="A",
@@ -519,6 +520,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mixed-clocks", action="store_true",
                    help="compare results measured under different clocks (a VM's "
                    "accelerator, clock mode or QEMU, or a VM against a machine)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:

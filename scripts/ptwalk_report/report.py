@@ -518,14 +518,21 @@ def _kernels_section(cgs: list[CostGroup], releases: list[str], out: Path,
     return md + ["", f"![kernels]({p.name})", ""]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """ptwalk report's options: its usage and its man page (gen-man.py)."""
     p = argparse.ArgumentParser(prog="ptwalk-report",
                                 description="Markdown + PNG report of ptwalk results")
-    p.add_argument("inputs", nargs="+", metavar="RESULT_DIR_OR_FILES")
+    p.add_argument("inputs", nargs="+", metavar="RESULT_DIR_OR_FILES",
+                   help="result files, or directories searched for them")
     p.add_argument("--out", metavar="DIR", help="output directory (default: the first "
                    "input if it is a directory, else ./ptwalk-report)")
     p.add_argument("--upstream", action="store_true",
                    help="print a 72-column plain-text report of one result for a mailing list")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:

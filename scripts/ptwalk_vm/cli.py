@@ -35,7 +35,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kdir", type=Path,
                    help="headers/build dir of --kernel (recorded, for module builds)")
     p.add_argument("--ko", type=Path, help="ptwalk.ko for --kernel (default: found by vermagic)")
-    p.add_argument("--arch", default="x86_64")
+    p.add_argument("--arch", default="x86_64",
+                   help="guest architecture, an [arch.NAME] of the TOML (default x86_64)")
 
 
 def _run_opts(p: argparse.ArgumentParser) -> None:
@@ -45,9 +46,10 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
                    help="do not add module/ptwalk.ko, build/ptwalk, build/selftests")
     p.add_argument("--modprobe", action="append", default=[], metavar="MODULE",
                    help="copy MODULE (+deps) from the module tree and modprobe it at boot")
-    p.add_argument("--env", action="append", default=[], metavar="K=V")
-    p.add_argument("--mem", default="2G")
-    p.add_argument("--smp", type=int, default=2)
+    p.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="set K=V in the guest command's environment")
+    p.add_argument("--mem", default="2G", help="guest memory (default 2G)")
+    p.add_argument("--smp", type=int, default=2, help="guest vCPUs (default 2)")
     p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
                    help="auto: KVM if a probe boot works on this host (cached), else TCG")
     p.add_argument("--clock", choices=qemu.CLOCKS, default="realtime",

@@ -22,6 +22,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for f in ("build/ptwalk", "build/selftests/ptwalk_calibrate"):
         if not (REPO / f).exists():
             pytest.fail(f"{f} missing: run 'make build' first")
+    # the man pages, as make man writes them (make install depends on it)
+    g = subprocess.run(["/usr/bin/python3", "scripts/gen-man.py", "build/ptwalk", "build/man"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert g.returncode == 0, g.stderr
     base = tmp_path_factory.mktemp("install")
     p = subprocess.run(["scripts/install.sh", str(base / "stage"), "/opt/ptwalk"], cwd=REPO,
                        capture_output=True, text=True, timeout=120)
@@ -47,6 +51,19 @@ def test_layout(tree: Path) -> None:
               "share/doc/ptwalk/SCHEMA.md", "share/doc/ptwalk/docs/monitor.md",
               "share/bash-completion/completions/ptwalk"):
         assert (tree / f).exists(), f
+
+
+def test_man_finds_every_installed_page(tree: Path) -> None:
+    """`man ptwalk-run` works on an installed tree: man finds each page
+    through the tree's MANPATH and renders it."""
+    pages = sorted(p.name for p in (tree / "share" / "man").glob("man*/*"))
+    assert len(pages) == 9, pages
+    for page in pages:
+        name, sec = page.rsplit(".", 1)
+        r = subprocess.run(["man", "-P", "cat", sec, name], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "MANPATH": str(tree / "share" / "man"),
+                                            "MANWIDTH": "80"})
+        assert r.returncode == 0 and "SEE ALSO" in r.stdout, (page, r.stderr[-300:])
 
 
 def test_compare_uses_the_installed_calibration(tree: Path, tmp_path: Path) -> None:

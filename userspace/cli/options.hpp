@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -115,6 +116,40 @@ std::vector<std::string> help_lines(const Option<O> &opt)
 		if (nl == std::string::npos)
 			break;
 		pos = nl + 1;
+	}
+	return out;
+}
+
+// The same options as Markdown for a man page's OPTIONS section
+// (docs/man/*.md, turned into roff by go-md2man in scripts/gen-man.py): a
+// definition list, each help text on one line with its default and choices
+// filled in, Markdown's special characters escaped.
+inline std::string md_escape(const std::string &s)
+{
+	std::string out;
+	for (char c : s) {
+		if (strchr("\\`*_{}[]<>|#", c))
+			out += '\\';
+		out += c;
+	}
+	return out;
+}
+
+template <typename O>
+std::string option_markdown(const std::vector<Option<O>> &table)
+{
+	std::string out;
+	for (const auto &opt : table) {
+		out += "**" + md_escape(opt.name) + "**";
+		if (*opt.value)
+			out += " *" + md_escape(opt.value) + "*";
+		std::string text;
+		// the usage's lines joined again ("memory-" "mapped": no space)
+		for (const auto &l : help_lines(opt))
+			text += (text.empty() || text.back() == '-' ? "" : " ") + l;
+		// choices as "a | b | c": a line of them is too long to fill
+		text = replace_all(replace_all(text, "| ", "|"), "|", " | ");
+		out += "\n: " + md_escape(text) + "\n\n";
 	}
 	return out;
 }

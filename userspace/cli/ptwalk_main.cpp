@@ -563,6 +563,19 @@ int main(int argc, char **argv)
 			fputs(usage().c_str(), stdout);
 			return 0;
 		}
+		// `ptwalk help --man-options CMD`: CMD's options as Markdown for
+		// its man page (scripts/gen-man.py)
+		if (argc == 4 && std::string(argv[2]) == "--man-options") {
+			const std::string c = argv[3];
+			if (c != "run" && c != "monitor")
+				usage_error("help", "--man-options: run or monitor, not '" +
+							    c.substr(0, 64) + "'");
+			fputs((c == "run" ? option_markdown(kRunOptions)
+					  : option_markdown(kMonitorOptions))
+				      .c_str(),
+			      stdout);
+			return 0;
+		}
 		if (argc > 3)
 			usage_error("help", "one command at a time");
 		// `ptwalk help CMD` is `ptwalk CMD --help`
