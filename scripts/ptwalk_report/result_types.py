@@ -424,6 +424,7 @@ class Scenario:
     dir: str | None = None
     fault_region: FaultRegion | None = None
     lower_bound: str | None = None   # zeropage: why its figures are a lower bound
+    max_scans: int | None = None     # --scans: the scanner stopped after this many
 
     @staticmethod
     def parse(o: _Obj) -> Scenario:
@@ -434,14 +435,16 @@ class Scenario:
                         o.opt_int("interval_ns"), o.opt_int("duration_ns"),
                         o.opt_int("op_interval_ns"), o.opt_int("populate_threads"),
                         o.opt_str("dir"), o.opt_enum("fault_region", FaultRegion),
-                        o.opt_str("lower_bound"))
+                        o.opt_str("lower_bound"), o.opt_int("max_scans"))
 
     @property
     def planned_walk_intervals(self) -> int:
-        """Scanner intervals in the duration (0 when either is unknown)."""
+        """Scanner intervals in the duration (0 when either is unknown),
+        at most --scans."""
         if not self.interval_ns or self.duration_ns is None:
             return 0
-        return self.duration_ns // self.interval_ns
+        n = self.duration_ns // self.interval_ns
+        return min(n, self.max_scans) if self.max_scans else n
 
 
 @dataclass(frozen=True)

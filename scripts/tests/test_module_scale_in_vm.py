@@ -29,7 +29,7 @@ def test_module_counters_at_scale(vm_config: Any, run_in_vm: Any) -> None:
     res = json.loads(r.files["scale.json"])
     ptes = SIZE_GIB << 18
     walks = res["walks"]
-    assert len(walks) >= 3
+    assert res["complete"] and len(walks) == 3  # --scans 3: not a function of speed
     kv = res["kernel_view"]
     assert kv["walks_matched"] == len(walks) and kv["module_walks_unmatched"] == 0, kv
     for w in walks:

@@ -200,6 +200,19 @@ def test_backings(backing: str, tmp_path: Path) -> None:
     assert all(w.kind == WalkKind.smaps_rollup for w in r.walks)
 
 
+def test_scans_stop_the_scanner(tmp_path: Path) -> None:
+    """--scans N: N scans, then the run ends, long before --duration."""
+    r, out = run_result(tmp_path, "--size", "64M", "--scanner", "cadvisor",
+                        "--interval", "100ms", "--duration", "120s", "--scans", "3",
+                        "--victims", "read")
+    assert r.complete
+    assert r.scenario.max_scans == 3 and r.scenario.planned_walk_intervals == 3
+    assert [w.kind for w in r.walks] == [WalkKind.smaps, WalkKind.clear_refs] * 3
+    span = int(r.doc["scan_end_ns"]) - int(r.doc["scan_start_ns"])
+    assert span < 60e9, span  # stopped by the count, not the duration
+    assert "for 120.00 s or 3 scans" in out.stdout, out.stdout
+
+
 PROFILES = {
     "clear_refs": ["clear_refs"], "clear_refs_anon": ["clear_refs_anon"],
     "clear_refs_file": ["clear_refs_file"], "softdirty": ["softdirty"],

@@ -10,7 +10,7 @@ R=/results
 mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug
 insmod "$KO" || exit 1
 "$PTWALK" run --backend module --size "$SIZE" --backing alias --physical 256M \
-	--calibrate-size 0 --scanner clear_refs --interval 1s --duration 4s --victims mmap \
+	--calibrate-size 0 --scanner clear_refs --interval 1s --scans 3 --duration 300s --victims mmap \
 	--out $R/scale.json
 rc=$?
 for f in counters hist walks; do cat /sys/kernel/debug/ptwalk/$f > $R/$f.txt; done

@@ -4,6 +4,8 @@
 // its default, parser) from which the parser and the usage text are made.
 #pragma once
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,19 @@ namespace ptwalk::cli {
 {
 	fprintf(stderr, "ptwalk %s: %s (see 'ptwalk help')\n", cmd.c_str(), msg.c_str());
 	exit(2);
+}
+
+// An option's value as a whole number lo..hi, or a usage error naming it.
+inline uint64_t count_arg(const std::string &cmd, const std::string &k, const std::string &v,
+			  unsigned long long lo, unsigned long long hi)
+{
+	char *end = nullptr;
+	errno = 0;
+	const unsigned long long n = strtoull(v.c_str(), &end, 10);
+	if (v.empty() || v[0] == '-' || *end || errno || n < lo || n > hi)
+		usage_error(cmd, k + " '" + v + "': want " + std::to_string(lo) + ".." +
+					 std::to_string(hi));
+	return n;
 }
 
 // Splits "--key=value" / "--key value"; flags take no value.

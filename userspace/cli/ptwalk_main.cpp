@@ -79,72 +79,66 @@ std::string join_victims(const std::vector<Victim> &vs)
 }
 
 using O = RunOptions;
-const std::
-	vector<Option<RunOptions>>
-		kRunOptions =
-			{
-				{"--size", "SIZE",
-				 "mapping size, binary suffixes K M G T (default {default})",
-				 [] { return format_size_arg(O{}.sc.size); }, nullptr,
-				 [](O &o, const Args &a, const std::string &k,
-				    const std::string &v) { o.sc.size = size_arg(a.cmd, k, v); }},
-				{"--backing", "KIND",
-				 "{choices} (default {default})\n"
-				 "alias: one memfd of --physical bytes mapped again and\n"
-				 "again (incident-scale page tables on a small host);\n"
-				 "zeropage: every PTE maps the zero page (lower bound)",
-				 [] { return std::string(name(O{}.sc.backing)); }, all_backings,
-				 [](O &o, const Args &a, const std::string &,
-				    const std::string &v) {
+const std::vector<Option<RunOptions>> kRunOptions =
+	{
+		{"--size", "SIZE", "mapping size, binary suffixes K M G T (default {default})",
+		 [] { return format_size_arg(O{}.sc.size); }, nullptr,
+		 [](O &o, const Args &a, const std::string &k,
+		    const std::string &v) { o.sc.size = size_arg(a.cmd, k, v); }},
+		{"--backing", "KIND",
+		 "{choices} (default {default})\n"
+		 "alias: one memfd of --physical bytes mapped again and\n"
+		 "again (incident-scale page tables on a small host);\n"
+		 "zeropage: every PTE maps the zero page (lower bound)",
+		 [] { return std::string(name(O{}.sc.backing)); }, all_backings,
+		 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	auto b = parse_backing(v);
 	if (!b)
 		usage_error(a.cmd, "unknown --backing '" + v + "' (use " + all_backings() + ")");
 	o.sc.backing = *b;
-				 }},
-				{"--physical", "SIZE",
-				 "real memory behind --backing alias (default {default})",
-				 [] { return format_size_arg(O{}.sc.physical); }, nullptr,
-				 [](O &o, const Args &a, const std::string &k,
-				    const std::string
-					    &v) { o.sc.physical = size_arg(a.cmd, k, v); }},
-				{"--calibrate-size", "SIZE",
-				 "alias: measure the aliasing bias at this size with\n"
-				 "distinct and aliased pages first (default 8G or what\n"
-				 "fits; 0 = don't, figures stay uncorrected)",
-				 nullptr, nullptr,
-				 [](O &o, const Args &a, const std::string &k,
-				    const std::string
-					    &v) { o.calibrate_size = size_arg(a.cmd, k, v); }},
-				{"--vma-layout", "L",
-				 "the VMA layout production has, for the worst-stall\n"
-				 "estimate: one (one VMA per mapping, as a memory-\n"
-				 "mapped index; default), aliased (as measured), or\n"
-				 "SIZE (the mapping split into VMAs of SIZE)",
-				 nullptr, nullptr,
-				 [](O &o, const Args &a, const std::string &,
-				    const std::string &v) {
+		 }},
+		{"--physical", "SIZE", "real memory behind --backing alias (default {default})",
+		 [] { return format_size_arg(O{}.sc.physical); }, nullptr,
+		 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.physical = size_arg(a.cmd, k, v);
+		 }},
+				      {"--calibrate-size", "SIZE",
+				       "alias: measure the aliasing bias at this size with\n"
+				       "distinct and aliased pages first (default 8G or what\n"
+				       "fits; 0 = don't, figures stay uncorrected)",
+				       nullptr, nullptr,
+				       [](O &o, const Args &a, const std::string &k,
+					  const std::string &v) {
+	o.calibrate_size = size_arg(a.cmd, k, v);
+				       }},
+	{"--vma-layout", "L",
+	 "the VMA layout production has, for the worst-stall\n"
+	 "estimate: one (one VMA per mapping, as a memory-\n"
+	 "mapped index; default), aliased (as measured), or\n"
+	 "SIZE (the mapping split into VMAs of SIZE)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	std::string err;
 	auto l = parse_layout_spec(v, &err);
 	if (!l)
 		usage_error(a.cmd, "--vma-layout '" + v + "': " + err);
 	o.layout = *l;
-				 }},
-		{"--dir", "DIR",
-		 "directory of the sparse file for --backing file\n"
-		 "(default $TMPDIR or /tmp)",
-		 nullptr, nullptr,
-		 [](O &o, const Args &, const std::string &,
-		    const std::string &v) { o.sc.dir = v; }},
-		{"--victims", "LIST",
-		 "comma list of {choices} (default {default})\n"
-		 "'none' for no victim",
-		 [] { return join_victims(O{}.sc.victims); },
-		 [] {
+	 }},
+	{"--dir", "DIR",
+	 "directory of the sparse file for --backing file\n"
+	 "(default $TMPDIR or /tmp)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &, const std::string &, const std::string &v) { o.sc.dir = v; }},
+	{"--victims", "LIST",
+	 "comma list of {choices} (default {default})\n"
+	 "'none' for no victim",
+	 [] { return join_victims(O{}.sc.victims); },
+	 [] {
 	std::string s = all_victims();
 	std::replace(s.begin(), s.end(), '|', ',');
 	return s;
-		 },
-		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	 },
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	o.sc.victims.clear();
 	if (v == "none")
 		return;
@@ -165,55 +159,54 @@ const std::
 			break;
 		pos = c + 1;
 	}
-		}},
-		{"--fault-region", "WHERE",
-		 "the fault victim's region: {choices} (default {default});\n"
-		 "any is where mmap puts it, below/above the walked mapping",
-		 [] {
-	return std::string(name(O{}.sc.fault_region));
-		 },
-		 all_fault_regions,
-		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	}},
+	{"--fault-region", "WHERE",
+	 "the fault victim's region: {choices} (default {default});\n"
+	 "any is where mmap puts it, below/above the walked mapping",
+	 [] { return std::string(name(O{}.sc.fault_region)); }, all_fault_regions,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	auto f = parse_fault_region(v);
 	if (!f)
 		usage_error(a.cmd,
 			    "unknown --fault-region '" + v + "' (use " + all_fault_regions() + ")");
 	o.sc.fault_region = *f;
-		}},
-		{"--scanner", "PROFILE", "{choices} (default {default})",
-		 [] {
-	return std::string(name(O{}.sc.profile));
-		 },
-		 all_profiles,
-		 [](O &o, const Args &a, const std::string &, const std::string &v) {
+	 }},
+	{"--scanner", "PROFILE", "{choices} (default {default})",
+	 [] { return std::string(name(O{}.sc.profile)); }, all_profiles,
+	 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	auto p = parse_profile(v);
 	if (!p)
 		usage_error(a.cmd, "unknown --scanner '" + v + "' (use " + all_profiles() + ")");
 	o.sc.profile = *p;
-		}},
-		{"--interval", "T", "time between scans: 250ms, 1s, ... (default {default})",
-		 [] { return format_duration_arg(O{}.sc.interval_ns); }, nullptr,
-		 [](O &o, const Args &a, const std::string &k,
-		    const std::string &v) { o.sc.interval_ns = duration_arg(a.cmd, k, v); }},
-		{"--duration", "T", "how long the scanner runs (default {default})",
-		 [] { return format_duration_arg(O{}.sc.duration_ns); }, nullptr,
-		 [](O &o, const Args &a, const std::string &k,
-		    const std::string &v) { o.sc.duration_ns = duration_arg(a.cmd, k, v); }},
-		{"--op-interval", "T",
-		 "victims' pace, one operation per T; 0 = flat out\n"
-		 "(default {default})",
-		 [] { return format_duration_arg(O{}.sc.op_interval_ns); }, nullptr,
-		 [](O &o, const Args &a, const std::string &k,
-		    const std::string &v) { o.sc.op_interval_ns = duration_arg(a.cmd, k, v); }},
-		{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)",
-		 nullptr, nullptr,
-		 [](O &o, const Args &a, const std::string &, const std::string &v) {
-	char *end = nullptr;
-	long n = strtol(v.c_str(), &end, 10);
-	if (v.empty() || *end || n < 1 || n > 1024)
-		usage_error(a.cmd, "--populate-threads '" + v + "': want 1..1024");
-	o.sc.populate_threads = unsigned(n);
-		 }},
+	 }},
+	{"--interval", "T", "time between scans: 250ms, 1s, ... (default {default})",
+	 [] { return format_duration_arg(O{}.sc.interval_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.interval_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--duration", "T", "how long the scanner runs (default {default})",
+	 [] { return format_duration_arg(O{}.sc.duration_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.duration_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--scans", "N",
+	 "stop after N scans, or at --duration if sooner\n"
+	 "(default: as many as --duration allows)",
+	 nullptr, nullptr,
+	 [](O &o, const Args &a, const std::string &k,
+	    const std::string &v) { o.sc.max_iterations = count_arg(a.cmd, k, v, 1, 1000000); }},
+	{"--op-interval", "T",
+	 "victims' pace, one operation per T; 0 = flat out\n"
+	 "(default {default})",
+	 [] { return format_duration_arg(O{}.sc.op_interval_ns); }, nullptr,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.op_interval_ns = duration_arg(a.cmd, k, v);
+	 }},
+	{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)", nullptr,
+	 nullptr,
+	 [](O &o, const Args &a, const std::string &k,
+	    const std::string
+		    &v) { o.sc.populate_threads = unsigned(count_arg(a.cmd, k, v, 1, 1024)); }},
 	{"--backend", "B", "{choices} (default {default})",
 	 [] { return std::string(name(O{}.backend)); }, all_run_backends,
 	 [](O &o, const Args &, const std::string &, const std::string &v) {
@@ -326,12 +319,8 @@ const std::vector<Option<MonitorArgs>> kMonitorOptions = {
 	 "distinct walker/target comm labels before \"other\"\n"
 	 "(default {default})",
 	 [] { return std::to_string(MonitorOptions{}.max_comms); }, nullptr,
-	 MonitorSet([](M &m, const Args &a, const std::string &, const std::string &v) {
-		 char *end = nullptr;
-		 unsigned long n = strtoul(v.c_str(), &end, 10);
-		 if (v.empty() || *end || n < 1 || n > 10000)
-			 usage_error(a.cmd, "--max-comms '" + v + "': want 1..10000");
-		 m.o.max_comms = n;
+	 MonitorSet([](M &m, const Args &a, const std::string &k, const std::string &v) {
+		 m.o.max_comms = count_arg(a.cmd, k, v, 1, 10000);
 	 })},
 	{"--quiet", "", "no table on stdout, no start line on stderr", nullptr, nullptr,
 	 MonitorSet([](M &m, const Args &, const std::string &, const std::string &) {

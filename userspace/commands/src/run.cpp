@@ -161,12 +161,15 @@ int preflight(const RunOptions &o)
 					      : sc.size / 4096;
 		MemInfo m = parse_meminfo(read_file("/proc/meminfo", nullptr).value_or(""));
 		printf("plan: %s %s: %llu leaf entries, %s of memory + %s of page tables; "
-		       "MemAvailable %s; scanner %s every %s for %s\n",
+		       "MemAvailable %s; scanner %s every %s for %s%s\n",
 		       format_bytes(sc.size).c_str(), name(sc.backing), (unsigned long long)ptes,
 		       format_bytes(physical_bytes(sc)).c_str(),
 		       format_bytes(page_table_bytes(sc)).c_str(),
 		       format_bytes(m.available).c_str(), name(sc.profile),
-		       format_ns(sc.interval_ns).c_str(), format_ns(sc.duration_ns).c_str());
+		       format_ns(sc.interval_ns).c_str(), format_ns(sc.duration_ns).c_str(),
+		       sc.max_iterations
+			       ? (" or " + std::to_string(sc.max_iterations) + " scans").c_str()
+			       : "");
 		return 0;
 	}
 	if (sc.backing == Backing::hugetlb) {

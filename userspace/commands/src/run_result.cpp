@@ -57,6 +57,7 @@ ScenarioInfo scenario(const Scenario &sc)
 	scen.duration_ns = sc.duration_ns;
 	scen.op_interval_ns = sc.op_interval_ns;
 	scen.populate_threads = sc.populate_threads;
+	scen.max_scans = sc.max_iterations;
 	return scen;
 }
 

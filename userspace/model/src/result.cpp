@@ -159,8 +159,11 @@ void print_header(const RunResult &r, FILE *out)
 		fprintf(out, " + %s PMD leaves", grouped(size->pmd_entries).c_str());
 	if (size)
 		fprintf(out, " (%s of PTE tables)", format_bytes(size->pte_slots * 8).c_str());
-	fprintf(out, "; scanner %s every %s for %s\n", name(scen.profile),
+	fprintf(out, "; scanner %s every %s for %s", name(scen.profile),
 		format_ns(scen.interval_ns).c_str(), format_ns(scen.duration_ns).c_str());
+	if (scen.max_scans)
+		fprintf(out, " or %llu scans", (unsigned long long)scen.max_scans);
+	fputc('\n', out);
 	fprintf(out, "backend: %s (%s)\n", name(r.backend), r.backend_detail.c_str());
 	if (r.backend_fallback)
 		fprintf(out, "         %s\n", r.backend_fallback->c_str());

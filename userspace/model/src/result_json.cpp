@@ -45,6 +45,8 @@ void to_json(Json::Value &j, const ScenarioInfo &s)
 	j["duration_ns"] = s.duration_ns;
 	j["op_interval_ns"] = s.op_interval_ns;
 	j["populate_threads"] = s.populate_threads;
+	if (s.max_scans)
+		j["max_scans"] = s.max_scans;
 }
 
 void to_json(Json::Value &j, const LayoutSummary &l)

@@ -289,6 +289,7 @@ TEST(ResultJson, MembersInTheirOrder)
 	r.interrupted = "Interrupt";
 	r.scenario.dir = "/tmp";
 	r.scenario.victims = {Victim::read, Victim::mmap};
+	r.scenario.max_scans = 3;
 	r.workload.pid = 42;
 	r.workload.populate_bytes_per_s = 1e9;
 	r.workload.ptes_source = "VmPTE/8";
@@ -317,7 +318,7 @@ TEST(ResultJson, MembersInTheirOrder)
 	EXPECT_EQ(keys(j["scenario"]),
 		  (Keys{"size_bytes", "backing", "dir", "physical_bytes", "aliased", "alias_factor",
 			"lower_bound", "profile", "victims", "interval_ns", "duration_ns",
-			"op_interval_ns", "populate_threads"}));
+			"op_interval_ns", "populate_threads", "max_scans"}));
 	EXPECT_EQ(keys(j["workload"]),
 		  (Keys{"pid", "populate_ns", "populate_bytes", "populate_bytes_per_s",
 			"size_start", "vma_layout", "size_end", "ptes_source"}));

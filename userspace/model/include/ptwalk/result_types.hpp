@@ -42,6 +42,7 @@ struct ScenarioInfo {
 	std::optional<FaultRegion> fault_region; // fault victim placed below/above
 	uint64_t interval_ns = 0, duration_ns = 0, op_interval_ns = 0;
 	unsigned populate_threads = 0;
+	uint64_t max_scans = 0; // --scans; 0: as many as the duration allows
 };
 
 // "workload": the walked process.
