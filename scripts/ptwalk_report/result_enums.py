@@ -41,6 +41,7 @@ class VictimName(enum.Enum):
     write = "write"
     fault = "fault"
     mmap = "mmap"
+    vma = "vma"
 
 
 class FaultRegion(enum.Enum):

@@ -44,6 +44,7 @@ class StallValidation:
     reference_ops: int | None = None
     reference_ops_dropped: int | None = None
     not_behind_walk: int | None = None
+    vma_lock_waits: int | None = None   # waited on a VMA lock, which no view sees
     recalled: int | None = None
     recall: float | None = None
     unexplained: tuple[UnexplainedOp, ...] = ()
@@ -56,7 +57,8 @@ class StallValidation:
     disagreements: tuple[str, ...] = ()
 
     INTS = ("threshold_ns", "reference_ops", "reference_ops_dropped", "not_behind_walk",
-            "recalled", "stalls_checked", "confirmed", "confirmed_by_upkeep")
+            "vma_lock_waits", "recalled", "stalls_checked", "confirmed",
+            "confirmed_by_upkeep")
 
     @staticmethod
     def parse(o: _Obj) -> StallValidation:

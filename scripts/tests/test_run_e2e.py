@@ -213,6 +213,36 @@ def test_scans_stop_the_scanner(tmp_path: Path) -> None:
     assert "for 120.00 s or 3 scans" in out.stdout, out.stdout
 
 
+def test_vma_victim_waits_for_the_walk(tmp_path: Path) -> None:
+    """The vma victim splits the walked VMA and merges it back: it waits
+    for a smaps walk of that VMA on every kernel, on mmap_lock where smaps
+    holds it (the tracepoints then explain its waits) and on the VMA's
+    lock where smaps walks under per-VMA locks (7.2+: counted apart)."""
+    import json
+    facts = json.loads(run_ptwalk("locking", "--json", timeout=10).stdout)
+    per_vma = facts["kinds"]["smaps"]["lock_unit"] == "vma_lock"
+    r, out = run_result(tmp_path, "--size", "256M", "--scanner", "smaps", "--backend",
+                        "tracepoint", "--interval", "200ms", "--duration", "3s",
+                        "--victims", "vma,read")
+    v = r.victims[VictimName.vma]
+    assert v.ops > 100, v
+    walks = [w.duration_ns for w in r.walks if not w.error]
+    assert len(walks) >= 10
+    p50 = sorted(walks)[len(walks) // 2]
+    worst = known(v.during.quantile("max_ns"))
+    assert worst >= 0.3 * p50, (worst, p50)  # it waited for a good part of a walk
+    st = known(known(r.validation).stalls)
+    assert st.agree, st.disagreements
+    if per_vma:
+        assert known(st.vma_lock_waits) >= 1, st
+    else:  # its waits are on mmap_lock, seen and explained
+        assert st.vma_lock_waits is None, st
+        assert known(st.recalled) >= 1, st
+    # the victim's trial split before the run was undone: the walked
+    # mapping was one VMA when its layout was taken
+    assert known(known(r.workload).vma_layout).mapping.vmas == 1
+
+
 PROFILES = {
     "clear_refs": ["clear_refs"], "clear_refs_anon": ["clear_refs_anon"],
     "clear_refs_file": ["clear_refs_file"], "softdirty": ["softdirty"],

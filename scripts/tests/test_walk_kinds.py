@@ -70,7 +70,7 @@ def test_a_broken_enum_definition_is_refused() -> None:
         gen_walk_kinds.parse_result_enums(text.replace("X(mm_owner)", "X(probe)"))
     with pytest.raises(ValueError, match="PTW_VICTIMS lists nothing"):
         gen_walk_kinds.parse_result_enums(text.replace(
-            "#define PTW_VICTIMS(X) X(read) X(write) X(fault) X(mmap)",
+            "#define PTW_VICTIMS(X) X(read) X(write) X(fault) X(mmap) X(vma)",
             "#define PTW_VICTIMS(X) Y(read)"))
 
 

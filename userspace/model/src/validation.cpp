@@ -33,8 +33,17 @@ std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
 struct Recall {
 	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
 	uint64_t ambiguous = 0, ambiguous_hit = 0, not_behind = 0;
+	uint64_t vma_lock = 0;
 	std::vector<UnexplainedOp> unexplained;
 };
+
+// A victim whose operation write-locks a VMA: the mmap victim its own (to
+// unmap it), the vma victim the walked one (to split it). A walker under
+// per-VMA locks read-locks every VMA it shows, so either may wait for it.
+bool writes_vmas(Victim v)
+{
+	return v == Victim::mmap || v == Victim::vma;
+}
 
 // Another victim slow without sleeping across this one: it may have held
 // the lock while preempted, and this wait be its doing (with a second
@@ -84,6 +93,10 @@ Recall recall_of(const ValidationInput &in)
 		if (!o.began_during) {
 			r.before++;
 			r.before_hit += hit;
+			continue;
+		}
+		if (!hit && in.vma_lock_unseen && writes_vmas(o.victim)) {
+			r.vma_lock++;
 			continue;
 		}
 		if (other_victim_preempted(in, o)) {
@@ -178,6 +191,8 @@ StallValidation validate_stalls(const ValidationInput &in)
 	v.other_victim_preempted_recalled = r.ambiguous_hit;
 	if (in.second)
 		v.not_behind_walk = r.not_behind;
+	if (in.vma_lock_unseen)
+		v.vma_lock_waits = r.vma_lock;
 	v.recalled = r.recalled;
 	if (r.ref)
 		v.recall = double(r.recalled) / double(r.ref);
@@ -215,6 +230,7 @@ std::string one_line(const StallValidation &st)
 	add(st.other_victim_preempted, "overlapped a preempted victim");
 	add(st.began_before_walk, "began before the walk");
 	add(st.not_behind_walk.value_or(0), "not behind a walker hold (tracepoint view)");
+	add(st.vma_lock_waits.value_or(0), "waited on a VMA lock (no view sees one)");
 	if (!apart.empty())
 		out += "\n  not in the reference: " + apart;
 	for (const auto &d : st.disagreements)
@@ -511,6 +527,18 @@ std::optional<StallParts::Runnable> check_runnable(const StallsView &sv,
 	return r;
 }
 
+// Whether a kind the run walked holds VMA read locks, not mmap_lock, on
+// the run's kernel (no view of ptwalk's sees VMA locks yet).
+bool walks_under_vma_locks(const RunResult &result)
+{
+	const std::string_view rel =
+		result.kernel.uname ? std::string_view(result.kernel.uname->release) : "";
+	for (const WalkEntry &w : result.walks)
+		if (locking_fact(w.kind, rel).unit == LockUnit::vma_lock)
+			return true;
+	return false;
+}
+
 } // namespace
 
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
@@ -526,6 +554,7 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		in.view = view;
 		in.ops = ops;
 		in.ops_dropped = ops_dropped;
+		in.vma_lock_unseen = walks_under_vma_locks(result);
 		set_view(in, *kv.stalls);
 		std::vector<ViewStall> second_stalls;
 		if (second) {

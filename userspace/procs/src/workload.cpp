@@ -234,6 +234,7 @@ public:
 	static constexpr size_t kFaultPages = 256; // fault victim: 4 KiB pages
 	static constexpr size_t kMmapBytes = 64 << 10;
 	static constexpr uint64_t kPlacementTries = 4096; // 2 MiB apart: 8 GiB
+	static constexpr uint64_t kVmaBytes = 2ull << 20; // vma victim: the last 2 MiB
 
 	[[gnu::always_inline]] VictimOp(Victim kind, const Region *r, unsigned seed)
 		: kind_(kind), rng_{0x9e3779b97f4a7c15ull ^ (uint64_t(seed) << 32) ^
@@ -248,6 +249,8 @@ public:
 	// Nothing to do for the others.
 	[[gnu::always_inline]] bool prepare(FaultRegion where, std::string *err)
 	{
+		if (kind_ == Victim::vma)
+			return prepare_vma(err);
 		if (kind_ != Victim::fault)
 			return true;
 		uint64_t at = fault_region_address(where, uint64_t(uintptr_t(region_->base)),
@@ -286,6 +289,28 @@ public:
 		return true;
 	}
 
+	// The vma victim's range: the walked mapping's last 2 MiB from a 2 MiB
+	// boundary (a huge page is not split; hugetlb's 2 MiB pages allow it),
+	// or the whole mapping when it is smaller. One round trip first, so a
+	// backing that refuses it is an error before the run, not mid-run.
+	bool prepare_vma(std::string *err)
+	{
+		const uint64_t base = uint64_t(uintptr_t(region_->base));
+		const uint64_t end = base + region_->len;
+		uint64_t start = end >= kVmaBytes ? (end - kVmaBytes) & ~(kVmaBytes - 1) : base;
+		if (start < base)
+			start = base;
+		vma_addr_ = reinterpret_cast<void *>(uintptr_t(start));
+		vma_len_ = size_t(end - start);
+		if (madvise(vma_addr_, vma_len_, MADV_DONTFORK) ||
+		    madvise(vma_addr_, vma_len_, MADV_DOFORK)) {
+			*err = std::string("madvise(MADV_DONTFORK) of the walked mapping's last ") +
+			       std::to_string(vma_len_ >> 10) + " KiB: " + strerror(errno);
+			return false;
+		}
+		return true;
+	}
+
 	// One operation, the timed one (t0: its start, what a write stores).
 	[[gnu::always_inline]] void op(uint64_t t0)
 	{
@@ -310,6 +335,14 @@ public:
 				mmap_addr_ = nullptr;
 			}
 			mapped_phase_ = !mapped_phase_;
+			break;
+		case Victim::vma:
+			// the split (DONTFORK) and the merge back (DOFORK) alternate;
+			// a failure cannot happen after prepare_vma's round trip
+			// but for ENOMEM, and the next operation retries it
+			if (madvise(vma_addr_, vma_len_,
+				    mapped_phase_ ? MADV_DONTFORK : MADV_DOFORK) == 0)
+				mapped_phase_ = !mapped_phase_;
 			break;
 		}
 	}
@@ -337,6 +370,8 @@ public:
 	{
 		if (mmap_addr_)
 			munmap(mmap_addr_, kMmapBytes);
+		if (kind_ == Victim::vma && !mapped_phase_)
+			madvise(vma_addr_, vma_len_, MADV_DOFORK);
 	}
 
 private:
@@ -349,6 +384,8 @@ private:
 	size_t fault_next_ = 0;
 	bool mapped_phase_ = true;
 	void *mmap_addr_ = nullptr;
+	void *vma_addr_ = nullptr;
+	size_t vma_len_ = 0;
 };
 
 // The thread's voluntary and involuntary context switches so far.
@@ -426,7 +463,8 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r, con
 	// Victims that take mmap_lock also note whether an operation slept
 	// (a voluntary context switch, getrusage): a slow operation that slept
 	// waited for something; one that did not was preempted or frozen.
-	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault;
+	const bool track_sleep = kind == Victim::mmap || kind == Victim::fault ||
+				 kind == Victim::vma;
 	uint64_t next = now_ns();
 	// one timed step: the operation, or the upkeep after it
 	auto timed = [&](bool upkeep) {

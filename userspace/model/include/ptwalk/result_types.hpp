@@ -155,6 +155,9 @@ struct StallValidation {
 	uint64_t slow_not_slept = 0, began_before_walk = 0, began_before_walk_recalled = 0;
 	uint64_t other_victim_preempted = 0, other_victim_preempted_recalled = 0;
 	std::optional<uint64_t> not_behind_walk; // with a second view
+	// VMA-lock waits no view sees (ValidationInput::vma_lock_unseen):
+	// present only when the run had such walks
+	std::optional<uint64_t> vma_lock_waits;
 	uint64_t recalled = 0;
 	std::optional<double> recall; // null: nothing to judge it on
 	std::vector<UnexplainedOp> unexplained;

@@ -63,6 +63,13 @@ struct ValidationInput {
 	// the second view's stalls (adjudication), when there is one
 	const std::vector<ViewStall> *second = nullptr;
 	double min_recall = 0.95, min_precision = 0.95;
+	// The run walked a kind that, on its kernel, holds VMA read locks
+	// rather than mmap_lock (locking_fact() unit vma_lock): the walker
+	// read-locks each VMA it shows, and no view sees VMA locks. A slow
+	// operation no view explains of a victim that write-locks a VMA (mmap:
+	// its own, to unmap it; vma: the walked one) then waited on a VMA
+	// lock: counted apart (vma_lock_waits), not in the reference.
+	bool vma_lock_unseen = false;
 };
 
 // One view's stalls judged; recall/precision are empty (null, and not
