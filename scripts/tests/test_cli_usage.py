@@ -74,6 +74,14 @@ def test_every_command_has_help(cmd: str) -> None:
     assert all(o == outs[0] for o in outs), cmd
 
 
+def test_help_of_help_is_the_usage() -> None:
+    """--help is never bad input, not even after help."""
+    want = run_ptwalk("help", timeout=10).stdout
+    for argv in (["help", "--help"], ["help", "-h"], ["--help"], ["-h"], ["-h", "--help"]):
+        p = run_ptwalk(*argv, timeout=10)
+        assert p.returncode == 0 and p.stderr == "" and p.stdout == want, (argv, p)
+
+
 @pytest.mark.parametrize("argv,err", [
     (["help", "bogus"], "ptwalk: unknown command 'bogus' (see 'ptwalk help')\n"),
     (["help", "run", "monitor"], "ptwalk help: one command at a time (see 'ptwalk help')\n"),

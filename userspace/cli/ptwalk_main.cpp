@@ -548,7 +548,8 @@ int main(int argc, char **argv)
 	for (int i = 2; i < argc; i++)
 		a.argv.push_back(argv[i]);
 	if (a.cmd == "help" || a.cmd == "--help" || a.cmd == "-h") {
-		if (argc == 2) {
+		const std::string a2 = argc > 2 ? argv[2] : "";
+		if (argc == 2 || (argc == 3 && (a2 == "--help" || a2 == "-h"))) {
 			fputs(usage().c_str(), stdout);
 			return 0;
 		}
