@@ -32,6 +32,8 @@ enum ptw_kind {
 #define PTW_MAX_HOLDERS		64	/* concurrent holders of walked mms */
 #define PTW_WALK_RING		4096	/* recent walk records kept */
 #define PTW_STALL_RING		4096	/* recent stall records kept */
+#define PTW_VMA_WAIT_RING	4096	/* recent VMA-lock wait records kept */
+#define PTW_MAX_VMA_WRITERS	64	/* concurrent VMA write-lock waits */
 #define PTW_MAX_INJECT_NS	1000000UL
 /*
  * PREEMPT_RT: the delay runs in a kprobe handler with preemption off, so
@@ -63,6 +65,10 @@ struct ptw_walk_rec {
 	u64 calls;
 	u64 stalls;
 	u64 probe_missed;	/* kprobe/kretprobe misses during the walk */
+	u64 vma_locks;		/* VMA read locks the walk took (lock_next_vma) */
+	u64 vma_hold_ns;	/* held from each lock to the end of its walk */
+	u64 vma_hold_max_ns;
+	u64 vma_fallbacks;	/* lock_next_vma gave up (-EAGAIN): mmap_lock */
 	pid_t walker_pid;
 	pid_t target_tgid;
 	u32 kind;
@@ -87,7 +93,27 @@ struct ptw_stall_rec {
 	u64 walker_held_ns;	/* the walk's excluding holds within the wait */
 	u64 others_held_ns;	/* other tasks' excluding holds, the rest of it */
 	u64 clock_spread_ns;	/* other probes' reads of its boundaries: within */
+	u64 vma_chain_ns;	/* of others_held: a writer behind the walk's VMA */
 	char waiter_comm[TASK_COMM_LEN];
+};
+
+/*
+ * One wait of a writer for the read locks of a walked mm's VMA
+ * (reference-count VMA locks): __vma_start_write() or the wait of a VMA's
+ * detach.  The writer holds that mm's mmap_lock for write meanwhile.
+ */
+struct ptw_vma_wait_rec {
+	u64 walk_seq;		/* the walk whose release woke it, else a live one */
+	u64 start_ns;
+	u64 wait_ns;
+	u64 walker_held_ns;	/* from the start to the walker's waking release */
+	pid_t writer_pid;
+	pid_t target_tgid;
+	pid_t waker_pid;	/* the last release that woke it; 0 for none */
+	u32 kind;
+	u32 behind_walk;	/* a walker's release woke it */
+	u32 detach;
+	char writer_comm[TASK_COMM_LEN];
 };
 
 struct ptw_hist {
@@ -102,6 +128,7 @@ struct ptw_stats {
 	atomic64_t walks[PTW_NR_KINDS];
 	atomic64_t pte_slots[PTW_NR_KINDS];
 	atomic64_t stalls[PTW_NR_KINDS];
+	atomic64_t vma_waits[PTW_NR_KINDS];	/* behind a walk of the kind */
 	atomic64_t walks_dropped;	/* no free active slot */
 	atomic64_t waits_dropped;	/* no free waiter slot */
 	atomic64_t holders_dropped;	/* no free holder slot */
@@ -109,6 +136,7 @@ struct ptw_stats {
 	atomic64_t arg_faults;		/* probe argument unreadable */
 	atomic64_t walks_missed;	/* walks flagged probe_missed */
 	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
+	atomic64_t vma_waits_dropped;	/* no free VMA writer slot */
 };
 
 extern struct ptw_stats ptw_stats;
@@ -119,6 +147,7 @@ extern const char *const ptw_kind_names[PTW_NR_KINDS];
 /* ptwalk_rec.c: rings, counters, probe misses (calls no other file) */
 void ptw_push_walk(const struct ptw_walk_rec *r);
 void ptw_push_stall(const struct ptw_stall_rec *r);
+void ptw_push_vma_wait(const struct ptw_vma_wait_rec *r);
 void ptw_rec_watch_kprobe(struct kprobe *kp);
 void ptw_rec_watch_kretprobe(struct kretprobe *krp);
 void ptw_rec_unwatch_all(void);
@@ -127,6 +156,7 @@ void ptw_reset(void);
 /* snapshots for debugfs; return number of records copied, oldest first */
 size_t ptw_walk_ring_snapshot(struct ptw_walk_rec *buf, size_t max);
 size_t ptw_stall_ring_snapshot(struct ptw_stall_rec *buf, size_t max);
+size_t ptw_vma_wait_ring_snapshot(struct ptw_vma_wait_rec *buf, size_t max);
 
 /*
  * get_task_comm() takes task_lock(), a sleeping lock on PREEMPT_RT: copy
@@ -154,6 +184,9 @@ void ptw_walk_proper_exit(int slot, u64 now);
 void ptw_pte_range(unsigned long addr, unsigned long end);
 void ptw_walk_lock_taken(unsigned long mm_key, u64 now);
 void ptw_walk_tlb_flush(bool ipi);
+void ptw_walk_vma_unlocking(unsigned long mm_key, u64 now);
+void ptw_walk_vma_locked(unsigned long mm_key, u64 now, bool locked,
+			 bool fallback);
 
 /*
  * ptwalk_lock.c: the walkers (which task walks which mm, inside a hooked
@@ -188,6 +221,9 @@ void ptw_lock_call_hold(int slot, bool adopt);
 void ptw_lock_walk_begins(int slot, u64 seq, pid_t walker_pid);
 void ptw_lock_pass_reset(int slot);
 void ptw_lock_pass_read(int slot, struct ptw_lock_pass *p);
+int ptw_lock_mm_walked(unsigned long mm_key);
+bool ptw_lock_walk_id(int slot, u64 *seq, u32 *kind, pid_t *target_tgid);
+void ptw_lock_vma_chain(int slot, u64 seq, u64 t0, u64 t1);
 
 /* ptwalk_lock_tp.c: the mmap_lock and tlb tracepoint probes */
 int ptw_lock_init(void);
@@ -202,12 +238,20 @@ struct ptw_tp_hook {
 extern struct ptw_tp_hook ptw_tp_hooks[];
 extern const unsigned int ptw_nr_tp_hooks;
 
-/* ptwalk_hooks.c: kprobes and kretprobes */
+/* ptwalk_hooks.c: kprobes and kretprobes; a kretprobe instance's data */
+struct ptw_ri {
+	u64 t0;
+	unsigned long key;
+	loff_t *ppos;		/* pagemap_read: read again on return */
+	int slot;
+};
+
 struct ptw_krp_hook {
 	struct kretprobe krp;
 	const char *sym;
 	u32 kinds;		/* kinds this hook serves */
 	bool required;		/* kind unusable without it */
+	bool vma;		/* the VMA-lock view's (optional: mm->vma_writer_wait) */
 	int err;
 	bool attached;
 };
@@ -217,6 +261,7 @@ struct ptw_kp_hook {
 	const char *sym;
 	u32 kinds;
 	bool required;
+	bool vma;
 	int err;
 	bool attached;
 };
@@ -230,6 +275,20 @@ extern bool ptw_walk_timed;
 
 int ptw_hooks_init(void);
 void ptw_hooks_exit(void);
+
+/*
+ * ptwalk_vma.c: the per-VMA lock view (kernels whose VMA locks are
+ * reference counts: mm->vma_writer_wait): the walker's VMA read locks (lock_next_vma)
+ * and the writers that wait for them; its handlers are hooked by
+ * ptwalk_hooks.c's tables (.vma), the calls go to walk, lock and rec
+ */
+extern const bool ptw_vma_view_built;
+int ptw_vma_write_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ptw_vma_detach_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ptw_vma_write_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ptw_vma_next_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ptw_vma_next_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ptw_vma_wake_pre(struct kprobe *p, struct pt_regs *regs);
 
 /* ptwalk_debugfs.c */
 int ptw_debugfs_init(void);

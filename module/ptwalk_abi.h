@@ -50,7 +50,9 @@
 	X(pte_revisits, "%llu") X(lock_hold_ns, "%llu")			\
 	X(lock_holds, "%llu") X(lock_mode, "%s") X(tlb_flushes, "%llu")	\
 	X(tlb_ipis, "%llu") X(calls, "%llu") X(stalls, "%llu")			\
-	X(lock_wait_ns, "%llu") X(probe_missed, "%llu")
+	X(lock_wait_ns, "%llu") X(probe_missed, "%llu")			\
+	X(vma_locks, "%llu") X(vma_hold_ns, "%llu")				\
+	X(vma_hold_max_ns, "%llu") X(vma_fallbacks, "%llu")
 
 /* debugfs "stalls": one wait of another task for a walked mm's lock */
 #define PTW_STALL_KEYS(X)							\
@@ -59,7 +61,20 @@
 	X(wait_ns, "%llu") X(mode, "%s") X(walker_pid, "%d")			\
 	X(walker_mode, "%s") X(acquired, "%u") X(walker_held_ns, "%llu")	\
 	X(others_held_ns, "%llu") X(split_complete, "%u")			\
-	X(clock_spread_ns, "%llu")
+	X(clock_spread_ns, "%llu") X(vma_chain_ns, "%llu")
+
+/*
+ * debugfs "vma_waits": one wait of a writer (holding the walked mm's
+ * mmap_lock for write) for the read locks of one of its VMAs to go, on
+ * kernels whose VMA locks are reference counts: walker_held_ns is
+ * the part until the walker's release woke it, behind_walk 1 when it did;
+ * detach 1 for the wait of a VMA's removal
+ */
+#define PTW_VMA_WAIT_KEYS(X)						\
+	X(walk_seq, "%llu") X(kind, "%s") X(writer_pid, "%d")			\
+	X(writer_comm, "%s") X(target_tgid, "%d") X(start_ns, "%llu")		\
+	X(wait_ns, "%llu") X(walker_held_ns, "%llu") X(waker_pid, "%d")	\
+	X(behind_walk, "%u") X(detach, "%u")
 
 /* debugfs "hist": one non-empty slot */
 #define PTW_HIST_KEYS(X)							\
@@ -71,11 +86,12 @@
 	X(counter, "%s") X(kind, "%s") X(value, "%lld")
 
 /* the counters: per kind, then for all kinds */
-#define PTW_COUNTERS_PER_KIND(X) X(walks) X(pte_slots) X(stalls)
+#define PTW_COUNTERS_PER_KIND(X) X(walks) X(pte_slots) X(stalls) X(vma_waits)
 #define PTW_COUNTERS_ALL(X)						\
 	X(walks_dropped) X(waits_dropped) X(walks_open_unread)		\
 	X(holders_dropped) X(arg_faults) X(walks_missed) X(kp_nmissed)	\
-	X(krp_nmissed) X(inject_delay_ns) X(failed_attempts)
+	X(krp_nmissed) X(inject_delay_ns) X(failed_attempts)		\
+	X(vma_waits_dropped)
 
 /* debugfs "hooks": one hook (kinds: a comma list of kind names, or none) */
 #define PTW_HOOK_KEYS(X)							\
@@ -97,21 +113,25 @@
  */
 #define PTW_KEY_ENUM_WALK(key, conv) PTW_WALK_KEY_##key,
 #define PTW_KEY_ENUM_STALL(key, conv) PTW_STALL_KEY_##key,
+#define PTW_KEY_ENUM_VMA_WAIT(key, conv) PTW_VMA_WAIT_KEY_##key,
 #define PTW_KEY_ENUM_HIST(key, conv) PTW_HIST_KEY_##key,
 #define PTW_KEY_ENUM_COUNTER(key, conv) PTW_COUNTER_KEY_##key,
 #define PTW_KEY_ENUM_HOOK(key, conv) PTW_HOOK_KEY_##key,
 enum ptw_walk_key { PTW_WALK_KEYS(PTW_KEY_ENUM_WALK) PTW_NR_WALK_KEYS };
 enum ptw_stall_key { PTW_STALL_KEYS(PTW_KEY_ENUM_STALL) PTW_NR_STALL_KEYS };
+enum ptw_vma_wait_key { PTW_VMA_WAIT_KEYS(PTW_KEY_ENUM_VMA_WAIT) PTW_NR_VMA_WAIT_KEYS };
 enum ptw_hist_key { PTW_HIST_KEYS(PTW_KEY_ENUM_HIST) PTW_NR_HIST_KEYS };
 enum ptw_counter_key { PTW_COUNTER_KEYS(PTW_KEY_ENUM_COUNTER) PTW_NR_COUNTER_KEYS };
 enum ptw_hook_key { PTW_HOOK_KEYS(PTW_KEY_ENUM_HOOK) PTW_NR_HOOK_KEYS };
 #undef PTW_KEY_ENUM_WALK
 #undef PTW_KEY_ENUM_STALL
+#undef PTW_KEY_ENUM_VMA_WAIT
 #undef PTW_KEY_ENUM_HIST
 #undef PTW_KEY_ENUM_COUNTER
 #undef PTW_KEY_ENUM_HOOK
 #define PTW_WALK_KEY(key) ((void)PTW_WALK_KEY_##key, #key)
 #define PTW_STALL_KEY(key) ((void)PTW_STALL_KEY_##key, #key)
+#define PTW_VMA_WAIT_KEY(key) ((void)PTW_VMA_WAIT_KEY_##key, #key)
 #define PTW_HIST_KEY(key) ((void)PTW_HIST_KEY_##key, #key)
 #define PTW_COUNTER_KEY(key) ((void)PTW_COUNTER_KEY_##key, #key)
 #define PTW_HOOK_KEY(key) ((void)PTW_HOOK_KEY_##key, #key)

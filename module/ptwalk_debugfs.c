@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ptwalk debugfs interface: <debugfs>/ptwalk/{walks,stalls,hist,counters,
- * hooks,reset}.  Every line of every file is a record of space separated
+ * ptwalk debugfs interface: <debugfs>/ptwalk/{walks,stalls,vma_waits,hist,
+ * counters,hooks,reset}.  Every line of every file is a record of space separated
  * key=value tokens; the format is documented in README.md.  Files are
  * root only (0400, reset 0200).  Nothing here prints a kernel pointer.
  */
@@ -86,7 +86,8 @@ static int ptw_walk_show(struct seq_file *m, void *v)
 		   r->walk_timed, r->pte_tables, r->pte_slots, r->pte_revisits,
 		   r->lock_hold_ns, r->lock_holds, ptw_mode_names[r->lock_mode & 3],
 		   r->tlb_flushes, r->tlb_ipis, r->calls, r->stalls,
-		   r->lock_wait_ns, r->probe_missed);
+		   r->lock_wait_ns, r->probe_missed, r->vma_locks,
+		   r->vma_hold_ns, r->vma_hold_max_ns, r->vma_fallbacks);
 	return 0;
 }
 
@@ -101,9 +102,29 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 		   r->start_ns, r->wait_ns, ptw_mode_names[r->write ? 2 : 1],
 		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
 		   r->success, r->walker_held_ns, r->others_held_ns,
-		   r->split_complete, r->clock_spread_ns);
+		   r->split_complete, r->clock_spread_ns, r->vma_chain_ns);
 	return 0;
 }
+
+static int ptw_vma_wait_show(struct seq_file *m, void *v)
+{
+	const struct ptw_vma_wait_rec *r = v;
+	char comm[PTW_COMM_ESC_LEN];
+
+	seq_printf(m, PTW_VMA_WAIT_KEYS(PTW_KV_FMT) "\n" + 1,
+		   r->walk_seq, ptw_kind_names[r->kind], r->writer_pid,
+		   ptw_escape_comm(comm, r->writer_comm), r->target_tgid,
+		   r->start_ns, r->wait_ns, r->walker_held_ns, r->waker_pid,
+		   r->behind_walk, r->detach);
+	return 0;
+}
+
+static const struct seq_operations ptw_vma_wait_seq_ops = {
+	.start = ptw_snap_start,
+	.next = ptw_snap_next,
+	.stop = ptw_snap_stop,
+	.show = ptw_vma_wait_show,
+};
 
 static const struct seq_operations ptw_walk_seq_ops = {
 	.start = ptw_snap_start,
@@ -119,8 +140,10 @@ static const struct seq_operations ptw_stall_seq_ops = {
 	.show = ptw_stall_show,
 };
 
+enum ptw_ring { PTW_RING_WALKS, PTW_RING_STALLS, PTW_RING_VMA_WAITS };
+
 static int ptw_snap_open(struct file *file, const struct seq_operations *ops,
-			 size_t size, size_t max, bool walks)
+			 size_t size, size_t max, enum ptw_ring ring)
 {
 	struct ptw_snap *s;
 	int err;
@@ -129,12 +152,15 @@ static int ptw_snap_open(struct file *file, const struct seq_operations *ops,
 	if (!s)
 		return -ENOMEM;
 	s->size = size;
-	if (walks)
+	if (ring == PTW_RING_WALKS)
 		s->n = ptw_walk_ring_snapshot((struct ptw_walk_rec *)s->recs,
 					      max);
-	else
+	else if (ring == PTW_RING_STALLS)
 		s->n = ptw_stall_ring_snapshot((struct ptw_stall_rec *)s->recs,
 					       max);
+	else
+		s->n = ptw_vma_wait_ring_snapshot((struct ptw_vma_wait_rec *)
+						  s->recs, max);
 	err = seq_open(file, ops);
 	if (err) {
 		kvfree(s);
@@ -155,15 +181,31 @@ static int ptw_snap_release(struct inode *inode, struct file *file)
 static int ptw_walks_open(struct inode *inode, struct file *file)
 {
 	return ptw_snap_open(file, &ptw_walk_seq_ops,
-			     sizeof(struct ptw_walk_rec), PTW_WALK_RING, true);
+			     sizeof(struct ptw_walk_rec), PTW_WALK_RING,
+			     PTW_RING_WALKS);
 }
 
 static int ptw_stalls_open(struct inode *inode, struct file *file)
 {
 	return ptw_snap_open(file, &ptw_stall_seq_ops,
 			     sizeof(struct ptw_stall_rec), PTW_STALL_RING,
-			     false);
+			     PTW_RING_STALLS);
 }
+
+static int ptw_vma_waits_open(struct inode *inode, struct file *file)
+{
+	return ptw_snap_open(file, &ptw_vma_wait_seq_ops,
+			     sizeof(struct ptw_vma_wait_rec), PTW_VMA_WAIT_RING,
+			     PTW_RING_VMA_WAITS);
+}
+
+static const struct file_operations ptw_vma_waits_fops = {
+	.owner = THIS_MODULE,
+	.open = ptw_vma_waits_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = ptw_snap_release,
+};
 
 static const struct file_operations ptw_walks_fops = {
 	.owner = THIS_MODULE,
@@ -237,6 +279,7 @@ PTW_STAT_ALL(holders_dropped)
 PTW_STAT_ALL(arg_faults)
 PTW_STAT_ALL(walks_missed)
 PTW_STAT_ALL(failed_attempts)
+PTW_STAT_ALL(vma_waits_dropped)
 #undef PTW_STAT_ALL
 static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
 {
@@ -311,7 +354,8 @@ static int ptw_hooks_show(struct seq_file *m, void *v)
 
 	for (i = 0; i < ptw_nr_krp_hooks; i++) {
 		struct ptw_krp_hook *h = &ptw_krp_hooks[i];
-		bool req = h->kinds & ptw_kinds_mask;
+		bool req = (h->kinds & ptw_kinds_mask) &&
+			   (!h->vma || ptw_vma_view_built);
 
 		seq_printf(m, PTW_HOOK_KEYS(PTW_KV_FMT) "\n" + 1, h->sym, "kretprobe",
 			   ptw_kinds_str(kinds, h->kinds), ptw_status(req, h->attached),
@@ -321,7 +365,8 @@ static int ptw_hooks_show(struct seq_file *m, void *v)
 	}
 	for (i = 0; i < ptw_nr_kp_hooks; i++) {
 		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
-		bool req = h->kinds & ptw_kinds_mask;
+		bool req = (h->kinds & ptw_kinds_mask) &&
+			   (!h->vma || ptw_vma_view_built);
 
 		seq_printf(m, PTW_HOOK_KEYS(PTW_KV_FMT) "\n" + 1, h->sym, "kprobe",
 			   ptw_kinds_str(kinds, h->kinds), ptw_status(req, h->attached),
@@ -367,6 +412,8 @@ int ptw_debugfs_init(void)
 	}
 	debugfs_create_file("walks", 0400, ptw_dir, NULL, &ptw_walks_fops);
 	debugfs_create_file("stalls", 0400, ptw_dir, NULL, &ptw_stalls_fops);
+	debugfs_create_file("vma_waits", 0400, ptw_dir, NULL,
+			    &ptw_vma_waits_fops);
 	debugfs_create_file("hist", 0400, ptw_dir, NULL, &ptw_hist_fops);
 	debugfs_create_file("counters", 0400, ptw_dir, NULL,
 			    &ptw_counters_fops);

@@ -24,13 +24,6 @@
 #include "ptwalk.h"
 #include "compat/ptwalk_compat.h"
 
-struct ptw_ri {
-	u64 t0;
-	unsigned long key;
-	loff_t *ppos;		/* pagemap_read: read again on return */
-	int slot;
-};
-
 unsigned int ptw_kinds_active;
 bool ptw_walk_timed;
 
@@ -240,6 +233,10 @@ NOKPROBE_SYMBOL(ptw_pte_range_pre);
 	  .krp = { .entry_handler = _entry, .handler = _ret,		\
 		   .data_size = sizeof(struct ptw_ri) } }
 #define KRP(_sym, _kinds, _entry, _ret) KRP_OPT(_sym, _kinds, _entry, _ret, true)
+#define KRP_VMA(_sym, _entry, _ret)					\
+	{ .sym = _sym, .kinds = PTW_ALL_KINDS, .vma = true,		\
+	  .krp = { .entry_handler = _entry, .handler = _ret,		\
+		   .data_size = sizeof(struct ptw_ri) } }
 
 struct ptw_krp_hook ptw_krp_hooks[] = {
 	KRP("clear_refs_write", BIT(PTW_CLEAR_REFS),
@@ -260,6 +257,11 @@ struct ptw_krp_hook ptw_krp_hooks[] = {
 		ptw_walk_ret, false),
 	KRP_OPT("walk_page_vma", PTW_ALL_KINDS, ptw_walk_entry, ptw_walk_ret,
 		false),
+	/* the VMA-lock view (ptwalk_vma.c): optional, where built */
+	KRP_VMA("__vma_start_write", ptw_vma_write_entry, ptw_vma_write_ret),
+	KRP_VMA("__vma_exclude_readers_for_detach", ptw_vma_detach_entry,
+		ptw_vma_write_ret),
+	KRP_VMA("lock_next_vma", ptw_vma_next_entry, ptw_vma_next_ret),
 };
 
 const unsigned int ptw_nr_krp_hooks = ARRAY_SIZE(ptw_krp_hooks);
@@ -277,6 +279,9 @@ struct ptw_kp_hook ptw_kp_hooks[] = {
 	KP("pagemap_pmd_range", BIT(PTW_PAGEMAP), ptw_pte_range_pre),
 	/* 6.7+ PAGEMAP_SCAN walk callback */
 	KP("pagemap_scan_pmd_entry", BIT(PTW_PAGEMAP_SCAN), ptw_pte_range_pre),
+	/* a VMA reader's release woke a waiting writer (ptwalk_vma.c) */
+	{ .sym = "rcuwait_wake_up", .kinds = PTW_ALL_KINDS, .vma = true,
+	  .kp = { .pre_handler = ptw_vma_wake_pre } },
 };
 
 const unsigned int ptw_nr_kp_hooks = ARRAY_SIZE(ptw_kp_hooks);
@@ -315,7 +320,8 @@ int ptw_hooks_init(void)
 	for (i = 0; i < ptw_nr_krp_hooks; i++) {
 		struct ptw_krp_hook *h = &ptw_krp_hooks[i];
 
-		if (!(h->kinds & ptw_kinds_mask))
+		if (!(h->kinds & ptw_kinds_mask) ||
+		    (h->vma && !ptw_vma_view_built))
 			continue;
 		h->krp.kp.symbol_name = h->sym;
 		h->krp.maxactive = maxactive;
@@ -335,12 +341,14 @@ int ptw_hooks_init(void)
 	for (i = 0; i < ptw_nr_kp_hooks; i++) {
 		struct ptw_kp_hook *h = &ptw_kp_hooks[i];
 
-		if (!(h->kinds & ptw_kinds_mask))
+		if (!(h->kinds & ptw_kinds_mask) ||
+		    (h->vma && !ptw_vma_view_built))
 			continue;
 		h->kp.symbol_name = h->sym;
 		h->err = register_kprobe(&h->kp);
 		if (h->err) {
-			missing |= h->kinds;
+			if (h->required)
+				missing |= h->kinds;
 			pr_info("kprobe %s: missing (%d), hook disabled\n",
 				h->sym, h->err);
 			continue;
@@ -352,8 +360,11 @@ int ptw_hooks_init(void)
 
 	ptw_walk_timed = true;
 	for (i = 0; i < ptw_nr_krp_hooks; i++)
-		if (!ptw_krp_hooks[i].required && !ptw_krp_hooks[i].attached)
+		if (!ptw_krp_hooks[i].required && !ptw_krp_hooks[i].vma &&
+		    !ptw_krp_hooks[i].attached)
 			ptw_walk_timed = false;	/* a walk-proper timer is missing */
+	if (!ptw_vma_view_built)
+		pr_info("VMA-lock view: not built, this kernel's VMA locks are not reference counts (no mm->vma_writer_wait)\n");
 	if (!ptw_walk_timed)
 		pr_info("walk_page_range/walk_page_vma not hooked: walk_ns is not measured (walk_timed=0)\n");
 	WRITE_ONCE(ptw_kinds_active, ptw_kinds_mask & ~missing);

@@ -257,6 +257,52 @@ int ptw_lock_find_key(unsigned long key)
 }
 NOKPROBE_SYMBOL(ptw_lock_find_key);
 
+/* a live walk of mm_key by any task; -1: none */
+int ptw_lock_mm_walked(unsigned long mm_key)
+{
+	unsigned int i, n = ptw_live_limit();
+
+	if (!mm_key)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct ptw_walker *a = &ptw_walkers[i];
+
+		if (ptw_live(a) && READ_ONCE(a->mm_key) == mm_key)
+			return i;
+	}
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_lock_mm_walked);
+
+/* the walk a slot's pass is (false: none has begun) */
+bool ptw_lock_walk_id(int slot, u64 *seq, u32 *kind, pid_t *target_tgid)
+{
+	struct ptw_walker *a = &ptw_walkers[slot];
+
+	*seq = READ_ONCE(a->seq);
+	*kind = READ_ONCE(a->kind);
+	*target_tgid = READ_ONCE(a->target_tgid);
+	return ptw_live(a) && *seq;
+}
+NOKPROBE_SYMBOL(ptw_lock_walk_id);
+
+/*
+ * The current task, holding the mmap_lock of the walk in slot for write,
+ * waited from t0 to t1 for the walk's VMA read lock: the waits queued
+ * behind it meanwhile are the walk's (when the slot is still walk seq).
+ */
+void ptw_lock_vma_chain(int slot, u64 seq, u64 t0, u64 t1)
+{
+	struct ptw_walker *a;
+
+	if (slot < 0 || slot >= PTW_MAX_ACTIVE)
+		return;
+	a = &ptw_walkers[slot];
+	if (ptw_live(a) && READ_ONCE(a->seq) == seq)
+		ptw_waits_vma_chain(a, (unsigned long)current, t0, t1);
+}
+NOKPROBE_SYMBOL(ptw_lock_vma_chain);
+
 /* the walk the current task is inside of (a hooked call is running) */
 int ptw_lock_current_walk(void)
 {

@@ -74,6 +74,11 @@ struct ptw_waiter {
 	atomic64_t walker_held;
 	atomic64_t others_held;
 	/*
+	 * of others_held, while the holder (mmap_lock for write) waited for
+	 * the walk's VMA read lock: the walk's by the chain (ptwalk_vma.c)
+	 */
+	atomic64_t vma_chain;
+	/*
 	 * The spread of the probes' clock reads (ptwalk_lock_tp.c) at the
 	 * boundaries walker_held has: its own start, the walk's acquires and
 	 * releases within it (same generations as above).
@@ -166,6 +171,8 @@ void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
 bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 			      u64 seq, u64 t0);
 void ptw_waits_mark(struct ptw_walker *a, bool write);
+void ptw_waits_vma_chain(struct ptw_walker *a, unsigned long writer, u64 t0,
+			 u64 t1);
 void ptw_hold_end(unsigned long holder, unsigned long mmk, bool hold_write,
 		  u64 h0, u64 now, bool walker, u64 spread);
 void ptw_hold_unseen(unsigned long holder, unsigned long mmk,

@@ -91,6 +91,38 @@ void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
 /*
+ * The writer (a task holding the walked mm's mmap_lock for write) waited
+ * from t0 to t1 for the VMA read lock of the walk of a (ptwalk_vma.c): every
+ * wait on that mm's mmap_lock pending meanwhile was behind the writer, so
+ * behind the walk.  They are all still pending (the writer holds the lock
+ * past t1): mark each a stall of the walk, and its part of [t0, t1) as
+ * the chain's.  The writer's hold itself is split as any other's
+ * (others_held), vma_chain being a part of it.
+ */
+void ptw_waits_vma_chain(struct ptw_walker *a, unsigned long writer, u64 t0,
+			 u64 t1)
+{
+	unsigned int i, n = ptw_waiting_limit();
+
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *w = &ptw_wait[i];
+		u64 gc, from;
+
+		if (!ptw_wait_on(w, a->mm_key, writer))
+			continue;
+		gc = (u64)atomic64_read(&w->vma_chain);
+		smp_rmb();	/* the generation before the fields it covers */
+		from = max(READ_ONCE(w->t0), t0);
+		if (READ_ONCE(w->mm_key) != a->mm_key || t1 <= from)
+			continue;
+		ptw_mark_blocked(w, a);
+		if (!ptw_acc_add(&w->vma_chain, gc, t1 - from))
+			atomic_set(&w->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_waits_vma_chain);
+
+/*
  * A writer waits for mm since before t0, blocked by the walk seq, and a
  * reader arriving now queues behind it.  Not on PREEMPT_RT: its rwbase_rt
  * lets a reader in until the writer holds the lock (KERNEL-FACTS.md entry
@@ -142,6 +174,7 @@ found:
 	atomic_set(&w->split_lost, 0);
 	ptw_acc_init(&w->walker_held);
 	ptw_acc_init(&w->others_held);
+	ptw_acc_init(&w->vma_chain);
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
@@ -349,6 +382,8 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
 		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
+		r.vma_chain_ns = min((u64)atomic64_read(&w->vma_chain) &
+				     PTW_ACC_NS, r.wait_ns - r.walker_held_ns);
 		r.split_complete = !atomic_read(&w->split_lost);
 		r.clock_spread_ns = sp;
 		ptw_push_stall(&r);

@@ -25,6 +25,8 @@ static struct ptw_walk_rec ptw_walk_ring[PTW_WALK_RING];
 static u64 ptw_walk_head;	/* records ever pushed since reset */
 static struct ptw_stall_rec ptw_stall_ring[PTW_STALL_RING];
 static u64 ptw_stall_head;
+static struct ptw_vma_wait_rec ptw_vma_wait_ring[PTW_VMA_WAIT_RING];
+static u64 ptw_vma_wait_head;
 
 struct ptw_stats ptw_stats;
 
@@ -53,6 +55,19 @@ void ptw_push_stall(const struct ptw_stall_rec *r)
 		    r->target_tgid, r->wait_ns, r->write, r->walker_pid);
 }
 NOKPROBE_SYMBOL(ptw_push_stall);
+
+void ptw_push_vma_wait(const struct ptw_vma_wait_rec *r)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
+	ptw_vma_wait_ring[ptw_vma_wait_head % PTW_VMA_WAIT_RING] = *r;
+	ptw_vma_wait_head++;
+	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
+	if (r->behind_walk)
+		atomic64_inc(&ptw_stats.vma_waits[r->kind]);
+}
+NOKPROBE_SYMBOL(ptw_push_vma_wait);
 
 /* ---- probe misses ----------------------------------------------------- */
 
@@ -149,6 +164,8 @@ PTW_RING_SNAPSHOT(ptw_walk_ring_snapshot, struct ptw_walk_rec, ptw_walk_ring,
 		  ptw_walk_head, PTW_WALK_RING)
 PTW_RING_SNAPSHOT(ptw_stall_ring_snapshot, struct ptw_stall_rec,
 		  ptw_stall_ring, ptw_stall_head, PTW_STALL_RING)
+PTW_RING_SNAPSHOT(ptw_vma_wait_ring_snapshot, struct ptw_vma_wait_rec,
+		  ptw_vma_wait_ring, ptw_vma_wait_head, PTW_VMA_WAIT_RING)
 
 static void ptw_hist_zero(struct ptw_hist *h)
 {
@@ -171,6 +188,7 @@ void ptw_reset(void)
 		atomic64_set(&ptw_stats.walks[k], 0);
 		atomic64_set(&ptw_stats.pte_slots[k], 0);
 		atomic64_set(&ptw_stats.stalls[k], 0);
+		atomic64_set(&ptw_stats.vma_waits[k], 0);
 	}
 	atomic64_set(&ptw_stats.walks_dropped, 0);
 	atomic64_set(&ptw_stats.waits_dropped, 0);
@@ -179,9 +197,11 @@ void ptw_reset(void)
 	atomic64_set(&ptw_stats.walks_open_unread, 0);
 	atomic64_set(&ptw_stats.arg_faults, 0);
 	atomic64_set(&ptw_stats.walks_missed, 0);
+	atomic64_set(&ptw_stats.vma_waits_dropped, 0);
 
 	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
 	ptw_walk_head = 0;
 	ptw_stall_head = 0;
+	ptw_vma_wait_head = 0;
 	raw_spin_unlock_irqrestore(&ptw_ring_lock, flags);
 }

@@ -45,6 +45,10 @@ struct ptw_walk_pass {
 	u64 pte_slots;
 	u64 pte_revisits;
 	u64 missed0;
+	u64 vma_locks;
+	u64 vma_hold_ns;
+	u64 vma_hold_max_ns;
+	u64 vma_fallbacks;
 	char walker_comm[TASK_COMM_LEN];
 };
 
@@ -59,6 +63,12 @@ struct ptw_walk {
 	bool call_scoped;
 	u32 kind;
 	pid_t target_tgid;
+	/*
+	 * the walker holds a VMA's read lock since (0: none); it carries over
+	 * a pass reset: smaps' m_start locks the first VMA of a new pass
+	 * before the call that begins it, and the hold is counted when it ends
+	 */
+	u64 vma_t0;
 	struct ptw_walk_pass pass;
 	/* the pass's tlb counts (reset by atomic64_set(), not by a memset) */
 	atomic64_t tlb_flushes;
@@ -146,6 +156,7 @@ static int ptw_claim(enum ptw_kind kind, unsigned long key,
 	w->call_scoped = call_scoped;
 	w->kind = kind;
 	w->target_tgid = tgid;
+	w->vma_t0 = 0;
 	ptw_pass_reset(slot);
 	ptw_lock_publish(slot);
 	return slot;
@@ -199,6 +210,10 @@ static void ptw_emit(int slot)
 	r.calls = w->pass.calls;
 	r.stalls = p.stalls;
 	r.probe_missed = ptw_missed_total() - w->pass.missed0;
+	r.vma_locks = w->pass.vma_locks;
+	r.vma_hold_ns = w->pass.vma_hold_ns;
+	r.vma_hold_max_ns = w->pass.vma_hold_max_ns;
+	r.vma_fallbacks = w->pass.vma_fallbacks;
 	r.walker_pid = p.walker_pid;
 	r.target_tgid = w->target_tgid;
 	memcpy(r.walker_comm, w->pass.walker_comm, TASK_COMM_LEN);
@@ -302,12 +317,28 @@ int ptw_call_enter(enum ptw_kind kind, unsigned long key,
 }
 NOKPROBE_SYMBOL(ptw_call_enter);
 
+/* the walker's VMA read hold ends (or the walk of its VMA did) */
+static void ptw_vma_hold_end(struct ptw_walk *w, u64 now)
+{
+	u64 held;
+
+	if (!w->vma_t0)
+		return;
+	held = now > w->vma_t0 ? now - w->vma_t0 : 0;
+	w->vma_t0 = 0;
+	w->pass.vma_locks++;
+	w->pass.vma_hold_ns += held;
+	w->pass.vma_hold_max_ns = max(w->pass.vma_hold_max_ns, held);
+}
+NOKPROBE_SYMBOL(ptw_vma_hold_end);
+
 void ptw_call_exit(int slot, u64 t0, u64 now, bool pos_valid, u64 next_pos)
 {
 	struct ptw_walk *w = &ptw_walks[slot];
 
 	if (!ptw_lock_live(slot))
 		return;
+	ptw_vma_hold_end(w, now);
 	w->pass.call_ns += now - t0;
 	w->pass.end_ns = max(w->pass.end_ns, now);
 	if (pos_valid)
@@ -333,6 +364,39 @@ void ptw_walk_lock_taken(unsigned long mm_key, u64 now)
 			ptw_begin(slot, 0, now);
 }
 NOKPROBE_SYMBOL(ptw_walk_lock_taken);
+
+/*
+ * lock_next_vma() of mm_key in the current task (ptwalk_vma.c): the
+ * previous VMA's read lock was just dropped; then the next one was taken
+ * (locked), or the call gave up with an error and the reader goes on under
+ * mmap_lock (fallback).
+ */
+void ptw_walk_vma_unlocking(unsigned long mm_key, u64 now)
+{
+	int slot;
+
+	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
+	     slot = ptw_lock_next_walk(mm_key, slot + 1))
+		ptw_vma_hold_end(&ptw_walks[slot], now);
+}
+NOKPROBE_SYMBOL(ptw_walk_vma_unlocking);
+
+void ptw_walk_vma_locked(unsigned long mm_key, u64 now, bool locked,
+			 bool fallback)
+{
+	int slot;
+
+	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
+	     slot = ptw_lock_next_walk(mm_key, slot + 1)) {
+		struct ptw_walk *w = &ptw_walks[slot];
+
+		if (locked)
+			w->vma_t0 = now;
+		if (fallback)
+			w->pass.vma_fallbacks++;
+	}
+}
+NOKPROBE_SYMBOL(ptw_walk_vma_locked);
 
 /* a tlb flush in the walker's own context inside a walk call */
 void ptw_walk_tlb_flush(bool ipi)

@@ -77,7 +77,12 @@ done
 check "mmap_lock tracepoints attached" sh -c \
 	"[ \$(grep -c '^hook=mmap_lock_.* status=attached' $DBG/hooks) = 3 ]"
 check "debugfs modes root-only" sh -c \
-	"[ \"\$(stat -c %a $DBG/walks $DBG/stalls $DBG/hist $DBG/counters $DBG/hooks $DBG/reset | tr '\n' ' ')\" = '400 400 400 400 400 200 ' ]"
+	"[ \"\$(stat -c %a $DBG/walks $DBG/stalls $DBG/vma_waits $DBG/hist $DBG/counters $DBG/hooks $DBG/reset | tr '\n' ' ')\" = '400 400 400 400 400 400 200 ' ]"
+# the VMA-lock view: built where VMA locks are reference counts (the kernel
+# logs which); its four hooks all attached there, all disabled elsewhere
+if dmesg | grep -q "VMA-lock view: not built"; then VMA_VIEW=0; want=disabled; else VMA_VIEW=1; want=attached; fi
+check "VMA-lock view hooks: $want" sh -c \
+	"[ \$(grep -Ec '^hook=(__vma_start_write|__vma_exclude_readers_for_detach|lock_next_vma|rcuwait_wake_up) .* status=$want ' $DBG/hooks) = 4 ]"
 
 # ---- every walk appears exactly once, with the right fields -----------
 echo 1 > $DBG/reset
@@ -134,6 +139,26 @@ case "$(uname -r)" in
 esac
 check "smaps holds mmap_lock: $smaps_lock (kernel $(uname -r))" sh -c \
 	"grep 'kind=smaps ' $TMP/walks | grep -Eq 'lock_mode=$smaps_lock( |\$)'"
+# and, where it does not, the VMA-lock view sees the walk's VMA read locks:
+# one per VMA shown (the walker's 256 MiB mapping among a few dozen),
+# held for most of the walk
+if [ $smaps_lock = none ] && [ $VMA_VIEW = 1 ]; then
+	check "smaps walks took a VMA read lock per VMA shown, held for the walk" awk '
+	function kv(line, key,   a, i, n) {
+		n = split(line, a, " ")
+		for (i = 1; i <= n; i++)
+			if (index(a[i], key "=") == 1)
+				return substr(a[i], length(key) + 2)
+		return ""
+	}
+	/kind=smaps / { n++; c = kv($0, "calls") + 0; l = kv($0, "vma_locks") + 0
+		h = kv($0, "vma_hold_ns") + 0; w = kv($0, "walk_ns") + 0
+		if (l < c || l < 2 || h < w / 2) { print "# " $0; bad = 1 } }
+	END { exit (n == 2 && !bad) ? 0 : 1 }' $TMP/walks
+else
+	check "no VMA read locks recorded (smaps under mmap_lock or no view)" sh -c \
+		"! grep -v 'vma_locks=0 ' $TMP/walks"
+fi
 check "hist has walk_ns for clear_refs" grep -q "^hist=walk_ns kind=clear_refs" $DBG/hist
 check "counters: 2 clear_refs walks" grep -q "^counter=walks kind=clear_refs value=2$" $DBG/counters
 check "no kretprobe misses" sh -c "! grep 'type=kretprobe' $DBG/hooks | grep -v 'nmissed=0 kp_nmissed=0 '"

@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 
 HEADER = Path(__file__).resolve().parents[2] / "module" / "ptwalk_abi.h"
-# the record layouts (PTW_<NAME>_KEYS): walks, stalls, hist, counters, hooks
-RECORDS = ("walk", "stall", "hist", "counter", "hook", "kind_state")
+# the record layouts (PTW_<NAME>_KEYS): walks, stalls, vma_waits, hist, counters, hooks
+RECORDS = ("walk", "stall", "vma_wait", "hist", "counter", "hook", "kind_state")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def test_contract_parses() -> None:
     assert c.kinds == ("clear_refs", "smaps", "smaps_rollup", "pagemap", "pagemap_scan")
     assert c.lock_modes == ("none", "read", "write", "mixed")
     assert c.hist_slots == 64
-    for rec in ("walk", "stall", "hist", "counter", "hook", "kind_state"):
+    for rec in ("walk", "stall", "vma_wait", "hist", "counter", "hook", "kind_state"):
         keys = c.keys(rec)
         assert keys and len(set(keys)) == len(keys), (rec, keys)
     assert c.keys("walk")[:2] == ("seq", "kind")

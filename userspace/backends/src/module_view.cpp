@@ -151,6 +151,10 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 		w.tlb_flushes = u64(r, W(tlb_flushes));
 		w.calls = u64(r, W(calls));
 		w.stalls = u64(r, W(stalls));
+		w.vma_locks = u64(r, W(vma_locks));
+		w.vma_hold_ns = u64(r, W(vma_hold_ns));
+		w.vma_hold_max_ns = u64(r, W(vma_hold_max_ns));
+		w.vma_fallbacks = u64(r, W(vma_fallbacks));
 		out.push_back(std::move(w));
 	}
 	return out;
@@ -186,6 +190,9 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 				st.others_held_ns = oh;
 				if (r.count(S(clock_spread_ns)))
 					st.clock_spread_ns = u64(r, S(clock_spread_ns));
+				// a part of others_held, or no record of the module's
+				if (r.count(S(vma_chain_ns)) && u64(r, S(vma_chain_ns)) <= oh)
+					st.vma_chain_ns = u64(r, S(vma_chain_ns));
 			}
 		}
 		out.push_back(std::move(st));
@@ -193,8 +200,38 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 	return out;
 }
 
+#define V(key) PTW_VMA_WAIT_KEY(key)
+
+std::vector<ModuleVmaWait> parse_module_vma_waits(std::string_view text)
+{
+	std::vector<ModuleVmaWait> out;
+	for (const Record &r : parse_records(text)) {
+		const auto kind = module_record_kind(r, V(kind));
+		if (!r.count(V(walk_seq)) || !kind)
+			continue;
+		ModuleVmaWait v;
+		v.walk_seq = u64(r, V(walk_seq));
+		v.kind = *kind;
+		v.writer_pid = i32(r, V(writer_pid));
+		v.writer_comm = s(r, V(writer_comm));
+		v.target_tgid = i32(r, V(target_tgid));
+		v.start_ns = u64(r, V(start_ns));
+		v.wait_ns = u64(r, V(wait_ns));
+		v.walker_held_ns = u64(r, V(walker_held_ns));
+		v.waker_pid = i32(r, V(waker_pid));
+		v.behind_walk = s(r, V(behind_walk)) == "1";
+		v.detach = s(r, V(detach)) == "1";
+		// the module clamps; a record that does not is not one of its
+		if (v.walker_held_ns > v.wait_ns || (!v.behind_walk && v.walker_held_ns))
+			continue;
+		out.push_back(std::move(v));
+	}
+	return out;
+}
+
 #undef W
 #undef S
+#undef V
 
 std::vector<int> match_walks(const std::vector<WalkSpan> &spans, const std::vector<ModuleWalk> &mw,
 			     uint64_t slack_ns)
@@ -284,6 +321,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				k.others_held_ns = x.others_held_ns;
 				k.free_ns = x.wait_ns - *x.walker_held_ns - *x.others_held_ns;
 				k.clock_spread_ns = x.clock_spread_ns;
+				k.vma_chain_ns = x.vma_chain_ns;
 			}
 			sv.list.push_back(std::move(k));
 		}
@@ -327,7 +365,7 @@ std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &span
 {
 	std::vector<WalkKernelView> views(spans.size());
 	kv = KernelView{};
-	kv.source = "ptwalk.ko debugfs (walks, stalls, counters, hooks)";
+	kv.source = "ptwalk.ko debugfs (walks, stalls, vma_waits, counters, hooks)";
 	ModuleKernelView &mv = kv.module.emplace();
 	std::vector<ModuleWalk> mine;
 	// ptwalk's own smaps_rollup read of the stopped workload at the
@@ -358,6 +396,7 @@ std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &span
 	mv.module_walks_unmatched = uint64_t(mine.size() - mv.walks_matched);
 	kv.stalls = module_stalls(rec, seq_to_span, views);
 	module_facts(rec, mv);
+	module_vma_view(rec, seq_to_span, views, kv);
 	return views;
 }
 
@@ -475,6 +514,13 @@ private:
 									    x.waiter_pid,
 									    x.start_ns),
 							    x);
+		if (auto v = read_file(d + "/vma_waits", nullptr))
+			for (auto &x : parse_module_vma_waits(*v))
+				if (x.walk_seq > seq0_)
+					rec_.vma_waits.emplace(std::make_tuple(x.walk_seq,
+									       x.writer_pid,
+									       x.start_ns),
+							       x);
 	}
 
 	void unmount()

@@ -35,6 +35,10 @@ namespace ptwalk {
 
 namespace {
 
+constexpr const char *kNoVmaView =
+	"the mmap_lock tracepoints do not see VMA locks; ptwalk.ko's VMA-lock view does "
+	"(--backend module, where the kernel's VMA locks are reference counts)";
+
 // set by the stop signals while run_command's StopSignals lives
 volatile sig_atomic_t &g_signal = StopSignals::flag();
 
@@ -477,6 +481,10 @@ void assemble_walks(Run &r)
 					   workload_rss_reference(r.result.workload));
 	r.result.walks_dropped = sh->walks_dropped.load();
 	r.result.kernel_view = std::move(kv);
+	// a view blind to VMA locks says so where the walks take them
+	for (KernelView *k : {&r.result.kernel_view, &kv2})
+		if (!k->vma_locks && k->stalls && walks_under_vma_locks(r.result))
+			k->vma_locks = VmaLockView{false, kNoVmaView};
 	if (r.o.perf)
 		r.result.perf = std::move(r.perf_summary);
 	r.result.victims = run_result::victims(*sh);

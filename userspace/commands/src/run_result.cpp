@@ -84,6 +84,7 @@ void add_view(WalkEntry &j, const WalkKernelView &v)
 	m.tlb_flushes = v.tlb_flushes;
 	m.tlb_ipis = v.tlb_ipis;
 	m.probe_missed = v.probe_missed;
+	m.vma = v.vma;
 	j.module = m;
 }
 

@@ -30,6 +30,39 @@ void to_json(Json::Value &j, const KernelStall &s)
 	put_optional(j, "clock_spread_ns", s.clock_spread_ns);
 	put_optional(j, "walker_off_cpu_ns", s.walker_off_cpu_ns);
 	put_optional(j, "waiter_runnable_ns", s.waiter_runnable_ns);
+	put_optional(j, "vma_chain_ns", s.vma_chain_ns);
+}
+
+void to_json(Json::Value &j, const VmaLockView &v)
+{
+	j = Json::Value::object();
+	j["available"] = v.available;
+	if (!v.available) {
+		j["why"] = v.why.value_or("");
+		return;
+	}
+	j["waits_behind_walk"] = v.waits_behind_walk;
+	j["waits_not_behind"] = v.waits_not_behind;
+	j["max_wait_ns"] = v.max_wait_ns;
+	j["max_walker_held_ns"] = v.max_walker_held_ns;
+	j["chain_stalls"] = v.chain_stalls;
+	j["chain_ns"] = v.chain_ns;
+	Json::Value list = Json::Value::array();
+	for (const auto &w : v.list) {
+		Json::Value o = Json::Value::object();
+		o["tid"] = w.tid;
+		if (w.writer.victim)
+			o["victim"] = name(*w.writer.victim);
+		else
+			o["writer_comm"] = w.writer.comm;
+		o["start_ns"] = w.start_ns;
+		o["wait_ns"] = w.wait_ns;
+		o["walker_held_ns"] = w.walker_held_ns;
+		o["walk"] = w.walk;
+		o["detach"] = w.detach;
+		list.push_back(std::move(o));
+	}
+	j["waits"] = std::move(list);
 }
 
 namespace {
@@ -87,6 +120,8 @@ void put_module(Json::Value &j, const KernelView &v, const ModuleKernelView &m)
 	for (const auto &[k, n] : m.counters)
 		counters[k] = n;
 	j["counters"] = std::move(counters);
+	if (v.vma_locks)
+		j["vma_locks"] = *v.vma_locks;
 }
 
 void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t)
@@ -102,6 +137,8 @@ void put_tracepoint(Json::Value &j, const KernelView &v, const TracepointView &t
 	}
 	j["unpaired_events"] = t.unpaired_events;
 	j["failed_acquires"] = t.failed_acquires;
+	if (v.vma_locks)
+		j["vma_locks"] = *v.vma_locks;
 	if (const auto &s = t.session) {
 		put_optional(j, "lost_note", s->lost_note);
 		j["late_events"] = s->late_events;

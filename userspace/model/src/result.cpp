@@ -304,10 +304,33 @@ void print_worst_stall(const KernelView &kv, FILE *out)
 	if (s.waiter_runnable_ns && *s.waiter_runnable_ns)
 		off += " (waiter runnable, not on a CPU, " + format_ns(*s.waiter_runnable_ns) +
 		       " of it)";
-	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s, free %s\n",
+	std::string chain;
+	if (s.vma_chain_ns && *s.vma_chain_ns)
+		chain = " (a writer waiting for the walk's VMA lock " + format_ns(*s.vma_chain_ns) +
+			" of it)";
+	fprintf(out, "\nworst stall %s (%s, walk %llu): walk held %s%s, others %s%s, free %s\n",
 		format_ns(s.wait_ns).c_str(), waiter_name(s.waiter).c_str(),
 		(unsigned long long)s.walk, format_ns(*s.walker_held_ns).c_str(), off.c_str(),
-		format_ns(*s.others_held_ns).c_str(), format_ns(*s.free_ns).c_str());
+		format_ns(*s.others_held_ns).c_str(), chain.c_str(), format_ns(*s.free_ns).c_str());
+}
+
+// The waits on VMA locks: the module's view of them, or why there is none.
+void print_vma_locks(const KernelView &kv, FILE *out)
+{
+	if (!kv.vma_locks)
+		return;
+	const VmaLockView &v = *kv.vma_locks;
+	if (!v.available) {
+		fprintf(out, "vma locks: not seen: %s\n", v.why.value_or("").c_str());
+		return;
+	}
+	fprintf(out,
+		"vma locks (ptwalk.ko): %llu writer waits behind the walks' VMA read locks, "
+		"longest %s (walk held %s at most), %llu during walks not behind one; "
+		"%llu listed mmap_lock stalls queued behind such a writer, %s in all\n",
+		(unsigned long long)v.waits_behind_walk, format_ns(v.max_wait_ns).c_str(),
+		format_ns(v.max_walker_held_ns).c_str(), (unsigned long long)v.waits_not_behind,
+		(unsigned long long)v.chain_stalls, format_ns(v.chain_ns).c_str());
 }
 
 // The validation's lines: the views against the victims, the module's
@@ -346,6 +369,7 @@ void print_table(const RunResult &r, FILE *out)
 	print_walks(r, out);
 	print_victims(r, out);
 	print_worst_stall(r.kernel_view, out);
+	print_vma_locks(r.kernel_view, out);
 	if (r.stall_estimate)
 		print_stall_estimates(*r.stall_estimate, out);
 	if (const auto &tp = r.kernel_view.tracepoint; tp && tp->lost_events > 0)

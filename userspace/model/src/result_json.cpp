@@ -105,6 +105,12 @@ void put_module(Json::Value &j, const WalkEntry::Module &m)
 	j["tlb_flushes"] = m.tlb_flushes;
 	j["tlb_ipis"] = m.tlb_ipis;
 	j["probe_missed"] = m.probe_missed;
+	if (m.vma) {
+		j["vma_locks"] = m.vma->locks;
+		j["vma_hold_ns"] = m.vma->hold_ns;
+		j["vma_hold_max_ns"] = m.vma->hold_max_ns;
+		j["vma_fallbacks"] = m.vma->fallbacks;
+	}
 }
 
 } // namespace
@@ -226,6 +232,8 @@ void to_json(Json::Value &j, const ViewsAgreement &v)
 	j = Json::Value::object();
 	j["module_stalls"] = v.module_stalls;
 	j["module_in_tracepoint"] = v.module_in_tracepoint;
+	if (v.module_behind_vma_locks)
+		j["module_behind_vma_locks"] = v.module_behind_vma_locks;
 	j["tracepoint_in_module"] = v.tracepoint_in_module;
 	j["tracepoint_stalls"] = v.tracepoint_stalls;
 	j["split_compared"] = v.split_compared;

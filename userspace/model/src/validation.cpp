@@ -95,7 +95,7 @@ Recall recall_of(const ValidationInput &in)
 			r.before_hit += hit;
 			continue;
 		}
-		if (!hit && in.vma_lock_unseen && writes_vmas(o.victim)) {
+		if (!hit && in.vma_lock_unseen && !in.vma_view && writes_vmas(o.victim)) {
 			r.vma_lock++;
 			continue;
 		}
@@ -191,7 +191,7 @@ StallValidation validate_stalls(const ValidationInput &in)
 	v.other_victim_preempted_recalled = r.ambiguous_hit;
 	if (in.second)
 		v.not_behind_walk = r.not_behind;
-	if (in.vma_lock_unseen)
+	if (in.vma_lock_unseen && !in.vma_view)
 		v.vma_lock_waits = r.vma_lock;
 	v.recalled = r.recalled;
 	if (r.ref)
@@ -207,73 +207,6 @@ StallValidation validate_stalls(const ValidationInput &in)
 	v.agree = v.disagreements.empty();
 	return v;
 }
-
-namespace {
-
-std::string one_line(const StallValidation &st)
-{
-	char buf[256];
-	snprintf(buf, sizeof(buf),
-		 "validation: victims' clocks vs %s: %llu/%llu slow operations "
-		 "during walks explained, %llu/%llu stalls >= %.1f ms confirmed: %s",
-		 name(st.view), (unsigned long long)st.recalled,
-		 (unsigned long long)st.reference_ops, (unsigned long long)st.confirmed,
-		 (unsigned long long)st.stalls_checked, double(st.threshold_ns) / 1e6,
-		 st.agree ? "agree" : "DISAGREE");
-	std::string out = buf;
-	std::string apart;
-	auto add = [&](uint64_t v, const char *what) {
-		if (v)
-			apart += (apart.empty() ? "" : ", ") + std::to_string(v) + " " + what;
-	};
-	add(st.slow_not_slept, "did not sleep (preempted)");
-	add(st.other_victim_preempted, "overlapped a preempted victim");
-	add(st.began_before_walk, "began before the walk");
-	add(st.not_behind_walk.value_or(0), "not behind a walker hold (tracepoint view)");
-	add(st.vma_lock_waits.value_or(0), "waited on a VMA lock (no view sees one)");
-	if (!apart.empty())
-		out += "\n  not in the reference: " + apart;
-	for (const auto &d : st.disagreements)
-		out += "\n  disagreement: " + d;
-	return out;
-}
-
-} // namespace
-
-std::string validation_line(const Validation &val)
-{
-	std::string out;
-	if (!val.stalls.skipped)
-		out = one_line(val.stalls);
-	if (val.stalls_tracepoint)
-		out += (out.empty() ? "" : "\n") + one_line(*val.stalls_tracepoint);
-	if (const auto &v = val.views) {
-		char buf[200];
-		snprintf(buf, sizeof(buf),
-			 "validation: module vs tracepoint view: %llu/%llu module stalls seen "
-			 "by the tracepoints, %llu/%llu tracepoint stalls by the module",
-			 (unsigned long long)v->module_in_tracepoint,
-			 (unsigned long long)v->module_stalls,
-			 (unsigned long long)v->tracepoint_in_module,
-			 (unsigned long long)v->tracepoint_stalls);
-		out += std::string("\n") + buf;
-		if (v->split_compared) {
-			snprintf(buf, sizeof(buf),
-				 "validation: module vs tracepoint split: %llu/%llu stalls' "
-				 "walk-held parts agree (largest difference %s)%s",
-				 (unsigned long long)v->split_agree,
-				 (unsigned long long)v->split_compared,
-				 format_ns(v->split_max_diff_ns).c_str(),
-				 v->split_agree == v->split_compared ? "" : ": DISAGREE");
-			out += std::string("\n") + buf;
-		}
-	}
-	return out;
-}
-
-} // namespace ptwalk
-
-namespace ptwalk {
 
 namespace {
 
@@ -394,7 +327,8 @@ std::vector<ViewStall> stalls_of(const StallsView &sv)
 {
 	std::vector<ViewStall> out;
 	for (const auto &s : sv.list)
-		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns});
+		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns,
+			       s.vma_chain_ns.value_or(0) && !s.walker_held_ns.value_or(0)});
 	return out;
 }
 
@@ -407,15 +341,20 @@ void set_view(ValidationInput &in, const StallsView &sv)
 	in.complete_above_ns = sv.complete_above_ns.value_or(UINT64_MAX);
 }
 
-// stalls >= threshold in a also in b (same thread, overlapping)
+// stalls >= threshold in a also in b (same thread, overlapping); those
+// behind VMA locks counted apart (vma, when given; else they are in)
 uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &b,
-		 uint64_t threshold, uint64_t *total)
+		 uint64_t threshold, uint64_t *total, uint64_t *vma = nullptr)
 {
 	uint64_t n = 0;
 	*total = 0;
 	for (const auto &x : a) {
 		if (x.wait_ns < threshold)
 			continue;
+		if (vma && x.vma) {
+			++*vma;
+			continue;
+		}
 		++*total;
 		for (const auto &y : b)
 			if (y.tid == x.tid && y.start_ns < x.start_ns + x.wait_ns &&
@@ -466,10 +405,11 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 	in2.view = BackendKind::tracepoint;
 	set_view(in2, second);
 	in2.second = nullptr;
+	in2.vma_view = false; // the tracepoints see no VMA lock
 	val.stalls_tracepoint = validate_stalls(in2);
 	ViewsAgreement views;
-	views.module_in_tracepoint =
-		seen_in(in.stalls, in2.stalls, in.threshold_ns, &views.module_stalls);
+	views.module_in_tracepoint = seen_in(in.stalls, in2.stalls, in.threshold_ns,
+					     &views.module_stalls, &views.module_behind_vma_locks);
 	views.tracepoint_in_module =
 		seen_in(in2.stalls, in.stalls, in.threshold_ns, &views.tracepoint_stalls);
 	compare_splits(first, second, views);
@@ -527,8 +467,8 @@ std::optional<StallParts::Runnable> check_runnable(const StallsView &sv,
 	return r;
 }
 
-// Whether a kind the run walked holds VMA read locks, not mmap_lock, on
-// the run's kernel (no view of ptwalk's sees VMA locks yet).
+} // namespace
+
 bool walks_under_vma_locks(const RunResult &result)
 {
 	const std::string_view rel =
@@ -538,8 +478,6 @@ bool walks_under_vma_locks(const RunResult &result)
 			return true;
 	return false;
 }
-
-} // namespace
 
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
 		    const KernelView *second)
@@ -556,6 +494,13 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		in.ops_dropped = ops_dropped;
 		in.vma_lock_unseen = walks_under_vma_locks(result);
 		set_view(in, *kv.stalls);
+		// the module's VMA-lock view: its writers' waits are attributed too
+		if (kv.vma_locks && kv.vma_locks->available) {
+			for (const auto &w : kv.vma_locks->list)
+				in.stalls.push_back({w.tid, w.start_ns, w.wait_ns, true});
+			in.stalls_total += kv.vma_locks->list.size();
+			in.vma_view = true;
+		}
 		std::vector<ViewStall> second_stalls;
 		if (second) {
 			if (second_sv)

@@ -288,9 +288,11 @@ TEST(ModuleView, KernelViewFromRecordedRecords)
 	module_kernel_view(spans, ModuleRecords{}, empty);
 	EXPECT_EQ(Json(Json::Value(empty)).dump(),
 		  "{\"stalls_total\":0,\"stalls_complete_above_ns\":1000000,"
-		  "\"source\":\"ptwalk.ko debugfs (walks, stalls, counters, hooks)\","
+		  "\"source\":\"ptwalk.ko debugfs (walks, stalls, vma_waits, counters, hooks)\","
 		  "\"walks_matched\":0,\"walks_hookable\":4,\"module_walks_unmatched\":0,"
-		  "\"threads\":{},\"stalls\":[],\"hooks\":[],\"nmissed\":0,\"counters\":{}}");
+		  "\"threads\":{},\"stalls\":[],\"hooks\":[],\"nmissed\":0,\"counters\":{},"
+		  "\"vma_locks\":{\"available\":false,\"why\":\"this ptwalk.ko has no VMA-lock "
+		  "view (no __vma_start_write hook): rebuild it\"}}");
 }
 
 namespace {
@@ -317,7 +319,7 @@ std::string fields(const ModuleWalk &w)
 	char b[512];
 	snprintf(b, sizeof(b),
 		 "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
-		 "%llu %llu %llu %llu %llu %llu",
+		 "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
 		 (unsigned long long)w.seq, name(w.kind), w.walker_pid, w.walker_comm.c_str(),
 		 w.target_tgid, (unsigned long long)w.start_ns, (unsigned long long)w.end_ns,
 		 (unsigned long long)w.call_ns, (unsigned long long)w.walk_ns, int(w.walk_timed),
@@ -326,20 +328,45 @@ std::string fields(const ModuleWalk &w)
 		 (unsigned long long)w.lock_holds, name(w.lock_mode),
 		 (unsigned long long)w.tlb_flushes, (unsigned long long)w.tlb_ipis,
 		 (unsigned long long)w.calls, (unsigned long long)w.stalls,
-		 (unsigned long long)w.lock_wait_ns, (unsigned long long)w.probe_missed);
+		 (unsigned long long)w.lock_wait_ns, (unsigned long long)w.probe_missed,
+		 (unsigned long long)w.vma_locks, (unsigned long long)w.vma_hold_ns,
+		 (unsigned long long)w.vma_hold_max_ns, (unsigned long long)w.vma_fallbacks);
 	return b;
+}
+
+std::string fields(const ModuleVmaWait &v)
+{
+	char b[320];
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %llu %d %d %d",
+		 (unsigned long long)v.walk_seq, name(v.kind), v.writer_pid, v.writer_comm.c_str(),
+		 v.target_tgid, (unsigned long long)v.start_ns, (unsigned long long)v.wait_ns,
+		 (unsigned long long)v.walker_held_ns, v.waker_pid, int(v.behind_walk),
+		 int(v.detach));
+	return b;
+}
+
+// a contract record with key k set to v
+std::string with(std::string r, std::string_view k, std::string_view v)
+{
+	const std::string key = " " + std::string(k) + "=";
+	const size_t p = r.find(key);
+	if (p == std::string::npos)
+		return r;
+	const size_t e = r.find_first_of(" \n", p + key.size());
+	return r.replace(p + key.size(), e - p - key.size(), v);
 }
 
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld",
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld %lld",
 		 (unsigned long long)s.walk_seq, name(s.kind), s.waiter_pid, s.waiter_comm.c_str(),
 		 s.target_tgid, (unsigned long long)s.start_ns, (unsigned long long)s.wait_ns,
 		 name(s.mode), s.walker_pid, name(s.walker_mode), int(s.acquired),
 		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
 		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
-		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL);
+		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL,
+		 s.vma_chain_ns ? (long long)*s.vma_chain_ns : -1LL);
 	return b;
 }
 
@@ -386,6 +413,32 @@ TEST(ModuleAbi, EveryStallKeyIsRead)
 	}
 }
 
+TEST(ModuleAbi, EveryVmaWaitKeyIsRead)
+{
+	// a 100 ns wait behind the walk: each flag read as 0 and 1
+	auto rec = [](std::string_view odd) {
+		std::string r = contract_record(contract::kVmaWaitKeys, odd);
+		if (odd != "wait_ns")
+			r = with(r, "wait_ns", "100");
+		return with(r, "behind_walk", odd == "behind_walk" ? "0" : "1");
+	};
+	auto base = parse_module_vma_waits(rec(""));
+	ASSERT_EQ(base.size(), 1u);
+	for (auto k : contract::kVmaWaitKeys) {
+		auto r = rec(k);
+		if (k == "detach")
+			r = with(r, "detach", "1");
+		auto v = parse_module_vma_waits(r);
+		ASSERT_EQ(v.size(), 1u) << k;
+		EXPECT_NE(fields(v[0]), fields(base[0])) << "vma wait key " << k << " is not read";
+	}
+	// a walker-held part beyond the wait, or without the walk, is no record
+	EXPECT_TRUE(parse_module_vma_waits(with(rec(""), "walker_held_ns", "101")).empty());
+	EXPECT_TRUE(parse_module_vma_waits(
+			    with(with(rec(""), "walker_held_ns", "5"), "behind_walk", "0"))
+			    .empty());
+}
+
 TEST(ModuleAbi, KindsAndModesAreKnown)
 {
 	// every kind the module records is one a scanner walk maps to
@@ -398,4 +451,122 @@ TEST(ModuleAbi, KindsAndModesAreKnown)
 	EXPECT_NE(std::find(contract::kLockModes.begin(), contract::kLockModes.end(), "mixed"),
 		  contract::kLockModes.end());
 	EXPECT_STREQ(kModuleDir, "/sys/kernel/debug/ptwalk");
+}
+
+namespace {
+
+Record hook(const char *sym, const char *status)
+{
+	return {{"hook", sym}, {"type", "kretprobe"}, {"status", status}, {"err", "0"}};
+}
+
+ModuleRecords vma_records(const char *status)
+{
+	ModuleRecords rec;
+	rec.walker = 98;
+	rec.target = 97;
+	rec.threads = {{100, Victim::mmap}, {101, Victim::vma}};
+	ModuleWalk m;
+	m.seq = 1;
+	m.kind = WalkKind::smaps;
+	m.walker_pid = 98;
+	m.target_tgid = 97;
+	m.start_ns = 1000;
+	m.end_ns = 100000;
+	m.vma_locks = 3;
+	m.vma_hold_ns = 90000;
+	m.vma_hold_max_ns = 50000;
+	rec.walks[1] = m;
+	ModuleStall st;
+	st.walk_seq = 1;
+	st.kind = WalkKind::smaps;
+	st.waiter_pid = 100;
+	st.start_ns = 20000;
+	st.wait_ns = 30000;
+	st.walker_held_ns = 0;
+	st.others_held_ns = 25000;
+	if (std::string_view(status) == "attached")
+		st.vma_chain_ns = 25000; // the module prints it where the view is
+	rec.stalls[{1, 100, 20000}] = st;
+	// behind the walk: its walk-held part [15000, 50000) covers the
+	// stall's [20000, 50000); the chain is capped by others_held
+	rec.vma_waits[{1, 101, 15000}] = {1,     WalkKind::smaps, "victim-vma", 101,  97,   98,
+					  15000, 40000,           35000,        true, false};
+	rec.vma_waits[{1, 101, 60000}] = {
+		1, WalkKind::smaps, "victim-vma", 101, 97, 55, 60000, 20000, 0, false, false};
+	// another walker's walk: not this run's
+	rec.vma_waits[{99, 101, 70000}] = {99,    WalkKind::smaps, "victim-vma", 101,  97,   77,
+					   70000, 90000,           90000,        true, false};
+	for (const char *sym : {"__vma_start_write", "rcuwait_wake_up", "lock_next_vma"})
+		rec.hooks.push_back(hook(sym, status));
+	return rec;
+}
+
+} // namespace
+
+// The VMA-lock view of a run: the walk's VMA read locks on its view, the
+// writers behind it listed, and the part of an mmap_lock stall that a
+// writer waiting for the walk's VMA held is the walk's (the chain).
+TEST(ModuleVmaView, WaitsHoldsAndTheChain)
+{
+	const std::vector<WalkSpan> spans = {{WalkKind::smaps, 98, 900, 100100}};
+	KernelView kv;
+	auto views = module_kernel_view(spans, vma_records("attached"), kv);
+	ASSERT_TRUE(kv.vma_locks);
+	const VmaLockView &v = *kv.vma_locks;
+	EXPECT_TRUE(v.available);
+	EXPECT_EQ(v.waits_behind_walk, 1u);
+	EXPECT_EQ(v.waits_not_behind, 1u);
+	EXPECT_EQ(v.max_wait_ns, 40000u);
+	EXPECT_EQ(v.max_walker_held_ns, 35000u);
+	ASSERT_EQ(v.list.size(), 1u);
+	EXPECT_EQ(v.list[0].writer.victim, Victim::vma);
+	ASSERT_TRUE(views[0].vma);
+	EXPECT_EQ(views[0].vma->locks, 3u);
+	EXPECT_EQ(views[0].vma->hold_max_ns, 50000u);
+	ASSERT_EQ(kv.stalls->list.size(), 1u);
+	EXPECT_EQ(kv.stalls->list[0].vma_chain_ns, 25000u);
+	EXPECT_EQ(v.chain_stalls, 1u);
+	EXPECT_EQ(v.chain_ns, 25000u);
+	const std::string j = Json(Json::Value(kv)).dump();
+	EXPECT_NE(j.find("\"waits\":[{\"tid\":101,\"victim\":\"vma\","), std::string::npos) << j;
+	EXPECT_NE(j.find("\"vma_chain_ns\":25000"), std::string::npos) << j;
+}
+
+// The module's chain is a part of the stall's others-held part; a record
+// whose chain is larger is not split by it.
+TEST(ModuleVmaView, ChainWithinOthersHeld)
+{
+	const std::string rec = "walk_seq=1 kind=smaps waiter_pid=100 waiter_comm=victim-mmap "
+				"target_tgid=97 start_ns=20000 wait_ns=30000 mode=write "
+				"walker_pid=98 walker_mode=read acquired=1 walker_held_ns=0 "
+				"others_held_ns=25000 split_complete=1 clock_spread_ns=10 "
+				"vma_chain_ns=";
+	auto ok = parse_module_stalls(rec + "24000\n");
+	ASSERT_EQ(ok.size(), 1u);
+	EXPECT_EQ(ok[0].vma_chain_ns, 24000u);
+	auto over = parse_module_stalls(rec + "26000\n");
+	ASSERT_EQ(over.size(), 1u);
+	EXPECT_FALSE(over[0].vma_chain_ns);
+}
+
+// Where the module could not build or attach the view, it says why and
+// reports no figure: not a zero.
+TEST(ModuleVmaView, AbsentViewSaysWhy)
+{
+	const std::vector<WalkSpan> spans = {{WalkKind::smaps, 98, 900, 100100}};
+	KernelView kv;
+	auto views = module_kernel_view(spans, vma_records("disabled"), kv);
+	ASSERT_TRUE(kv.vma_locks);
+	EXPECT_FALSE(kv.vma_locks->available);
+	EXPECT_NE(kv.vma_locks->why->find("not reference counts"), std::string::npos);
+	EXPECT_FALSE(views[0].vma);
+	EXPECT_FALSE(kv.stalls->list[0].vma_chain_ns);
+	const std::string j = Json(Json::Value(kv)).dump();
+	EXPECT_NE(j.find("\"vma_locks\":{\"available\":false,\"why\":"), std::string::npos) << j;
+	EXPECT_EQ(j.find("\"waits\":["), std::string::npos) << j;
+	auto old = vma_records("attached");
+	old.hooks.clear();
+	module_kernel_view(spans, old, kv);
+	EXPECT_NE(kv.vma_locks->why->find("no VMA-lock view"), std::string::npos);
 }

@@ -343,3 +343,40 @@ TEST(Validation, VmaLockWaitsFollowTheKernelsLockingFact)
 		}
 	}
 }
+
+// Where the module's VMA-lock view is, its writers' waits are attributed
+// stalls like the mmap_lock ones: the vma victim's wait on the walked VMA
+// is explained by the view (recall), and each of its waits is confirmed by
+// that victim's own clock (precision); none is set apart as unseen.
+TEST(Validation, VmaLockViewExplainsTheWritersWaits)
+{
+	RunResult r;
+	r.backend = BackendKind::module;
+	r.kernel.uname = KernelInfo::Uname{"7.3.4+deb13-cloud-amd64", "", ""};
+	WalkEntry w;
+	w.kind = WalkKind::smaps;
+	r.walks.push_back(w);
+	r.kernel_view.stalls.emplace();
+	r.kernel_view.stalls->total = 0;
+	VmaLockView &vv = r.kernel_view.vma_locks.emplace();
+	vv.available = true;
+	// 40 ms of the vma victim's 50 ms operation, the walk's release at 35
+	vv.list = {{3, Waiter{Victim::vma, {}}, 5'000'000, 40'000'000, 35'000'000, 0, false}};
+	add_validation(r, {vma_op(3, Victim::vma, 0, 50)}, 0);
+	StallValidation v = r.validation.stalls;
+	EXPECT_FALSE(v.vma_lock_waits.has_value());
+	EXPECT_EQ(v.reference_ops, 1u);
+	EXPECT_EQ(v.recalled, 1u);
+	EXPECT_EQ(v.stalls_checked, 1u);
+	EXPECT_EQ(v.confirmed, 1u);
+	EXPECT_TRUE(v.agree);
+
+	// a VMA wait the victim's clock did not see is unconfirmed
+	vv.list.push_back(
+		{3, Waiter{Victim::vma, {}}, 80'000'000, 20'000'000, 20'000'000, 0, false});
+	add_validation(r, {vma_op(3, Victim::vma, 0, 50)}, 0);
+	v = r.validation.stalls;
+	EXPECT_EQ(v.stalls_checked, 2u);
+	EXPECT_EQ(v.confirmed, 1u);
+	EXPECT_FALSE(v.agree);
+}

@@ -39,6 +39,9 @@ struct ModuleWalk {
 	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0, tlb_flushes = 0;
 	uint64_t calls = 0, stalls = 0;
 	LockMode lock_mode = LockMode::none;
+	// the VMA-lock view's (0 where it is not built): the VMA read locks
+	// the walker took, their holds, and lock_next_vma()'s give-ups
+	uint64_t vma_locks = 0, vma_hold_ns = 0, vma_hold_max_ns = 0, vma_fallbacks = 0;
 };
 struct ModuleStall {
 	uint64_t walk_seq = 0;
@@ -55,10 +58,26 @@ struct ModuleStall {
 	// how far apart other probes may have read the clock at the
 	// boundaries walker_held_ns has (module key clock_spread_ns)
 	std::optional<uint64_t> clock_spread_ns;
+	// of others_held_ns, while a writer waited for the walk's VMA read
+	// lock (module key vma_chain_ns, where the VMA-lock view is)
+	std::optional<uint64_t> vma_chain_ns;
+};
+// One wait of a writer for a walked mm's VMA read locks (debugfs
+// vma_waits, module/README.md): the writer holds mmap_lock for write.
+struct ModuleVmaWait {
+	uint64_t walk_seq = 0;
+	WalkKind kind = WalkKind::clear_refs;
+	std::string writer_comm;
+	int32_t writer_pid = 0, target_tgid = 0, waker_pid = 0;
+	uint64_t start_ns = 0, wait_ns = 0;
+	uint64_t walker_held_ns = 0; // up to the walker's waking release
+	bool behind_walk = false, detach = false;
 };
 // A record whose kind is not one of the module's kinds is left out.
 std::vector<ModuleWalk> parse_module_walks(std::string_view text);
 std::vector<ModuleStall> parse_module_stalls(std::string_view text);
+// A record whose walker-held part exceeds its wait is left out too.
+std::vector<ModuleVmaWait> parse_module_vma_waits(std::string_view text);
 
 // Matches each scanner walk with at most one module record of the same
 // walker and kind lying within it (± slack_ns); returns, per span, the index
@@ -72,12 +91,20 @@ std::vector<int> match_walks(const std::vector<WalkSpan> &spans, const std::vect
 struct ModuleRecords {
 	std::map<uint64_t, ModuleWalk> walks;                                  // by seq
 	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleStall> stalls; // walk, waiter, start
+	std::map<std::tuple<uint64_t, int32_t, uint64_t>, ModuleVmaWait>
+		vma_waits; // walk, writer, start
 	std::vector<Record> hooks;
 	std::string counters_text;
 	pid_t walker = 0, target = 0;
 	pid_t self = 0; // ptwalk: its smaps_rollup of the stopped workload is the reference walk
 	std::vector<WatchedThread> threads;
 };
+
+// The VMA-lock view (kv.vma_locks, the views' vma; the listed stalls'
+// vma_chain_ns are the module's) from the records, given which module
+// walk is which span.
+void module_vma_view(const ModuleRecords &rec, const std::map<uint64_t, size_t> &seq_to_span,
+		     std::vector<WalkKernelView> &views, KernelView &kv);
 
 // The module backend's per-walk views and kernel_view from its records.
 std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &spans,

@@ -54,6 +54,10 @@ struct KernelStall {
 	// (perf's among them) may have read the clock at the boundaries of
 	// walker_held_ns, summed (module/KERNEL-FACTS.md entry 26)
 	std::optional<uint64_t> clock_spread_ns;
+	// of others_held_ns, the time the holder was a writer waiting for a
+	// walk's VMA read lock (the module's VMA-lock view): the walk's, by a
+	// chain no tracepoint shows; set where that view is available
+	std::optional<uint64_t> vma_chain_ns;
 };
 
 // One victim's waits ("threads"), its threads merged; in the module's
@@ -77,6 +81,37 @@ struct StallsView {
 	std::optional<uint64_t> total;
 	// "stalls_complete_above_ns": above which wait the list is complete
 	std::optional<uint64_t> complete_above_ns;
+};
+
+// The VMA read locks one walk took (the module's VMA-lock view).
+struct VmaHolds {
+	uint64_t locks = 0, hold_ns = 0, hold_max_ns = 0, fallbacks = 0;
+};
+
+// One writer's wait for the walked mm's VMA read locks ("vma_locks"
+// "waits"): it held mmap_lock for write meanwhile.
+struct VmaLockWait {
+	int32_t tid = 0;
+	Waiter writer;
+	uint64_t start_ns = 0, wait_ns = 0;
+	uint64_t walker_held_ns = 0; // until the walker's release woke it
+	uint64_t walk = 0;           // index into the result's walks
+	bool detach = false;         // the wait of a VMA's removal
+};
+
+// Waits on VMA locks ("vma_locks"): the module's view where its kernel's
+// VMA locks are reference counts; otherwise why no view sees them.
+struct VmaLockView {
+	bool available = false;
+	std::optional<std::string> why; // when not available
+	// of this run's walks: writers a walker's release woke, and writers
+	// that waited 10 us or more during a walk without one
+	uint64_t waits_behind_walk = 0, waits_not_behind = 0;
+	uint64_t max_wait_ns = 0, max_walker_held_ns = 0;
+	std::vector<VmaLockWait> list; // behind walks, longest first
+	// the listed mmap_lock stalls queued behind such a writer, and the
+	// time they did (their vma_chain_ns summed)
+	uint64_t chain_stalls = 0, chain_ns = 0;
 };
 
 // The tracepoint session's own figures (the backend's, beyond attribution).
@@ -134,9 +169,11 @@ struct KernelView {
 	std::optional<TracepointView> tracepoint;
 	std::optional<ModuleKernelView> module;
 	std::optional<StallsView> stalls; // the tracepoint and module views
+	std::optional<VmaLockView> vma_locks;
 };
 
 void to_json(Json::Value &j, const KernelStall &s);
+void to_json(Json::Value &j, const VmaLockView &v);
 void to_json(Json::Value &j, const KernelView &v);
 
 } // namespace ptwalk

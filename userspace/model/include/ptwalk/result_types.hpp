@@ -84,6 +84,7 @@ struct WalkEntry {
 		std::optional<double> ns_per_pte;
 		uint64_t pte_tables = 0, pte_slots_visited = 0, pte_revisits = 0;
 		uint64_t tlb_flushes = 0, tlb_ipis = 0, probe_missed = 0;
+		std::optional<VmaHolds> vma; // the VMA-lock view's
 	};
 	WalkKind kind = WalkKind::clear_refs;
 	uint64_t iteration = 0;
@@ -173,6 +174,9 @@ struct StallValidation {
 struct ViewsAgreement {
 	uint64_t module_stalls = 0, module_in_tracepoint = 0;
 	uint64_t tracepoint_in_module = 0, tracepoint_stalls = 0;
+	// module stalls behind VMA locks (ViewStall::vma), not compared: the
+	// tracepoints cannot see them
+	uint64_t module_behind_vma_locks = 0;
 	// the same stall in both lists (same thread, start and wait within
 	// kSplitSlackNs), split by both: how many, and how many whose
 	// walker_held_ns agree within kSplitSlackNs + 2% of the wait; the

@@ -47,6 +47,10 @@ struct VictimOp {
 struct ViewStall {
 	pid_t tid = 0;
 	uint64_t start_ns = 0, wait_ns = 0;
+	// behind a VMA lock (the module's VMA-lock view: a writer's wait for
+	// it, or a wait queued behind such a writer with no walker hold of
+	// mmap_lock in it): the mmap_lock tracepoints cannot see it
+	bool vma = false;
 };
 
 struct ValidationInput {
@@ -65,11 +69,15 @@ struct ValidationInput {
 	double min_recall = 0.95, min_precision = 0.95;
 	// The run walked a kind that, on its kernel, holds VMA read locks
 	// rather than mmap_lock (locking_fact() unit vma_lock): the walker
-	// read-locks each VMA it shows, and no view sees VMA locks. A slow
+	// read-locks each VMA it shows, and no view sees VMA locks (the
+	// module's VMA-lock view, where it is, clears this). A slow
 	// operation no view explains of a victim that write-locks a VMA (mmap:
 	// its own, to unmap it; vma: the walked one) then waited on a VMA
 	// lock: counted apart (vma_lock_waits), not in the reference.
 	bool vma_lock_unseen = false;
+	// the module's VMA-lock view is there: its waits are in stalls, and
+	// no wait is set apart as unseen
+	bool vma_view = false;
 };
 
 // One view's stalls judged; recall/precision are empty (null, and not
@@ -105,5 +113,9 @@ std::optional<WalkValidation> validate_walks(const RunResult &result);
 // reverse).
 void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_t ops_dropped,
 		    const KernelView *second = nullptr);
+
+// Whether a kind the run walked holds VMA read locks, not mmap_lock, on
+// the run's kernel (locking_fact() unit vma_lock).
+bool walks_under_vma_locks(const RunResult &result);
 
 } // namespace ptwalk

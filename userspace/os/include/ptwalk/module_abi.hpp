@@ -14,6 +14,7 @@ namespace ptwalk::contract {
 #define PTW_CXX_KEY(key, conv) std::string_view(#key),
 inline constexpr std::array kWalkKeys{PTW_WALK_KEYS(PTW_CXX_KEY)};
 inline constexpr std::array kStallKeys{PTW_STALL_KEYS(PTW_CXX_KEY)};
+inline constexpr std::array kVmaWaitKeys{PTW_VMA_WAIT_KEYS(PTW_CXX_KEY)};
 inline constexpr std::array kHistKeys{PTW_HIST_KEYS(PTW_CXX_KEY)};
 #undef PTW_CXX_KEY
 #define PTW_CXX_NAME(value, name) std::string_view(name),
