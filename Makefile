@@ -45,7 +45,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus fuzz lint man deb kernel-7.3-cloud
+	scripts/deps.sh build python vm module perf prometheus fuzz lint man deb kernel-7.3-cloud buildroot
 
 build: userspace selftests
 

@@ -22,6 +22,13 @@ enum ptw_kind {
 #undef PTW_KIND_ENUM
 
 #define PTW_ALL_KINDS		((1U << PTW_NR_KINDS) - 1)
+/*
+ * The hooked kinds that read-lock VMAs one at a time (lock_next_vma(),
+ * 7.2+): a lock_next_vma() or a release of the current task is one of
+ * its walk of these, not of another walk it has open on the same mm
+ * (maps and numa_maps, which do the same, are not hooked kinds)
+ */
+#define PTW_VMA_LOCK_KINDS	BIT(PTW_SMAPS)
 
 /* lock_mode bits, as seen from the mmap_lock tracepoints */
 #define PTW_LOCK_READ		0x1
@@ -33,7 +40,7 @@ enum ptw_kind {
 #define PTW_WALK_RING		4096	/* recent walk records kept */
 #define PTW_STALL_RING		4096	/* recent stall records kept */
 #define PTW_VMA_WAIT_RING	4096	/* recent VMA-lock wait records kept */
-#define PTW_MAX_VMA_WRITERS	64	/* concurrent VMA write-lock waits */
+#define PTW_MAX_VMA_WRITERS	64	/* concurrent VMA writers of walked mms */
 #define PTW_MAX_INJECT_NS	1000000UL
 /*
  * PREEMPT_RT: the delay runs in a kprobe handler with preemption off, so
@@ -103,15 +110,15 @@ struct ptw_stall_rec {
  * detach.  The writer holds that mm's mmap_lock for write meanwhile.
  */
 struct ptw_vma_wait_rec {
-	u64 walk_seq;		/* the walk whose release woke it, else a live one */
+	u64 walk_seq;		/* the walk it waited for, else a live one */
 	u64 start_ns;
 	u64 wait_ns;
-	u64 walker_held_ns;	/* from the start to the walker's waking release */
+	u64 walker_held_ns;	/* from the start to the walk's hold's end */
 	pid_t writer_pid;
 	pid_t target_tgid;
-	pid_t waker_pid;	/* the last release that woke it; 0 for none */
+	pid_t walker_pid;	/* the walker it waited for; 0 for none */
 	u32 kind;
-	u32 behind_walk;	/* a walker's release woke it */
+	u32 behind_walk;	/* a walk held the VMA during it */
 	u32 detach;
 	char writer_comm[TASK_COMM_LEN];
 };
@@ -136,7 +143,7 @@ struct ptw_stats {
 	atomic64_t arg_faults;		/* probe argument unreadable */
 	atomic64_t walks_missed;	/* walks flagged probe_missed */
 	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
-	atomic64_t vma_waits_dropped;	/* no free VMA writer slot */
+	atomic64_t vma_waits_dropped;	/* no free VMA writer entry */
 };
 
 extern struct ptw_stats ptw_stats;
@@ -184,9 +191,12 @@ void ptw_walk_proper_exit(int slot, u64 now);
 void ptw_pte_range(unsigned long addr, unsigned long end);
 void ptw_walk_lock_taken(unsigned long mm_key, u64 now);
 void ptw_walk_tlb_flush(bool ipi);
-void ptw_walk_vma_unlocking(unsigned long mm_key, u64 now);
-void ptw_walk_vma_locked(unsigned long mm_key, u64 now, bool locked,
+void ptw_walk_vma_unlocking(int slot, u64 now);
+void ptw_walk_vma_locked(int slot, u64 now, unsigned long vma_key,
 			 bool fallback);
+int ptw_walk_vma_writer_begin(unsigned long vma_key, u64 t0);
+bool ptw_walk_vma_writer_end(int idx, unsigned long mm_key, u32 kinds,
+			     u64 now, int *slot, u64 *end);
 
 /*
  * ptwalk_lock.c: the walkers (which task walks which mm, inside a hooked
@@ -221,7 +231,9 @@ void ptw_lock_call_hold(int slot, bool adopt);
 void ptw_lock_walk_begins(int slot, u64 seq, pid_t walker_pid);
 void ptw_lock_pass_reset(int slot);
 void ptw_lock_pass_read(int slot, struct ptw_lock_pass *p);
-int ptw_lock_mm_walked(unsigned long mm_key);
+int ptw_lock_walk_of(unsigned long mm_key, u32 kinds);
+int ptw_lock_mm_walked_from(unsigned long mm_key, u32 kinds, int from);
+pid_t ptw_lock_walker_pid(int slot);
 bool ptw_lock_walk_id(int slot, u64 *seq, u32 *kind, pid_t *target_tgid);
 void ptw_lock_vma_chain(int slot, u64 seq, u64 t0, u64 t1);
 
@@ -278,17 +290,26 @@ void ptw_hooks_exit(void);
 
 /*
  * ptwalk_vma.c: the per-VMA lock view (kernels whose VMA locks are
- * reference counts: mm->vma_writer_wait): the walker's VMA read locks (lock_next_vma)
- * and the writers that wait for them; its handlers are hooked by
- * ptwalk_hooks.c's tables (.vma), the calls go to walk, lock and rec
+ * reference counts: mm->vma_writer_wait): the walker's VMA read locks
+ * (lock_next_vma) and the writers that wait for them; its handlers are
+ * hooked by ptwalk_hooks.c's tables (.vma), the calls go to walk, lock and
+ * rec
  */
 extern const bool ptw_vma_view_built;
+/* a VMA writer's wait, as its entry probe saw it (kretprobe data) */
+struct ptw_vma_ri {
+	u64 t0;
+	unsigned long mm_key;
+	unsigned long vma_key;
+	int idx;		/* its entry (ptw_walk_vma_writer_begin()) */
+	bool detach;
+};
+
 int ptw_vma_write_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ptw_vma_detach_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ptw_vma_write_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ptw_vma_next_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ptw_vma_next_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
-int ptw_vma_wake_pre(struct kprobe *p, struct pt_regs *regs);
 
 /* ptwalk_debugfs.c */
 int ptw_debugfs_init(void);

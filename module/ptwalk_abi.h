@@ -66,14 +66,14 @@
 /*
  * debugfs "vma_waits": one wait of a writer (holding the walked mm's
  * mmap_lock for write) for the read locks of one of its VMAs to go, on
- * kernels whose VMA locks are reference counts: walker_held_ns is
- * the part until the walker's release woke it, behind_walk 1 when it did;
- * detach 1 for the wait of a VMA's removal
+ * kernels whose VMA locks are reference counts: behind_walk 1 when a walk
+ * held that VMA during it, walker_held_ns the part until the walk's hold
+ * ended; detach 1 for the wait of a VMA's removal
  */
 #define PTW_VMA_WAIT_KEYS(X)						\
 	X(walk_seq, "%llu") X(kind, "%s") X(writer_pid, "%d")			\
 	X(writer_comm, "%s") X(target_tgid, "%d") X(start_ns, "%llu")		\
-	X(wait_ns, "%llu") X(walker_held_ns, "%llu") X(waker_pid, "%d")	\
+	X(wait_ns, "%llu") X(walker_held_ns, "%llu") X(walker_pid, "%d")	\
 	X(behind_walk, "%u") X(detach, "%u")
 
 /* debugfs "hist": one non-empty slot */

@@ -114,7 +114,7 @@ static int ptw_vma_wait_show(struct seq_file *m, void *v)
 	seq_printf(m, PTW_VMA_WAIT_KEYS(PTW_KV_FMT) "\n" + 1,
 		   r->walk_seq, ptw_kind_names[r->kind], r->writer_pid,
 		   ptw_escape_comm(comm, r->writer_comm), r->target_tgid,
-		   r->start_ns, r->wait_ns, r->walker_held_ns, r->waker_pid,
+		   r->start_ns, r->wait_ns, r->walker_held_ns, r->walker_pid,
 		   r->behind_walk, r->detach);
 	return 0;
 }

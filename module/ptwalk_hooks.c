@@ -233,10 +233,16 @@ NOKPROBE_SYMBOL(ptw_pte_range_pre);
 	  .krp = { .entry_handler = _entry, .handler = _ret,		\
 		   .data_size = sizeof(struct ptw_ri) } }
 #define KRP(_sym, _kinds, _entry, _ret) KRP_OPT(_sym, _kinds, _entry, _ret, true)
+/* the VMA-lock view's kretprobes: a writer's wait or lock_next_vma() */
+union ptw_vma_data {
+	struct ptw_ri call;
+	struct ptw_vma_ri wait;
+};
+
 #define KRP_VMA(_sym, _entry, _ret)					\
 	{ .sym = _sym, .kinds = PTW_ALL_KINDS, .vma = true,		\
 	  .krp = { .entry_handler = _entry, .handler = _ret,		\
-		   .data_size = sizeof(struct ptw_ri) } }
+		   .data_size = sizeof(union ptw_vma_data) } }
 
 struct ptw_krp_hook ptw_krp_hooks[] = {
 	KRP("clear_refs_write", BIT(PTW_CLEAR_REFS),
@@ -279,9 +285,6 @@ struct ptw_kp_hook ptw_kp_hooks[] = {
 	KP("pagemap_pmd_range", BIT(PTW_PAGEMAP), ptw_pte_range_pre),
 	/* 6.7+ PAGEMAP_SCAN walk callback */
 	KP("pagemap_scan_pmd_entry", BIT(PTW_PAGEMAP_SCAN), ptw_pte_range_pre),
-	/* a VMA reader's release woke a waiting writer (ptwalk_vma.c) */
-	{ .sym = "rcuwait_wake_up", .kinds = PTW_ALL_KINDS, .vma = true,
-	  .kp = { .pre_handler = ptw_vma_wake_pre } },
 };
 
 const unsigned int ptw_nr_kp_hooks = ARRAY_SIZE(ptw_kp_hooks);

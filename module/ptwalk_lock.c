@@ -257,22 +257,42 @@ int ptw_lock_find_key(unsigned long key)
 }
 NOKPROBE_SYMBOL(ptw_lock_find_key);
 
-/* a live walk of mm_key by any task; -1: none */
-int ptw_lock_mm_walked(unsigned long mm_key)
+/* the live walk of mm_key by the current task of one of kinds; -1: none */
+int ptw_lock_walk_of(unsigned long mm_key, u32 kinds)
+{
+	int slot;
+
+	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
+	     slot = ptw_lock_next_walk(mm_key, slot + 1))
+		if (BIT(READ_ONCE(ptw_walkers[slot].kind)) & kinds)
+			return slot;
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_lock_walk_of);
+
+/* a live walk of mm_key by any task, of one of kinds, from slot from on */
+int ptw_lock_mm_walked_from(unsigned long mm_key, u32 kinds, int from)
 {
 	unsigned int i, n = ptw_live_limit();
 
 	if (!mm_key)
 		return -1;
-	for (i = 0; i < n; i++) {
+	for (i = max(from, 0); i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
-		if (ptw_live(a) && READ_ONCE(a->mm_key) == mm_key)
+		if (ptw_live(a) && READ_ONCE(a->mm_key) == mm_key &&
+		    (BIT(READ_ONCE(a->kind)) & kinds))
 			return i;
 	}
 	return -1;
 }
-NOKPROBE_SYMBOL(ptw_lock_mm_walked);
+NOKPROBE_SYMBOL(ptw_lock_mm_walked_from);
+
+pid_t ptw_lock_walker_pid(int slot)
+{
+	return READ_ONCE(ptw_walkers[slot].walker_pid);
+}
+NOKPROBE_SYMBOL(ptw_lock_walker_pid);
 
 /* the walk a slot's pass is (false: none has begun) */
 bool ptw_lock_walk_id(int slot, u64 *seq, u32 *kind, pid_t *target_tgid)

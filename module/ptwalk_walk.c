@@ -69,6 +69,7 @@ struct ptw_walk {
 	 * before the call that begins it, and the hold is counted when it ends
 	 */
 	u64 vma_t0;
+	unsigned long vma_key;	/* the VMA it holds (opaque) */
 	struct ptw_walk_pass pass;
 	/* the pass's tlb counts (reset by atomic64_set(), not by a memset) */
 	atomic64_t tlb_flushes;
@@ -157,6 +158,7 @@ static int ptw_claim(enum ptw_kind kind, unsigned long key,
 	w->kind = kind;
 	w->target_tgid = tgid;
 	w->vma_t0 = 0;
+	WRITE_ONCE(w->vma_key, 0);
 	ptw_pass_reset(slot);
 	ptw_lock_publish(slot);
 	return slot;
@@ -318,6 +320,113 @@ int ptw_call_enter(enum ptw_kind kind, unsigned long key,
 NOKPROBE_SYMBOL(ptw_call_enter);
 
 /* the walker's VMA read hold ends (or the walk of its VMA did) */
+/*
+ * The writers waiting for a VMA of a walked mm (ptwalk_vma.c registers
+ * them): when a walk's hold of that VMA ends, the entry learns when and
+ * which walk, before the writer can go on (it waits for this release).
+ */
+struct ptw_vma_writer {
+	atomic_long_t vma_key;	/* 0 = free; the low bit: being claimed */
+	u64 t0;
+	u64 end;		/* a walk's hold of it ended (0: none) */
+	int slot;		/* that walk */
+	u64 seq;
+};
+
+static struct ptw_vma_writer ptw_vma_writers[PTW_MAX_VMA_WRITERS];
+
+/* the walk a slot's pass is (ptwalk_lock.c); 0 before it begins */
+static u64 ptw_walks_seq(int slot)
+{
+	u64 seq;
+	u32 kind;
+	pid_t tgid;
+
+	return ptw_lock_walk_id(slot, &seq, &kind, &tgid) ? seq : 0;
+}
+NOKPROBE_SYMBOL(ptw_walks_seq);
+static atomic_t ptw_vma_nr_writers = ATOMIC_INIT(0);
+
+int ptw_walk_vma_writer_begin(unsigned long vma_key, u64 t0)
+{
+	int i;
+
+	for (i = 0; i < PTW_MAX_VMA_WRITERS; i++) {
+		struct ptw_vma_writer *v = &ptw_vma_writers[i];
+
+		if (atomic_long_cmpxchg(&v->vma_key, 0, 1) != 0)
+			continue;
+		v->t0 = t0;
+		WRITE_ONCE(v->end, 0);
+		v->slot = -1;
+		v->seq = 0;
+		/* published: a hold's end matches a whole entry */
+		atomic_long_set_release(&v->vma_key, vma_key);
+		atomic_inc(&ptw_vma_nr_writers);
+		return i;
+	}
+	atomic64_inc(&ptw_stats.vma_waits_dropped);
+	return -1;
+}
+NOKPROBE_SYMBOL(ptw_walk_vma_writer_begin);
+
+/*
+ * The writer's wait is over: the walk whose hold ended in it (false: none
+ * did), when, and the entry freed.  A hold still open is taken as ending
+ * now: the release came before the walk's next step.
+ */
+bool ptw_walk_vma_writer_end(int idx, unsigned long mm_key, u32 kinds,
+			     u64 now, int *slot, u64 *end)
+{
+	struct ptw_vma_writer *v = &ptw_vma_writers[idx];
+	unsigned long key = atomic_long_read(&v->vma_key);
+	bool found = false;
+	int s;
+
+	*end = READ_ONCE(v->end);
+	if (*end) {
+		*slot = READ_ONCE(v->slot);
+		found = ptw_lock_live(*slot) &&
+			READ_ONCE(v->seq) == ptw_walks_seq(*slot);
+	}
+	for (s = ptw_lock_mm_walked_from(mm_key, kinds, 0); !found && s >= 0;
+	     s = ptw_lock_mm_walked_from(mm_key, kinds, s + 1)) {
+		struct ptw_walk *w = &ptw_walks[s];
+		u64 h0 = READ_ONCE(w->vma_t0);
+
+		if (h0 && h0 < now && READ_ONCE(w->vma_key) == key) {
+			*slot = s;
+			*end = now;
+			found = true;
+		}
+	}
+	atomic_dec(&ptw_vma_nr_writers);
+	atomic_long_set_release(&v->vma_key, 0);
+	return found;
+}
+NOKPROBE_SYMBOL(ptw_walk_vma_writer_end);
+
+/* a walk's hold of vma_key ends now: the writers waiting for it learn so */
+static void ptw_vma_writers_release(int slot, unsigned long vma_key, u64 now)
+{
+	int i;
+
+	if (!atomic_read(&ptw_vma_nr_writers))
+		return;
+	for (i = 0; i < PTW_MAX_VMA_WRITERS; i++) {
+		struct ptw_vma_writer *v = &ptw_vma_writers[i];
+
+		/* pairs with the begin's release: a match sees a whole entry */
+		if (atomic_long_read_acquire(&v->vma_key) != vma_key ||
+		    READ_ONCE(v->t0) >= now)
+			continue;
+		WRITE_ONCE(v->slot, slot);
+		WRITE_ONCE(v->seq, ptw_walks_seq(slot));
+		WRITE_ONCE(v->end, now);
+	}
+}
+NOKPROBE_SYMBOL(ptw_vma_writers_release);
+
 static void ptw_vma_hold_end(struct ptw_walk *w, u64 now)
 {
 	u64 held;
@@ -325,7 +434,9 @@ static void ptw_vma_hold_end(struct ptw_walk *w, u64 now)
 	if (!w->vma_t0)
 		return;
 	held = now > w->vma_t0 ? now - w->vma_t0 : 0;
-	w->vma_t0 = 0;
+	ptw_vma_writers_release(w - ptw_walks, w->vma_key, now);
+	WRITE_ONCE(w->vma_t0, 0);
+	WRITE_ONCE(w->vma_key, 0);
 	w->pass.vma_locks++;
 	w->pass.vma_hold_ns += held;
 	w->pass.vma_hold_max_ns = max(w->pass.vma_hold_max_ns, held);
@@ -366,35 +477,30 @@ void ptw_walk_lock_taken(unsigned long mm_key, u64 now)
 NOKPROBE_SYMBOL(ptw_walk_lock_taken);
 
 /*
- * lock_next_vma() of mm_key in the current task (ptwalk_vma.c): the
+ * lock_next_vma() in the current task, walking in slot (ptwalk_vma.c): the
  * previous VMA's read lock was just dropped; then the next one was taken
  * (locked), or the call gave up with an error and the reader goes on under
  * mmap_lock (fallback).
  */
-void ptw_walk_vma_unlocking(unsigned long mm_key, u64 now)
+void ptw_walk_vma_unlocking(int slot, u64 now)
 {
-	int slot;
-
-	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
-	     slot = ptw_lock_next_walk(mm_key, slot + 1))
-		ptw_vma_hold_end(&ptw_walks[slot], now);
+	ptw_vma_hold_end(&ptw_walks[slot], now);
 }
 NOKPROBE_SYMBOL(ptw_walk_vma_unlocking);
 
-void ptw_walk_vma_locked(unsigned long mm_key, u64 now, bool locked,
+void ptw_walk_vma_locked(int slot, u64 now, unsigned long vma_key,
 			 bool fallback)
 {
-	int slot;
+	struct ptw_walk *w = &ptw_walks[slot];
 
-	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
-	     slot = ptw_lock_next_walk(mm_key, slot + 1)) {
-		struct ptw_walk *w = &ptw_walks[slot];
-
-		if (locked)
-			w->vma_t0 = now;
-		if (fallback)
-			w->pass.vma_fallbacks++;
+	if (!ptw_lock_live(slot))
+		return;
+	if (vma_key) {
+		WRITE_ONCE(w->vma_key, vma_key);
+		WRITE_ONCE(w->vma_t0, now);
 	}
+	if (fallback)
+		w->pass.vma_fallbacks++;
 }
 NOKPROBE_SYMBOL(ptw_walk_vma_locked);
 

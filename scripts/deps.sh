@@ -48,8 +48,8 @@ linux-image-$tbpo_k618-rt-amd64 \
 linux-binary-$tbpo_k73-amd64 linux-binary-$tbpo_k73-cloud-amd64 linux-binary-$tbpo_k73-rt-amd64 \
 linux-modules-$tbpo_k73-amd64 linux-modules-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-rt-amd64 \
 linux-base-$tbpo_k73-amd64 linux-base-$tbpo_k73-cloud-amd64 linux-base-$tbpo_k73-rt-amd64"
-# make test boots one of them, 7.3 cloud, without ptwalk.ko (37 MB of
-# packages): scripts/tests/test_locking_in_vm.py
+# make test boots one of them, 7.3 cloud (37 MB of packages), with the
+# ptwalk.ko built in the build root below: scripts/tests/test_locking_in_vm.py
 pkgs_kernel73_cloud="linux-binary-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-cloud-amd64 \
 linux-base-$tbpo_k73-cloud-amd64"
 kernels_dir=/var/lib/ptwalk/kernels

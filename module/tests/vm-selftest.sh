@@ -79,10 +79,10 @@ check "mmap_lock tracepoints attached" sh -c \
 check "debugfs modes root-only" sh -c \
 	"[ \"\$(stat -c %a $DBG/walks $DBG/stalls $DBG/vma_waits $DBG/hist $DBG/counters $DBG/hooks $DBG/reset | tr '\n' ' ')\" = '400 400 400 400 400 400 200 ' ]"
 # the VMA-lock view: built where VMA locks are reference counts (the kernel
-# logs which); its four hooks all attached there, all disabled elsewhere
+# logs which); its three hooks all attached there, all disabled elsewhere
 if dmesg | grep -q "VMA-lock view: not built"; then VMA_VIEW=0; want=disabled; else VMA_VIEW=1; want=attached; fi
 check "VMA-lock view hooks: $want" sh -c \
-	"[ \$(grep -Ec '^hook=(__vma_start_write|__vma_exclude_readers_for_detach|lock_next_vma|rcuwait_wake_up) .* status=$want ' $DBG/hooks) = 4 ]"
+	"[ \$(grep -Ec '^hook=(__vma_start_write|__vma_exclude_readers_for_detach|lock_next_vma) .* status=$want ' $DBG/hooks) = 3 ]"
 
 # ---- every walk appears exactly once, with the right fields -----------
 echo 1 > $DBG/reset

@@ -190,10 +190,15 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 				st.others_held_ns = oh;
 				if (r.count(S(clock_spread_ns)))
 					st.clock_spread_ns = u64(r, S(clock_spread_ns));
-				// a part of others_held, or no record of the module's
-				if (r.count(S(vma_chain_ns)) && u64(r, S(vma_chain_ns)) <= oh)
-					st.vma_chain_ns = u64(r, S(vma_chain_ns));
 			}
+		}
+		// the chain comes from the writer's VMA wait, not from the
+		// holders: it stands without the split, a part of others_held
+		// with it, and of the wait in any case
+		if (r.count(S(vma_chain_ns))) {
+			const uint64_t c = u64(r, S(vma_chain_ns));
+			if (st.others_held_ns ? c <= *st.others_held_ns : c <= st.wait_ns)
+				st.vma_chain_ns = c;
 		}
 		out.push_back(std::move(st));
 	}
@@ -218,7 +223,7 @@ std::vector<ModuleVmaWait> parse_module_vma_waits(std::string_view text)
 		v.start_ns = u64(r, V(start_ns));
 		v.wait_ns = u64(r, V(wait_ns));
 		v.walker_held_ns = u64(r, V(walker_held_ns));
-		v.waker_pid = i32(r, V(waker_pid));
+		v.walker_pid = i32(r, V(walker_pid));
 		v.behind_walk = s(r, V(behind_walk)) == "1";
 		v.detach = s(r, V(detach)) == "1";
 		// the module clamps; a record that does not is not one of its
@@ -321,8 +326,8 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				k.others_held_ns = x.others_held_ns;
 				k.free_ns = x.wait_ns - *x.walker_held_ns - *x.others_held_ns;
 				k.clock_spread_ns = x.clock_spread_ns;
-				k.vma_chain_ns = x.vma_chain_ns;
 			}
+			k.vma_chain_ns = x.vma_chain_ns;
 			sv.list.push_back(std::move(k));
 		}
 	}

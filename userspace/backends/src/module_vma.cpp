@@ -13,7 +13,7 @@ namespace ptwalk {
 namespace {
 
 // the hooks the view needs, by the status the module printed
-constexpr const char *kVmaHooks[] = {"__vma_start_write", "rcuwait_wake_up", "lock_next_vma"};
+constexpr const char *kVmaHooks[] = {"__vma_start_write", "lock_next_vma"};
 
 std::string hook_field(const Record &h, const char *key)
 {
@@ -55,8 +55,8 @@ void module_vma_view(const ModuleRecords &rec, const std::map<uint64_t, size_t> 
 	v.available = true;
 	for (const auto &[seq, m] : rec.walks)
 		if (auto it = seq_to_span.find(seq); it != seq_to_span.end())
-			views[it->second].vma =
-				VmaHolds{m.vma_locks, m.vma_hold_ns, m.vma_hold_max_ns, m.vma_fallbacks};
+			views[it->second].vma = VmaHolds{m.vma_locks, m.vma_hold_ns,
+							 m.vma_hold_max_ns, m.vma_fallbacks};
 	std::map<pid_t, Victim> victims;
 	for (const auto &t : rec.threads)
 		victims[t.tid] = t.victim;

@@ -327,6 +327,13 @@ void to_json(Json::Value &j, const StallEstimate::Kind &e)
 	put_optional(j, "estimate_p50_ns", e.estimate_p50_ns);
 	put_optional(j, "estimate_max_range_ns", e.estimate_max_range_ns);
 	put_optional(j, "estimate_p50_range_ns", e.estimate_p50_range_ns);
+	if (const auto &v = e.vma_writer) {
+		Json::Value o = Json::Value::object();
+		o["model_max_ns"] = v->model_max_ns;
+		put_optional(o, "measured_max_ns", v->measured_max_ns);
+		put_optional(o, "estimate_max_ns", v->estimate_max_ns);
+		j["vma_writer"] = std::move(o);
+	}
 }
 
 } // namespace

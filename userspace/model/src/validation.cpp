@@ -68,6 +68,14 @@ bool seen_by_second_view(const ValidationInput &in, const VictimOp &o)
 	return false;
 }
 
+// o overlapped a walk under VMA read locks (vma_walk_spans)
+bool during_vma_walk(const ValidationInput &in, const VictimOp &o)
+{
+	return in.vma_walk_spans.empty() ||
+	       std::any_of(in.vma_walk_spans.begin(), in.vma_walk_spans.end(),
+			   [&](auto &s) { return o.start_ns < s.second && s.first < o.end_ns; });
+}
+
 Recall recall_of(const ValidationInput &in)
 {
 	std::map<pid_t, std::vector<const ViewStall *>> stalls_by_tid;
@@ -95,7 +103,8 @@ Recall recall_of(const ValidationInput &in)
 			r.before_hit += hit;
 			continue;
 		}
-		if (!hit && in.vma_lock_unseen && !in.vma_view && writes_vmas(o.victim)) {
+		if (!hit && in.vma_lock_unseen && !in.vma_view && writes_vmas(o.victim) &&
+		    during_vma_walk(in, o)) {
 			r.vma_lock++;
 			continue;
 		}
@@ -493,6 +502,12 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		in.ops = ops;
 		in.ops_dropped = ops_dropped;
 		in.vma_lock_unseen = walks_under_vma_locks(result);
+		const std::string_view rel =
+			result.kernel.uname ? std::string_view(result.kernel.uname->release) : "";
+		for (const WalkEntry &w : result.walks)
+			if (locking_fact(w.kind, rel).unit == LockUnit::vma_lock)
+				in.vma_walk_spans.emplace_back(w.start_ns,
+							       w.start_ns + w.duration_ns);
 		set_view(in, *kv.stalls);
 		// the module's VMA-lock view: its writers' waits are attributed too
 		if (kv.vma_locks && kv.vma_locks->available) {

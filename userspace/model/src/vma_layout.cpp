@@ -330,6 +330,20 @@ StallEstimate::Locking check_locking(const RunResult &result, const KindSummary 
 	return l;
 }
 
+// The longest walk-held part of a VMA writer's wait behind a walk of kind
+// (the module's VMA-lock view), if the run has that view.
+std::optional<uint64_t> vma_writer_measured(const RunResult &result, WalkKind kind)
+{
+	const auto &v = result.kernel_view.vma_locks;
+	if (!v || !v->available)
+		return std::nullopt;
+	uint64_t m = 0;
+	for (const VmaLockWait &w : v->list)
+		if (w.walk < result.walks.size() && result.walks[w.walk].kind == kind)
+			m = std::max(m, w.walker_held_ns);
+	return m;
+}
+
 StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 				  const KindLocking &kinfo, const Layouts &L)
 {
@@ -363,10 +377,22 @@ StallEstimate::Kind estimate_kind(const RunResult &result, const KindSummary &s,
 	if (kl.unit == LockUnit::vma_lock) {
 		// no mmap_lock hold to scale: no estimate, rather than a wrong one
 		e.status = EstimateStatus::no_mmap_lock;
+		StallEstimate::Kind::VmaWriter vw;
+		vw.model_max_ns = uint64_t(dmax * double(L.m_largest) / L.size);
+		vw.measured_max_ns = vma_writer_measured(result, kinfo.id);
+		if (!result.scenario.alias)
+			vw.estimate_max_ns = uint64_t(dmax * double(L.u_largest) / L.size);
+		e.vma_writer = vw;
 		e.why = std::string("on ") + std::string(rel) + " " + name(kinfo.id) +
 			" walks each VMA under its own VMA read lock (from " + kl.change->since +
 			"): an mmap_lock waiter does not wait for the walk; a writer to the "
-			"walked VMA does, which this estimate does not model";
+			"walked VMA does, and every mmap_lock waiter behind it: up to " +
+			(vw.estimate_max_ns ? format_ns(*vw.estimate_max_ns) + " for the layout"
+					    : std::string("(no estimate for an aliased run)")) +
+			" (model here " + format_ns(vw.model_max_ns) + ", measured here " +
+			(vw.measured_max_ns ? format_ns(*vw.measured_max_ns)
+					    : std::string("- : no VMA-lock view")) +
+			")";
 		return e;
 	}
 	const double frac = double(e.layout_hold_bytes) / L.size;

@@ -340,7 +340,7 @@ std::string fields(const ModuleVmaWait &v)
 	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %llu %d %d %d",
 		 (unsigned long long)v.walk_seq, name(v.kind), v.writer_pid, v.writer_comm.c_str(),
 		 v.target_tgid, (unsigned long long)v.start_ns, (unsigned long long)v.wait_ns,
-		 (unsigned long long)v.walker_held_ns, v.waker_pid, int(v.behind_walk),
+		 (unsigned long long)v.walker_held_ns, v.walker_pid, int(v.behind_walk),
 		 int(v.detach));
 	return b;
 }
@@ -497,7 +497,7 @@ ModuleRecords vma_records(const char *status)
 	// another walker's walk: not this run's
 	rec.vma_waits[{99, 101, 70000}] = {99,    WalkKind::smaps, "victim-vma", 101,  97,   77,
 					   70000, 90000,           90000,        true, false};
-	for (const char *sym : {"__vma_start_write", "rcuwait_wake_up", "lock_next_vma"})
+	for (const char *sym : {"__vma_start_write", "lock_next_vma"})
 		rec.hooks.push_back(hook(sym, status));
 	return rec;
 }
@@ -548,6 +548,15 @@ TEST(ModuleVmaView, ChainWithinOthersHeld)
 	auto over = parse_module_stalls(rec + "26000\n");
 	ASSERT_EQ(over.size(), 1u);
 	EXPECT_FALSE(over[0].vma_chain_ns);
+	// a split the module reports incomplete (a hold it did not see) keeps
+	// its chain, within the wait: the chain is the writer's VMA wait's
+	std::string inc = rec;
+	inc.replace(inc.find("split_complete=1"), 16, "split_complete=0");
+	auto part = parse_module_stalls(inc + "26000\n");
+	ASSERT_EQ(part.size(), 1u);
+	EXPECT_FALSE(part[0].others_held_ns);
+	EXPECT_EQ(part[0].vma_chain_ns, 26000u);
+	EXPECT_FALSE(parse_module_stalls(inc + "30001\n")[0].vma_chain_ns);
 }
 
 // Where the module could not build or attach the view, it says why and

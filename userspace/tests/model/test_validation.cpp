@@ -329,6 +329,7 @@ TEST(Validation, VmaLockWaitsFollowTheKernelsLockingFact)
 		r.kernel.uname = KernelInfo::Uname{rel, "", ""};
 		WalkEntry w;
 		w.kind = WalkKind::smaps;
+		w.duration_ns = 100'000'000; // the operation lies within the walk
 		r.walks.push_back(w);
 		r.kernel_view.stalls.emplace();
 		r.kernel_view.stalls->total = 0;
@@ -379,4 +380,31 @@ TEST(Validation, VmaLockViewExplainsTheWritersWaits)
 	EXPECT_EQ(v.stalls_checked, 2u);
 	EXPECT_EQ(v.confirmed, 1u);
 	EXPECT_FALSE(v.agree);
+}
+
+// A run that walks two kinds on a kernel where only one of them is under
+// VMA read locks (cadvisor on 7.3: smaps per VMA, clear_refs mmap_lock for
+// write): an unexplained wait during the clear_refs walk stays in the
+// reference, one during the smaps walk is set apart.
+TEST(Validation, VmaLockWaitsOnlyDuringTheWalksUnderVmaLocks)
+{
+	RunResult r;
+	r.backend = BackendKind::tracepoint;
+	r.kernel.uname = KernelInfo::Uname{"7.3.4+deb13-cloud-amd64", "", ""};
+	WalkEntry smaps, clear;
+	smaps.kind = WalkKind::smaps;
+	smaps.start_ns = 0;
+	smaps.duration_ns = 60'000'000;
+	clear.kind = WalkKind::clear_refs;
+	clear.start_ns = 100'000'000;
+	clear.duration_ns = 60'000'000;
+	r.walks = {smaps, clear};
+	r.kernel_view.stalls.emplace();
+	r.kernel_view.stalls->total = 0;
+	add_validation(r, {vma_op(3, Victim::mmap, 10, 40), vma_op(3, Victim::mmap, 110, 40)}, 0);
+	const StallValidation &v = r.validation.stalls;
+	EXPECT_EQ(v.vma_lock_waits, 1u);
+	EXPECT_EQ(v.reference_ops, 1u);
+	ASSERT_EQ(v.unexplained.size(), 1u);
+	EXPECT_EQ(v.unexplained[0].start_ns, 110'000'000u);
 }

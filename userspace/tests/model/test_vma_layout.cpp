@@ -407,6 +407,51 @@ TEST(LockingFact, NoMmapLockEstimateWhereTheWalkHoldsNone)
 	EXPECT_NE(std::string(buf).find("locking: agrees"), std::string::npos) << buf;
 }
 
+// What moved: on 7.3 a writer to the walked VMA waits for the walker's hold
+// of that VMA. Its model is the walk's max duration x the largest VMA's
+// share; the module's VMA-lock view gives the measured walk-held part of
+// such a wait, and the estimate is for the layout's largest VMA.
+TEST(LockingFact, VmaWriterWaitsForTheWalkOfItsVma)
+{
+	RunResult r = smaps_run("7.3.4+deb13-cloud-amd64",
+				KindSummary::LockHold{134000, 400000, LockMode::none},
+				std::nullopt);
+	// the victim split the mapping: its largest VMA is 3/4 of it
+	r.workload.vma_layout->mapping.vmas = 2;
+	r.workload.vma_layout->mapping.largest_bytes = 192 << 20;
+	add_stall_estimates(r, LayoutSpec{});
+	const StallEstimate::Kind *sm = kind(r, WalkKind::smaps);
+	ASSERT_TRUE(sm && sm->vma_writer);
+	EXPECT_EQ(sm->vma_writer->model_max_ns, 52500000u);    // 70 ms x 3/4
+	EXPECT_EQ(sm->vma_writer->estimate_max_ns, 70000000u); // one VMA of 256 MiB
+	EXPECT_FALSE(sm->vma_writer->measured_max_ns);         // no VMA-lock view
+	EXPECT_NE(sm->why->find("measured here - : no VMA-lock view"), std::string::npos)
+		<< *sm->why;
+
+	// with the module's view: the longest walk-held part of a writer's
+	// wait behind a smaps walk (not behind another kind's)
+	WalkEntry sw, rw;
+	sw.kind = WalkKind::smaps;
+	rw.kind = WalkKind::smaps_rollup;
+	r.walks = {sw, rw};
+	VmaLockView &v = r.kernel_view.vma_locks.emplace();
+	v.available = true;
+	v.list = {{7, Waiter{Victim::vma, {}}, 0, 45000000, 41000000, 0, false},
+		  {7, Waiter{Victim::vma, {}}, 0, 65000000, 64000000, 1, false}};
+	add_stall_estimates(r, LayoutSpec{});
+	sm = kind(r, WalkKind::smaps);
+	EXPECT_EQ(sm->vma_writer->measured_max_ns, 41000000u);
+	const auto j = result_json(r).value();
+	const auto &vw = j.at("stall_estimate").at("kinds").at("smaps").at("vma_writer");
+	EXPECT_EQ(vw.at("model_max_ns").get<uint64_t>(), 52500000u);
+	EXPECT_EQ(vw.at("measured_max_ns").get<uint64_t>(), 41000000u);
+	EXPECT_EQ(vw.at("estimate_max_ns").get<uint64_t>(), 70000000u);
+	// an aliased run's VMAs share their pages: no estimate from it
+	r.scenario.alias = ScenarioInfo::Alias{};
+	add_stall_estimates(r, LayoutSpec{});
+	EXPECT_FALSE(kind(r, WalkKind::smaps)->vma_writer->estimate_max_ns);
+}
+
 // A run that contradicts the table is reported as a disagreement: on 7.3 a
 // smaps walk held over mmap_lock, on 6.12 one that held none; no lock view:
 // unconfirmed (null), never agreement.

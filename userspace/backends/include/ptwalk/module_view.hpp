@@ -68,9 +68,9 @@ struct ModuleVmaWait {
 	uint64_t walk_seq = 0;
 	WalkKind kind = WalkKind::clear_refs;
 	std::string writer_comm;
-	int32_t writer_pid = 0, target_tgid = 0, waker_pid = 0;
+	int32_t writer_pid = 0, target_tgid = 0, walker_pid = 0;
 	uint64_t start_ns = 0, wait_ns = 0;
-	uint64_t walker_held_ns = 0; // up to the walker's waking release
+	uint64_t walker_held_ns = 0; // up to the end of the walk's hold of the VMA
 	bool behind_walk = false, detach = false;
 };
 // A record whose kind is not one of the module's kinds is left out.

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 #include "ptwalk/json.hpp"
@@ -75,6 +76,10 @@ struct ValidationInput {
 	// its own, to unmap it; vma: the walked one) then waited on a VMA
 	// lock: counted apart (vma_lock_waits), not in the reference.
 	bool vma_lock_unseen = false;
+	// those walks, [start, end): an operation counts apart only when it
+	// overlapped one (a cadvisor run's clear_refs holds mmap_lock on the
+	// same kernel); empty: every walk
+	std::vector<std::pair<uint64_t, uint64_t>> vma_walk_spans;
 	// the module's VMA-lock view is there: its waits are in stalls, and
 	// no wait is set apart as unseen
 	bool vma_view = false;

@@ -124,6 +124,19 @@ struct StallEstimate {
 		std::optional<uint64_t> estimate_max_ns, estimate_p50_ns;
 		std::optional<std::pair<uint64_t, uint64_t>> estimate_max_range_ns,
 			estimate_p50_range_ns; // range
+		// A kind under VMA read locks (lock_unit vma_lock): a writer to
+		// the walked VMA (a split, an unmap, mprotect) waits for the
+		// walker's hold of it while holding mmap_lock for write. Model
+		// here: the walk's max duration x the largest VMA's share of the
+		// mapping; measured: the longest walk-held part of such a wait
+		// (kernel_view.vma_locks, the module's view); the estimate: the
+		// model for the layout's largest VMA (not for an aliased run,
+		// whose VMAs share their pages).
+		struct VmaWriter {
+			uint64_t model_max_ns = 0;
+			std::optional<uint64_t> measured_max_ns, estimate_max_ns;
+		};
+		std::optional<VmaWriter> vma_writer;
 	};
 	std::string layout;
 	uint64_t layout_vmas = 0, layout_largest_vma_bytes = 0;
