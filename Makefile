@@ -37,7 +37,7 @@ DESTDIR ?=
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
 	test-selftests test-py test-py-host test-py-vm qualify bench clean vm-matrix fuzz fuzz-build \
 	fuzz-run install man deb kernel-ab \
-	cross-version lint format
+	cross-version stall-table lint format
 
 all: build
 
@@ -157,6 +157,15 @@ vm-matrix: deps-test
 	$(MAKE) build
 	$(MAKE) module-matrix
 	$(PYTHON) scripts/ptwalk-vm-matrix
+
+# which walk stalls which operation, per kernel (Debian 6.1, 6.12, 6.18,
+# 7.3 cloud under icount): results/stall-table/TIME/table.md; the kept one
+# is results/reference/stall-table
+stall-table: deps-test
+	scripts/deps.sh kernels
+	$(MAKE) build
+	$(MAKE) module-matrix
+	$(PYTHON) scripts/ptwalk-stall-table
 
 bench: deps
 	scripts/deps.sh fuzz
