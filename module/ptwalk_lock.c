@@ -513,7 +513,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 {
 	unsigned long me = (unsigned long)current;
 	unsigned long mmk = (unsigned long)mm;
-	bool walked = false, walker = false;
+	bool walked = false, walker = false, in_call = false;
 	struct ptw_holder *h;
 	unsigned int i, n;
 
@@ -525,6 +525,17 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 	if (success && atomic_read(&ptw_nr_live))
 		ptw_walker_hold_end(me, mmk, now, spread);
 	n = ptw_live_limit();
+	/*
+	 * A task in a hooked call of a walk of mm takes the lock for it, not
+	 * for another walk it has open (the pagemap file of a PAGEMAP_SCAN)
+	 */
+	for (i = 0; i < n; i++) {
+		struct ptw_walker *a = &ptw_walkers[i];
+
+		if (ptw_live(a) && READ_ONCE(a->mm_key) == mmk &&
+		    READ_ONCE(a->task_key) == me && atomic_read(&a->in_call) > 0)
+			in_call = true;
+	}
 	for (i = 0; i < n; i++) {
 		struct ptw_walker *a = &ptw_walkers[i];
 
@@ -538,7 +549,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 			a->lock_wait_ns += now - a->wait_t0;
 			a->wait_t0 = 0;
 		}
-		if (success)
+		if (success && (!in_call || atomic_read(&a->in_call) > 0))
 			ptw_hold_begin(a, now, write, spread);
 	}
 	if (!success || walker)

@@ -469,6 +469,9 @@ void ptw_walk_lock_taken(unsigned long mm_key, u64 now)
 {
 	int slot;
 
+	/* inside a hooked call, the lock is that call's walk's (ptwalk_lock.c) */
+	if (ptw_lock_current_walk() >= 0)
+		return;
 	for (slot = ptw_lock_next_walk(mm_key, 0); slot >= 0;
 	     slot = ptw_lock_next_walk(mm_key, slot + 1))
 		if (!ptw_walks[slot].pass.started)

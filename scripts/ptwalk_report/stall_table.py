@@ -22,11 +22,16 @@ disagrees) gives no figure: the cell says so.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("clear_refs", "smaps", "smaps_rollup", "pagemap", "pagemap_scan")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import ptwalk_abi  # noqa: E402
+
+# the kinds of ptwalk.ko's contract (module/ptwalk_abi.h PTW_KINDS)
+KINDS = ptwalk_abi.contract().kinds
 VICTIMS = ("read", "fault", "mmap", "vma")
 INCIDENT_PTES = 25_000_000
 STALL_NS = 1_000_000

@@ -283,6 +283,27 @@ void fill_walk_view(WalkKernelView &v, const ModuleWalk &m)
 	v.lock_mode = m.lock_mode;
 }
 
+// Another call of the same scanner walk: its figures added.
+void join_walk_view(WalkKernelView &v, const ModuleWalk &m)
+{
+	v.kernel_duration_ns += m.call_ns;
+	v.kernel_walk_ns += m.walk_ns;
+	v.walk_timed = v.walk_timed && m.walk_timed;
+	v.pte_revisits += m.pte_revisits;
+	v.tlb_ipis += m.tlb_ipis;
+	v.probe_missed += m.probe_missed;
+	v.lock_wait_ns += m.lock_wait_ns;
+	v.lock_acquisitions += uint32_t(m.lock_holds);
+	v.pte_tables += m.pte_tables;
+	v.pte_slots += m.pte_slots;
+	v.tlb_flushes += m.tlb_flushes;
+	v.lock_hold_ns += m.lock_hold_ns;
+	auto has = [](LockMode x, LockMode y) { return x == y || x == LockMode::mixed; };
+	v.lock_mode =
+		lock_mode(has(v.lock_mode, LockMode::read) || has(m.lock_mode, LockMode::read),
+			  has(v.lock_mode, LockMode::write) || has(m.lock_mode, LockMode::write));
+}
+
 // The stalls of matched walks, longest first: each into its walk's view,
 // its waiter's waits (its victim's, else those of its comm) and the list.
 StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &seq_to_span,
@@ -398,7 +419,28 @@ std::vector<WalkKernelView> module_kernel_view(const std::vector<WalkSpan> &span
 		seq_to_span[m.seq] = i;
 		mv.walks_matched++;
 	}
-	mv.module_walks_unmatched = uint64_t(mine.size() - mv.walks_matched);
+	// A scanner walk made of several calls (PAGEMAP_SCAN: an ioctl per
+	// output buffer, each a walk of the module's) is all of them: the
+	// records of its walker and kind within it join the matched one.
+	std::vector<bool> used(mine.size(), false);
+	for (int m : match)
+		if (m >= 0)
+			used[size_t(m)] = true;
+	uint64_t joined = 0;
+	for (size_t j = 0; j < mine.size(); j++)
+		for (size_t i = 0; i < spans.size() && !used[j]; i++) {
+			const ModuleWalk &m = mine[j];
+			if (match[i] < 0 || mine[size_t(match[i])].kind != m.kind ||
+			    spans[i].walker_pid != m.walker_pid ||
+			    m.start_ns + 1000000 < spans[i].start_ns ||
+			    m.end_ns > spans[i].end_ns + 1000000)
+				continue;
+			join_walk_view(views[i], m);
+			seq_to_span[m.seq] = i;
+			used[j] = true;
+			joined++;
+		}
+	mv.module_walks_unmatched = uint64_t(mine.size() - mv.walks_matched - joined);
 	kv.stalls = module_stalls(rec, seq_to_span, views);
 	module_facts(rec, mv);
 	module_vma_view(rec, seq_to_span, views, kv);

@@ -579,3 +579,55 @@ TEST(ModuleVmaView, AbsentViewSaysWhy)
 	module_kernel_view(spans, old, kv);
 	EXPECT_NE(kv.vma_locks->why->find("no VMA-lock view"), std::string::npos);
 }
+
+// A PAGEMAP_SCAN walk is an ioctl per output buffer, each a walk record of
+// the module's: the records of the walker's scan join the matched one, and
+// a stall attributed to any of them is the scan's (before, only one ioctl
+// matched and its stalls alone were kept: recall 0 on 6.12 and 7.3).
+TEST(ModuleView, CallsOfOneScanJoin)
+{
+	ModuleRecords rec;
+	rec.walker = 98;
+	rec.target = 97;
+	rec.threads = {{100, Victim::mmap}};
+	for (uint64_t i = 1; i <= 3; i++) {
+		ModuleWalk m;
+		m.seq = i;
+		m.kind = WalkKind::pagemap_scan;
+		m.walker_pid = 98;
+		m.target_tgid = 97;
+		m.start_ns = 1000000 * i;
+		m.end_ns = 1000000 * i + 500000;
+		m.call_ns = 500000;
+		m.pte_slots = 100;
+		m.lock_holds = 1;
+		m.lock_hold_ns = 400000;
+		m.lock_mode = LockMode::read;
+		rec.walks[i] = m;
+	}
+	// another walker's scan in the same time: not this scan's
+	ModuleWalk other = rec.walks[2];
+	other.seq = 9;
+	other.walker_pid = 55;
+	rec.walks[9] = other;
+	ModuleStall st;
+	st.walk_seq = 3;
+	st.kind = WalkKind::pagemap_scan;
+	st.waiter_pid = 100;
+	st.start_ns = 3100000;
+	st.wait_ns = 1300000;
+	rec.stalls[{3, 100, 3100000}] = st;
+	const std::vector<WalkSpan> spans = {{WalkKind::pagemap_scan, 98, 900000, 3600000}};
+	KernelView kv;
+	auto views = module_kernel_view(spans, rec, kv);
+	EXPECT_EQ(views[0].pte_slots, 300u);
+	EXPECT_EQ(views[0].lock_acquisitions, 3u);
+	EXPECT_EQ(views[0].lock_hold_ns, 1200000u);
+	EXPECT_EQ(views[0].kernel_duration_ns, 1500000u);
+	EXPECT_EQ(views[0].lock_mode, LockMode::read);
+	EXPECT_EQ(views[0].stalls, 1u);
+	EXPECT_EQ(kv.module->walks_matched, 1u);
+	EXPECT_EQ(kv.module->module_walks_unmatched, 0u);
+	ASSERT_EQ(kv.stalls->list.size(), 1u);
+	EXPECT_EQ(kv.stalls->list[0].walk, 0u);
+}
