@@ -16,7 +16,9 @@
  * them sees the overlap.  A wait that no walker hold excluded is not a
  * stall, nor is an attempt that failed (a trylock emits start_locking too,
  * then acquire_returned(success=0)): it is counted in failed_attempts and
- * taken back from the walk's stalls.  One chain is followed: a reader that
+ * taken back from the walk's stalls, as is a wait whose complete split has
+ * no hold that excluded it (waits_unblocked: it saw the walker's hold as the
+ * walker released it).  One chain is followed: a reader that
  * arrives while a writer the walk blocks is queued waits behind that writer
  * (rwsem does not let readers pass a waiting writer), so the walk blocks it
  * too; not on PREEMPT_RT, whose rw_semaphore lets readers pass a writer
@@ -318,6 +320,17 @@ bool ptw_blocked_on(unsigned long mmk)
 }
 NOKPROBE_SYMBOL(ptw_blocked_on);
 
+/* a wait marked blocked is no stall: take it back from the walk's count */
+static void ptw_stall_take_back(struct ptw_waiter *w)
+{
+	struct ptw_walker *a = w->act;
+
+	/* (once the walk's record is out, its count stays) */
+	if (a && ptw_live(a) && READ_ONCE(a->seq) == w->walk_seq)
+		atomic64_dec(&a->stalls);
+}
+NOKPROBE_SYMBOL(ptw_stall_take_back);
+
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		  bool success, u64 spread)
 {
@@ -339,16 +352,12 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 			goto free;
 		atomic_dec(&ptw_nr_blocked);
 		if (!success) {
-			struct ptw_walker *a = w->act;
-
 			/*
 			 * A failed attempt (a trylock, or a killable wait
-			 * interrupted) is no stall: take it back from the walk
-			 * if its record is not out yet.
+			 * interrupted) is no stall.
 			 */
 			atomic64_inc(&ptw_stats.failed_attempts);
-			if (a && ptw_live(a) && READ_ONCE(a->seq) == w->walk_seq)
-				atomic64_dec(&a->stalls);
+			ptw_stall_take_back(w);
 			goto free;
 		}
 		memset(&r, 0, sizeof(r));
@@ -386,6 +395,18 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 				     PTW_ACC_NS, r.wait_ns - r.walker_held_ns);
 		r.split_complete = !atomic_read(&w->split_lost);
 		r.clock_spread_ns = sp;
+		/*
+		 * A complete split in which no hold excluded the waiter: the
+		 * walk's hold ended before the wait began (the waiter read its
+		 * lock_t0 as the walker was releasing; the release then added
+		 * nothing, its end not after the wait's start).  Nothing
+		 * blocked it: no stall.
+		 */
+		if (r.split_complete && !wh && !oh && !r.vma_chain_ns) {
+			atomic64_inc(&ptw_stats.waits_unblocked);
+			ptw_stall_take_back(w);
+			goto free;
+		}
 		ptw_push_stall(&r);
 free:
 		atomic_dec(&ptw_nr_waiting);

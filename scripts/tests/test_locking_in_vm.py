@@ -229,10 +229,12 @@ def test_vma_victim_on_73_waits_for_the_walker(runs_73: dict[str, Any]) -> None:
     assert st2["vma_lock_waits"] >= 1 and st2["agree"] is True, st2
     views = doc["validation"]["views"]
     assert views["module_behind_vma_locks"] >= 10, views
-    # one in about a dozen runs the module lists a stall of 1 ms or more
-    # that its own split gives no walk part (walker-held, chained and
-    # others' 0, all free) and the tracepoints do not list: open, noted
-    assert views["module_in_tracepoint"] >= views["module_stalls"] - 1, views
+    # every module stall is in the tracepoints' list: a wait that began as
+    # the walk's hold was being released, whose complete split gives no
+    # hold any part, is no stall (counted apart: it was listed, 1 ms and
+    # all free, in about 1 of 12 runs before)
+    assert views["module_in_tracepoint"] == views["module_stalls"], views
+    assert "waits_unblocked.all" in doc["kernel_view"]["counters"], doc["kernel_view"]["counters"]
     assert views["split_agree"] == views["split_compared"], views
     assert "vma locks (ptwalk.ko):" in txt and "waited on a VMA lock (no view sees one)" in txt
 
