@@ -127,7 +127,8 @@ def test_bash_completion_is_made_from_the_option_tables() -> None:
 
 
 SAMPLE = {"SIZE": "64M", "KIND": "anon", "L": "one", "DIR": "/tmp", "LIST": "read",
-          "PROFILE": "smaps", "T": "1s", "N": "2", "B": "syscall", "WHERE": "above"}
+          "WS": "0.25,hot", "PROFILE": "smaps", "T": "1s", "N": "2", "B": "syscall",
+          "WHERE": "above"}
 
 
 def test_every_listed_run_option_is_parsed(tmp_path: Path) -> None:

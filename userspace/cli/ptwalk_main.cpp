@@ -18,6 +18,7 @@
 #include "ptwalk/result.hpp"
 #include "ptwalk/run.hpp"
 #include "ptwalk/units.hpp"
+#include "ptwalk/working_set.hpp"
 #include "options.hpp"
 
 using namespace ptwalk;
@@ -140,6 +141,7 @@ const std::vector<Option<RunOptions>> kRunOptions =
 	 },
 	 [](O &o, const Args &a, const std::string &, const std::string &v) {
 	o.sc.victims.clear();
+	o.victims_given = true;
 	if (v == "none")
 		return;
 	size_t pos = 0;
@@ -171,6 +173,20 @@ const std::vector<Option<RunOptions>> kRunOptions =
 			    "unknown --fault-region '" + v + "' (use " + all_fault_regions() + ")");
 	o.sc.fault_region = *f;
 	 }},
+	{"--working-set", "WS",
+	 "a known working set, WS = SHARE[,PATTERN]: a thread\n"
+	 "writes that share of the mapping's pages each\n"
+	 "--interval; PATTERN {choices}\n"
+	 "(default uniform; victims default to mmap,fault);\n"
+	 "the result judges the wss or cadvisor scanner's\n"
+	 "Referenced against it",
+	 nullptr, all_ws_patterns,
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	std::string err;
+	o.sc.working_set = parse_working_set(v, &err);
+	if (!o.sc.working_set)
+		usage_error(a.cmd, k + " '" + v + "': " + err);
+	 }},
 	{"--scanner", "PROFILE", "{choices} (default {default})",
 	 [] { return std::string(name(O{}.sc.profile)); }, all_profiles,
 	 [](O &o, const Args &a, const std::string &, const std::string &v) {
@@ -193,8 +209,9 @@ const std::vector<Option<RunOptions>> kRunOptions =
 	 "stop after N scans, or at --duration if sooner\n"
 	 "(default: as many as --duration allows)",
 	 nullptr, nullptr,
-	 [](O &o, const Args &a, const std::string &k,
-	    const std::string &v) { o.sc.max_iterations = count_arg(a.cmd, k, v, 1, 1000000); }},
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.max_iterations = count_arg(a.cmd, k, v, 1, 1000000);
+	 }},
 	{"--op-interval", "T",
 	 "victims' pace, one operation per T; 0 = flat out\n"
 	 "(default {default})",
@@ -204,9 +221,9 @@ const std::vector<Option<RunOptions>> kRunOptions =
 	 }},
 	{"--populate-threads", "N", "threads that populate the mapping (default: CPUs)", nullptr,
 	 nullptr,
-	 [](O &o, const Args &a, const std::string &k,
-	    const std::string
-		    &v) { o.sc.populate_threads = unsigned(count_arg(a.cmd, k, v, 1, 1024)); }},
+	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
+	o.sc.populate_threads = unsigned(count_arg(a.cmd, k, v, 1, 1024));
+	 }},
 	{"--backend", "B", "{choices} (default {default})",
 	 [] { return std::string(name(O{}.backend)); }, all_run_backends,
 	 [](O &o, const Args &, const std::string &, const std::string &v) {

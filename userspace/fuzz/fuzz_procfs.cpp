@@ -14,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const ptwalk::ProcStatus s = ptwalk::parse_status(text);
 	const ptwalk::MemInfo m = ptwalk::parse_meminfo(text);
 	(void)ptwalk::sum_smaps_referenced(text);
+	(void)ptwalk::sum_smaps_referenced_in(text, 0x7f0000000000, 0x7f0000400000);
 	(void)ptwalk::walk_size(r, s, m.hugepage_size).to_json();
 	(void)ptwalk::parse_kernel_config(text);
 	(void)ptwalk::kernel_version(text);

@@ -78,6 +78,10 @@ std::string validate_run(RunOptions &o)
 		return "--duration must be greater than 0";
 	if (sc.victims.size() > kMaxVictims)
 		return "at most " + std::to_string(kMaxVictims) + " victims";
+	if (sc.working_set && !o.victims_given) // read and write would touch it
+		sc.victims = {Victim::mmap, Victim::fault};
+	if (std::string e = working_set_conflict(sc); !e.empty())
+		return e;
 	if (o.backend == RunBackend::module && !module_loaded())
 		return "--backend module: ptwalk.ko is not loaded "
 		       "(/sys/module/ptwalk missing; build with 'make module' and insmod it)";
@@ -488,6 +492,8 @@ void assemble_walks(Run &r)
 	if (r.o.perf)
 		r.result.perf = std::move(r.perf_summary);
 	r.result.victims = run_result::victims(*sh);
+	if (r.o.sc.working_set)
+		r.result.working_set = run_result::working_set(r.o.sc, *sh, nw);
 	uint64_t slow_dropped = 0;
 	const std::vector<VictimOp> slow_ops = run_result::slow_ops(*sh, &slow_dropped);
 	add_validation(r.result, slow_ops, slow_dropped, r.second ? &kv2 : nullptr);

@@ -139,6 +139,33 @@ std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
 	return walks;
 }
 
+WorkingSetResult working_set(const Scenario &sc, const Shared &sh, uint32_t nw)
+{
+	WorkingSetResult r;
+	r.spec = *sc.working_set;
+	r.interval_ns = sc.interval_ns;
+	const TouchSequence seq(sh.mapping_bytes / r.page_bytes, r.spec);
+	r.touches = sh.touch.position.load();
+	const uint64_t t0 = sh.touch.start_ns.load(), t1 = sh.touch.stop_ns.load();
+	r.touch_ns = t0 && t1 > t0 ? t1 - t0 : 0;
+	if (r.touch_ns)
+		r.achieved_share =
+			double(r.touches) /
+			(double(r.touch_ns) / double(sc.interval_ns) * double(seq.pages()));
+	std::vector<WsWalk> walks;
+	for (uint32_t i = 0; i < nw; i++) {
+		const WalkRecord &w = sh.walks[i];
+		if (w.error)
+			continue;
+		walks.push_back({w.kind, w.start_ns, w.end_ns, w.ws_pos_before, w.ws_pos_after,
+				 w.kind == WalkKind::smaps
+					 ? std::optional<uint64_t>(w.referenced_mapping)
+					 : std::nullopt});
+	}
+	ws_judge(&r, seq, walks);
+	return r;
+}
+
 std::vector<VictimEntry> victims(const Shared &sh)
 {
 	std::vector<VictimEntry> victims;

@@ -15,6 +15,7 @@
 #include "ptwalk/scenario.hpp"
 #include "ptwalk/shared.hpp"
 #include "ptwalk/validation.hpp"
+#include "ptwalk/working_set.hpp"
 
 namespace ptwalk::run_result {
 
@@ -29,6 +30,9 @@ ScenarioInfo scenario(const Scenario &sc);
 std::vector<WalkEntry> walks(const Shared &sh, uint32_t nw,
 			     const std::vector<WalkKernelView> &views, const WalkSize *ws,
 			     const AliasCalibration *cal, uint64_t rss_ref);
+// "working_set" (--working-set): the toucher's truth, and the windows of
+// the working-set method the scanner ran judged against it.
+WorkingSetResult working_set(const Scenario &sc, const Shared &sh, uint32_t nw);
 // "victims": each victim's latencies outside and during walks.
 std::vector<VictimEntry> victims(const Shared &sh);
 // The victims' slow operations, their own clocks' view for the validation;

@@ -368,6 +368,8 @@ void print_table(const RunResult &r, FILE *out)
 	print_alias(r, out);
 	print_walks(r, out);
 	print_victims(r, out);
+	if (r.working_set)
+		print_working_set(*r.working_set, out);
 	print_worst_stall(r.kernel_view, out);
 	print_vma_locks(r.kernel_view, out);
 	if (r.stall_estimate)

@@ -14,6 +14,7 @@ namespace {
 #define PTW_VICTIM_NAME(x) PTW_NAME(Victim, x)
 #define PTW_FAULT_REGION_NAME(x) PTW_NAME(FaultRegion, x)
 #define PTW_STATUS_NAME(x) PTW_NAME(EstimateStatus, x)
+#define PTW_WS_PATTERN_NAME(x) PTW_NAME(WsPattern, x)
 #define PTW_SOURCE_NAME(x, text) {MeasuredStallSource::x, text},
 #define PTW_BASIS_NAME(x) PTW_NAME(Basis, x)
 
@@ -21,13 +22,14 @@ constexpr EnumName<BackendKind> kBackends[] = {PTW_BACKENDS(PTW_BACKEND_NAME)};
 constexpr EnumName<Backing> kBackings[] = {PTW_BACKINGS(PTW_BACKING_NAME)};
 constexpr EnumName<Victim> kVictimNames[] = {PTW_VICTIMS(PTW_VICTIM_NAME)};
 constexpr EnumName<FaultRegion> kFaultRegions[] = {PTW_FAULT_REGIONS(PTW_FAULT_REGION_NAME)};
+constexpr EnumName<WsPattern> kWsPatterns[] = {PTW_WS_PATTERNS(PTW_WS_PATTERN_NAME)};
 constexpr EnumName<EstimateStatus> kStatuses[] = {PTW_ESTIMATE_STATUSES(PTW_STATUS_NAME)};
 constexpr EnumName<MeasuredStallSource> kSources[] = {PTW_MEASURED_STALL_SOURCES(PTW_SOURCE_NAME)};
 constexpr EnumName<Basis> kBases[] = {PTW_MONITOR_BASES(PTW_BASIS_NAME)};
 
 static_assert(enum_in_order(kBackends) && enum_in_order(kBackings) && enum_in_order(kVictimNames) &&
-	      enum_in_order(kFaultRegions) && enum_in_order(kStatuses) && enum_in_order(kSources) &&
-	      enum_in_order(kBases));
+	      enum_in_order(kFaultRegions) && enum_in_order(kWsPatterns) &&
+	      enum_in_order(kStatuses) && enum_in_order(kSources) && enum_in_order(kBases));
 
 #define PTW_RUNS(x, run, monitor) run,
 #define PTW_MONITORS(x, run, monitor) monitor,
@@ -88,6 +90,19 @@ std::string all_victims()
 std::string all_fault_regions()
 {
 	return enum_names(kFaultRegions);
+}
+
+const char *name(WsPattern p)
+{
+	return enum_name(kWsPatterns, p);
+}
+std::optional<WsPattern> parse_ws_pattern(std::string_view s)
+{
+	return enum_parse(kWsPatterns, s);
+}
+std::string all_ws_patterns()
+{
+	return enum_names(kWsPatterns);
 }
 
 const char *name(EstimateStatus s)

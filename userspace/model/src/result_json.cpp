@@ -369,6 +369,7 @@ void put_figures(Json::Value &j, const RunResult &r)
 		put_optional(e, "run_delay_ns", v.run_delay_ns);
 	}
 	j["victims"] = std::move(victims);
+	put_optional(j, "working_set", r.working_set);
 	j["validation"] = r.validation;
 	put_optional(j, "kernel_view_tracepoint", r.kernel_view_tracepoint);
 	Json::Value summary = Json::Value::object();

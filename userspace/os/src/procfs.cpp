@@ -111,6 +111,30 @@ uint64_t sum_smaps_referenced(std::string_view text)
 	return sum;
 }
 
+uint64_t sum_smaps_referenced_in(std::string_view text, uint64_t lo, uint64_t hi)
+{
+	uint64_t sum = 0;
+	bool in = false;
+	for_each_line(text, [&](std::string_view line) {
+		unsigned long long a, b;
+		char sp;
+		// a VMA's first line: "start-end perms ..." (hex, no colon first)
+		if (!line.empty() && isxdigit((unsigned char)line[0]) &&
+		    sscanf(std::string(line.substr(0, 40)).c_str(), "%llx-%llx%c", &a, &b, &sp) ==
+			    3 &&
+		    sp == ' ') {
+			in = a >= lo && b <= hi;
+			return;
+		}
+		if (in)
+			for_each_kv(line, [&](std::string_view k, uint64_t v) {
+				if (k == "Referenced")
+					sum += v;
+			});
+	});
+	return sum;
+}
+
 ProcStatus parse_status(std::string_view text)
 {
 	ProcStatus s;

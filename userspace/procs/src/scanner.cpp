@@ -83,9 +83,11 @@ int Scanner::walk(WalkKind kind, F &&body)
 	r.walker_pid = int32_t(getpid());
 	r.iteration = iteration_;
 	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // odd: walking
+	r.ws_pos_before = sh_->touch.position.load(std::memory_order_acquire);
 	r.start_ns = now_ns();
 	int err = body(&r);
 	r.end_ns = now_ns();
+	r.ws_pos_after = sh_->touch.position.load(std::memory_order_acquire);
 	sh_->walk_seq.fetch_add(1, std::memory_order_acq_rel); // even
 	r.error = err;
 	if (!err) {
@@ -99,6 +101,10 @@ int Scanner::walk(WalkKind kind, F &&body)
 		else if (kind == WalkKind::smaps)
 			// cAdvisor/wss sum Referenced: after reading the file
 			r.referenced = sum_smaps_referenced(text);
+		if (kind == WalkKind::smaps && sc_.working_set)
+			// the walked mapping's alone, against the truth
+			r.referenced_mapping = sum_smaps_referenced_in(
+				text, sh_->mapping_base, sh_->mapping_base + sh_->mapping_bytes);
 	}
 	uint32_t i = sh_->nwalks.load();
 	if (i < kMaxWalks) {

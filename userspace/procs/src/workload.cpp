@@ -17,13 +17,8 @@
 
 #include "ptwalk/clock.hpp"
 #include "ptwalk/fd.hpp"
+#include "ptwalk/toucher.hpp"
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1U
 #endif
@@ -33,7 +28,6 @@ namespace ptwalk {
 namespace {
 
 constexpr size_t kHuge = 2u << 20;
-constexpr size_t kChunk = 64u << 20;
 
 void set_message(Shared *sh, const std::string &m)
 {
@@ -51,17 +45,6 @@ struct Rng {
 		return s * 2685821657736338717ull;
 	}
 };
-
-void touch_range(uint8_t *p, size_t len, bool write, size_t page)
-{
-	volatile uint8_t *v = p;
-	for (size_t off = 0; off < len; off += page) {
-		if (write)
-			v[off] = 1;
-		else
-			(void)v[off];
-	}
-}
 
 struct Region {
 	Mapping map;
@@ -498,49 +481,6 @@ void victim_loop(Victim kind, VictimSlot *slot, Shared *sh, const Region *r, con
 
 } // namespace
 
-int populate(void *addr, size_t len, bool write, unsigned threads, std::atomic<uint64_t> *progress,
-	     const char **method)
-{
-	auto *base = static_cast<uint8_t *>(addr);
-	const int advice = write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-	// probe once: MADV_POPULATE_* exist since 5.14
-	bool use_madvise = madvise(base, 0, advice) == 0 || (errno != EINVAL && errno != ENOSYS);
-	if (method)
-		*method = use_madvise ? (write ? "MADV_POPULATE_WRITE" : "MADV_POPULATE_READ")
-				      : "touch";
-	std::atomic<size_t> next{0};
-	std::atomic<int> error{0};
-	auto worker = [&] {
-		for (;;) {
-			size_t off = next.fetch_add(kChunk);
-			if (off >= len || error.load())
-				return;
-			size_t n = std::min(kChunk, len - off);
-			if (use_madvise) {
-				while (madvise(base + off, n, advice) != 0) {
-					if (errno == EINTR || errno == EAGAIN)
-						continue;
-					error = errno;
-					return;
-				}
-			} else {
-				touch_range(base + off, n, write, 4096);
-			}
-			if (progress)
-				progress->fetch_add(n);
-		}
-	};
-	if (threads == 0)
-		threads = 1;
-	std::vector<std::thread> pool;
-	for (unsigned i = 1; i < threads; i++)
-		pool.emplace_back(worker);
-	worker();
-	for (auto &t : pool)
-		t.join();
-	return error.load();
-}
-
 int workload_main(const Scenario &sc, Shared *sh)
 {
 	prctl(PR_SET_NAME, "ptwalk-workload");
@@ -552,6 +492,7 @@ int workload_main(const Scenario &sc, Shared *sh)
 		return 1;
 	}
 	sh->mapping_bytes = r.len;
+	sh->mapping_base = uint64_t(uintptr_t(r.base));
 	unsigned threads = sc.populate_threads
 				   ? sc.populate_threads
 				   : unsigned(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
@@ -572,6 +513,8 @@ int workload_main(const Scenario &sc, Shared *sh)
 	for (unsigned i = 0; i < sh->nvictims; i++)
 		victims.emplace_back(victim_loop, sc.victims[i], &sh->victims[i], sh, &r, &sc,
 				     i + 1);
+	if (sc.working_set) // joined with the victims
+		victims.emplace_back(touch_loop, &sc, sh, r.base, r.len);
 	// ready once every victim has published its tid
 	for (;;) {
 		bool all = true;

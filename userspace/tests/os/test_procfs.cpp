@@ -59,6 +59,25 @@ TEST(Procfs, SmapsReferencedSum)
 		  12u * 1024);
 }
 
+// Only the VMAs within the range count; a VMA header's "00:00" is no key.
+TEST(Procfs, SmapsReferencedInARange)
+{
+	const char *text = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n"
+			   "Rss:            4096 kB\n"
+			   "Referenced:     1024 kB\n"
+			   "7f0000400000-7f0000401000 rw-p 00000000 00:00 0          [heap]\n"
+			   "Referenced:        4 kB\n"
+			   "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n"
+			   "Referenced:        8 kB\n";
+	EXPECT_EQ(sum_smaps_referenced_in(text, 0x7f0000000000, 0x7f0000400000), 1024u * 1024);
+	EXPECT_EQ(sum_smaps_referenced_in(text, 0x7f0000000000, 0x7f0000401000), 1028u * 1024);
+	EXPECT_EQ(sum_smaps_referenced_in(text, 0x7f0000000000, 0x7f00003ff000), 0u);
+	EXPECT_EQ(sum_smaps_referenced_in(text, 0, ~0ull), sum_smaps_referenced(text));
+	// a whole smaps file: its total, its first VMA alone at most
+	const std::string full = data("smaps-6.18.txt");
+	EXPECT_EQ(sum_smaps_referenced_in(full, 0, ~0ull), sum_smaps_referenced(full));
+}
+
 TEST(Procfs, Status)
 {
 	ProcStatus s = parse_status(data("status-6.18.txt"));

@@ -32,10 +32,11 @@ struct RunOptions {
 	RunBackend backend = RunBackend::automatic;
 	std::string out_path;
 	bool force = false;
-	bool quiet = false;       // no table on stdout
-	bool dry_run = false;     // validate, print the plan, exit
-	bool perf = false;        // perf record -g the scanner, perf stat tracepoints
-	bool cross_check = false; // module backend: also the tracepoint view
+	bool quiet = false;         // no table on stdout
+	bool dry_run = false;       // validate, print the plan, exit
+	bool perf = false;          // perf record -g the scanner, perf stat tracepoints
+	bool cross_check = false;   // module backend: also the tracepoint view
+	bool victims_given = false; // --victims was given (--working-set's default)
 	// alias backing: size of the distinct-vs-aliased calibration;
 	// UINT64_MAX = default (8 GiB or what fits), 0 = none
 	uint64_t calibrate_size = UINT64_MAX;

@@ -46,6 +46,11 @@ std::optional<FaultRegion> parse_fault_region(std::string_view s);
 std::string all_backings(); // "anon|thp|..." for messages
 std::string all_victims();
 std::string all_fault_regions();
+// The working set's pattern (ptwalk run --working-set FRACTION,PATTERN).
+enum class WsPattern { PTW_WS_PATTERNS(PTW_ENUM_MEMBER) };
+const char *name(WsPattern p);
+std::optional<WsPattern> parse_ws_pattern(std::string_view s);
+std::string all_ws_patterns();
 
 // How a kind's stall estimate was made ("status" in the results): for
 // distinct pages as measured, corrected by the alias calibration's ratios,

@@ -23,6 +23,7 @@
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/scenario.hpp"
 #include "ptwalk/vma_layout.hpp"
+#include "ptwalk/working_set.hpp"
 
 namespace ptwalk {
 
@@ -245,6 +246,7 @@ struct RunResult {
 	KernelView kernel_view;          // the backend's own findings
 	std::optional<PerfSummary> perf; // --perf: the perf session's summary
 	std::vector<VictimEntry> victims;
+	std::optional<WorkingSetResult> working_set; // --working-set
 	Validation validation;
 	std::optional<KernelView> kernel_view_tracepoint; // --cross-check: the second view's
 	std::vector<KindSummary> walk_summary;

@@ -42,6 +42,13 @@ std::string all_profiles(); // "clear_refs|..." for messages
 // cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
 std::vector<WalkKind> profile_walks(Profile p);
 
+// --working-set FRACTION[,PATTERN]: the workload's toucher writes that
+// share of the walked mapping's pages each --interval (working_set.hpp).
+struct WorkingSetSpec {
+	double fraction = 0;
+	WsPattern pattern = WsPattern::uniform;
+};
+
 struct Scenario {
 	uint64_t size = 0;
 	Backing backing = Backing::anon;
@@ -55,6 +62,7 @@ struct Scenario {
 	uint64_t physical = 1ull << 30;  // Backing::alias: bytes of real memory
 	uint64_t max_iterations = 0;     // scanner intervals; 0: until duration
 	FaultRegion fault_region = FaultRegion::any;
+	std::optional<WorkingSetSpec> working_set;
 };
 
 // `ptwalk run`'s scenario before any option changes it (its usage text

@@ -43,6 +43,8 @@ struct MemRollup {
 MemRollup parse_smaps_rollup(std::string_view text);
 // Sum of every "Referenced:" line of a full smaps file, in bytes.
 uint64_t sum_smaps_referenced(std::string_view text);
+// The same, of the VMAs within [lo, hi) only.
+uint64_t sum_smaps_referenced_in(std::string_view text, uint64_t lo, uint64_t hi);
 
 // /proc/PID/status fields in bytes (VmPTE, VmRSS) and thread count.
 struct ProcStatus {

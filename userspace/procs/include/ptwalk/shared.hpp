@@ -72,9 +72,21 @@ struct WalkRecord {
 	uint64_t referenced; // smaps Referenced: sum in bytes (cadvisor, wss)
 	uint64_t rollup_rss; // smaps_rollup Rss: in bytes, as the walk read it
 	uint64_t iteration;  // scanner interval number
+	// --working-set: the toucher's position read just before the walk
+	// began and just after it ended, and (smaps) the Referenced bytes of
+	// the walked mapping's VMAs alone
+	uint64_t ws_pos_before, ws_pos_after;
+	uint64_t referenced_mapping;
 	// time inside the walking syscalls (write/read/pread/ioctl), without
 	// open and close
 	uint64_t syscall_ns;
+};
+
+// --working-set: the workload's toucher (toucher.hpp) and how far it got.
+struct TouchState {
+	std::atomic<uint64_t> position; // touches done (the sequence's index)
+	std::atomic<uint64_t> start_ns; // its first touch, 0 before
+	std::atomic<uint64_t> stop_ns;  // when it stopped, 0 before
 };
 
 struct Shared {
@@ -89,6 +101,8 @@ struct Shared {
 	std::atomic<uint64_t> populated_bytes;
 	std::atomic<uint64_t> populate_ns;
 	uint64_t mapping_bytes;
+	uint64_t mapping_base; // the walked mapping's address in the workload
+	TouchState touch;
 	uint64_t scanner_hwm;      // scanner's peak RSS at its exit
 	char message[256];         // workload's failure/skip reason
 	char scanner_message[256]; // scanner's failure/skip reason

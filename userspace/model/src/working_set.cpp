@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+// The known working set: its sequence of touches and the windows of a
+// working-set method judged against it. See working_set.hpp.
+#include "ptwalk/working_set.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+
+namespace ptwalk {
+
+std::optional<WorkingSetSpec> parse_working_set(std::string_view s, std::string *err)
+{
+	WorkingSetSpec spec;
+	const size_t comma = s.find(',');
+	std::string frac(s.substr(0, comma));
+	if (comma != std::string_view::npos) {
+		auto p = parse_ws_pattern(s.substr(comma + 1));
+		if (!p) {
+			*err = "unknown pattern '" + std::string(s.substr(comma + 1)) + "' (use " +
+			       all_ws_patterns() + ")";
+			return std::nullopt;
+		}
+		spec.pattern = *p;
+	}
+	const bool pct = !frac.empty() && frac.back() == '%';
+	if (pct)
+		frac.pop_back();
+	char *end = nullptr;
+	double f = frac.empty() ? NAN : strtod(frac.c_str(), &end);
+	if (frac.empty() || !end || *end || !std::isfinite(f)) {
+		*err = "'" + std::string(s) + "' is not SHARE[,PATTERN] (0.25, 25%, 0.25,hot)";
+		return std::nullopt;
+	}
+	if (pct)
+		f /= 100;
+	if (!(f > 0 && f <= 1)) {
+		*err = "the share of pages must be in (0, 1] (0% < share <= 100%)";
+		return std::nullopt;
+	}
+	spec.fraction = f;
+	return spec;
+}
+
+std::string working_set_conflict(const Scenario &sc)
+{
+	if (!sc.working_set)
+		return "";
+	for (Victim v : sc.victims)
+		if (v == Victim::read || v == Victim::write)
+			return std::string("--working-set: the ") + name(v) +
+			       " victim touches the mapping's pages at random, which the "
+			       "working set's truth cannot allow (use --victims with fault, "
+			       "mmap, vma, or none)";
+	if (sc.backing == Backing::zeropage)
+		return "--working-set writes its pages, which --backing zeropage "
+		       "must not have";
+	return "";
+}
+
+namespace {
+
+// splitmix64: the rounds' multipliers and offsets
+uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t mulmod(uint64_t a, uint64_t b, uint64_t n)
+{
+	return uint64_t((unsigned __int128)a * b % n);
+}
+
+} // namespace
+
+TouchSequence::TouchSequence(uint64_t pages, const WorkingSetSpec &spec)
+	: pages_(std::max<uint64_t>(pages, 1)), pattern_(spec.pattern)
+{
+	const double k = std::round(spec.fraction * double(pages_));
+	per_round_ = std::clamp<uint64_t>(uint64_t(k), 1, pages_);
+}
+
+// Round r touches page (mul * x + add) % pages for x = shift + i, i < per_round:
+// an affine map with mul coprime to pages is a permutation, so a round's
+// pages are distinct, spread over the mapping, and cheap to regenerate.
+TouchSequence::Round TouchSequence::round(uint64_t r) const
+{
+	// hot and drift keep round 0's map; uniform draws one per round
+	const uint64_t key = pattern_ == WsPattern::uniform ? r : 0;
+	Round o{};
+	o.mul = pages_ == 1 ? 1 : (mix(key * 2 + 1) % pages_) | 1;
+	while (pages_ > 1 && std::gcd(o.mul, pages_) != 1)
+		o.mul = (o.mul + 2) % pages_;
+	o.add = pages_ == 1 ? 0 : mix(key * 2 + 2) % pages_;
+	// drift: the hot share moves on by an eighth of itself each round
+	if (pattern_ == WsPattern::drift)
+		o.shift = mulmod(r, std::max<uint64_t>(1, per_round_ / 8), pages_);
+	return o;
+}
+
+uint64_t TouchSequence::page(uint64_t pos) const
+{
+	const Round o = round(pos / per_round_);
+	const uint64_t x = (o.shift + pos % per_round_) % pages_;
+	return (mulmod(o.mul, x, pages_) + o.add) % pages_;
+}
+
+uint64_t TouchSequence::distinct(uint64_t p0, uint64_t p1) const
+{
+	if (p1 <= p0)
+		return 0;
+	std::vector<uint64_t> seen((pages_ + 63) / 64);
+	uint64_t n = 0;
+	// a round's map once per round, not per touch
+	for (uint64_t pos = p0; pos < p1;) {
+		const uint64_t r = pos / per_round_;
+		const uint64_t last = std::min(p1, (r + 1) * per_round_);
+		const Round o = round(r);
+		for (; pos < last; pos++) {
+			const uint64_t x = (o.shift + pos % per_round_) % pages_;
+			const uint64_t pg = (mulmod(o.mul, x, pages_) + o.add) % pages_;
+			uint64_t &w = seen[pg / 64];
+			const uint64_t bit = 1ull << (pg % 64);
+			n += !(w & bit);
+			w |= bit;
+		}
+	}
+	return n;
+}
+
+namespace {
+
+bool clears_refs(WalkKind k)
+{
+	return k == WalkKind::clear_refs || k == WalkKind::clear_refs_anon ||
+	       k == WalkKind::clear_refs_file;
+}
+
+double range_error(uint64_t est, uint64_t lo, uint64_t hi)
+{
+	if (est > hi)
+		return hi ? double(est - hi) / double(hi) : INFINITY;
+	if (est < lo)
+		return -double(lo - est) / double(lo);
+	return 0;
+}
+
+} // namespace
+
+void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<WsWalk> &walks)
+{
+	r->pages = seq.pages();
+	r->per_round = seq.per_round();
+	r->method = "clear_refs+smaps_referenced";
+	const WsWalk *cleared = nullptr;
+	for (const auto &w : walks) {
+		if (clears_refs(w.kind)) {
+			cleared = &w;
+			continue;
+		}
+		if (w.kind != WalkKind::smaps || !w.referenced_bytes || !cleared)
+			continue;
+		WsWindow win;
+		win.start_ns = cleared->start_ns;
+		win.end_ns = w.end_ns;
+		win.estimate_bytes = *w.referenced_bytes;
+		// the touch in progress at a read of the position may fall on
+		// either side of the walk's edge: lo leaves it out, hi keeps it
+		win.truth_lo_bytes = seq.distinct(cleared->pos_after + 1, w.pos_before) * r->page_bytes;
+		win.truth_hi_bytes = seq.distinct(cleared->pos_before, w.pos_after + 1) * r->page_bytes;
+		win.error = range_error(win.estimate_bytes, win.truth_lo_bytes, win.truth_hi_bytes);
+		r->windows.push_back(win);
+		cleared = nullptr;
+	}
+	if (r->windows.empty()) {
+		r->why = "no clear_refs walk followed by a smaps walk: the scanner's profile "
+			 "has no working-set window (use --scanner wss or cadvisor)";
+		return;
+	}
+	WorkingSetResult::Accuracy a;
+	std::vector<double> abs;
+	double sum = 0;
+	for (const auto &w : r->windows) {
+		a.windows++;
+		a.within += w.error == 0;
+		abs.push_back(std::fabs(w.error));
+		sum += w.error;
+	}
+	std::sort(abs.begin(), abs.end());
+	const size_t n = abs.size();
+	a.median_abs_error = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
+	a.max_abs_error = abs.back();
+	a.bias = sum / double(n);
+	r->accuracy = a;
+}
+
+void to_json(Json::Value &j, const WorkingSetResult &r)
+{
+	j = Json::Value::object();
+	j["fraction"] = r.spec.fraction;
+	j["pattern"] = name(r.spec.pattern);
+	j["interval_ns"] = r.interval_ns;
+	j["pages"] = r.pages;
+	j["per_round"] = r.per_round;
+	j["page_bytes"] = r.page_bytes;
+	j["touches"] = r.touches;
+	j["touch_ns"] = r.touch_ns;
+	j["achieved_share"] = r.achieved_share;
+	j["method"] = r.method;
+	Json::Value wins = Json::Value::array();
+	for (const auto &w : r.windows) {
+		Json::Value x = Json::Value::object();
+		x["start_ns"] = w.start_ns;
+		x["end_ns"] = w.end_ns;
+		x["estimate_bytes"] = w.estimate_bytes;
+		x["truth_lo_bytes"] = w.truth_lo_bytes;
+		x["truth_hi_bytes"] = w.truth_hi_bytes;
+		x["error"] = w.error;
+		wins.push_back(x);
+	}
+	j["windows"] = wins;
+	if (r.accuracy) {
+		const auto &a = *r.accuracy;
+		j["accuracy"] = {{"windows", a.windows},
+				 {"within_truth", a.within},
+				 {"median_abs_error", a.median_abs_error},
+				 {"bias", a.bias},
+				 {"max_abs_error", a.max_abs_error}};
+	}
+	put_optional(j, "why", r.why);
+}
+
+void print_working_set(const WorkingSetResult &r, FILE *out)
+{
+	fprintf(out,
+		"\nworking set (the truth): %.3g%% %s of %llu pages, %llu per %.3g ms round; "
+		"achieved %.3g%% per round\n",
+		r.spec.fraction * 100, name(r.spec.pattern), (unsigned long long)r.pages,
+		(unsigned long long)r.per_round, double(r.interval_ns) / 1e6, r.achieved_share * 100);
+	if (!r.accuracy) {
+		fprintf(out, "  %s: no estimate: %s\n", r.method.c_str(), r.why ? r.why->c_str() : "");
+		return;
+	}
+	const auto &a = *r.accuracy;
+	fprintf(out,
+		"  %s: %u windows, %u within the truth; error median %.1f%%, bias %+.1f%%, "
+		"worst %.1f%%\n",
+		r.method.c_str(), a.windows, a.within, a.median_abs_error * 100, a.bias * 100,
+		a.max_abs_error * 100);
+}
+
+} // namespace ptwalk
