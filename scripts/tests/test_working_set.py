@@ -100,6 +100,26 @@ def test_uniform_and_drift_truths_follow_their_patterns(tmp_path: Path) -> None:
             assert w["truth_hi_bytes"] >= 0.5 * k_bytes, (spec, w)
 
 
+def test_cost_is_the_windows_walks(tmp_path: Path) -> None:
+    """The method's cost per window is its two walks' syscall time, as
+    the run's own walk records have it (the window starts at its
+    clear_refs walk and ends at its smaps walk)."""
+    doc = _ws_doc(tmp_path, "0.25,hot", "wss", "--victims", "mmap")
+    ws = doc["working_set"]
+    by_start = {w["start_ns"]: w for w in doc["walks"]}
+    by_end = {w["start_ns"] + w["duration_ns"]: w for w in doc["walks"]}
+    for win in ws["windows"]:
+        cr, sm = by_start[win["start_ns"]], by_end[win["end_ns"]]
+        assert cr["kind"] == "clear_refs" and sm["kind"] == "smaps", (cr, sm)
+        assert win["walk_ns"] == cr["syscall_ns"] + sm["syscall_ns"] > 0, (win, cr, sm)
+    cost = ws["cost"]
+    walks = sorted(w["walk_ns"] for w in ws["windows"])
+    assert walks[0] <= cost["walk_ns_p50"] <= walks[-1], cost
+    assert cost["ns_per_gib_p50"] == pytest.approx(cost["walk_ns_p50"] * 16, rel=0.01)
+    span = sum(w["end_ns"] - w["start_ns"] for w in ws["windows"])
+    assert cost["core_share"] == pytest.approx(sum(walks) / span, rel=1e-6)
+
+
 def test_cadvisor_order_has_windows_too(tmp_path: Path) -> None:
     """cadvisor reads smaps, then clears: a window is one interval's
     clear_refs to the next interval's smaps."""

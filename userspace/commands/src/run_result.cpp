@@ -160,7 +160,8 @@ WorkingSetResult working_set(const Scenario &sc, const Shared &sh, uint32_t nw)
 		walks.push_back({w.kind, w.start_ns, w.end_ns, w.ws_pos_before, w.ws_pos_after,
 				 w.kind == WalkKind::smaps
 					 ? std::optional<uint64_t>(w.referenced_mapping)
-					 : std::nullopt});
+					 : std::nullopt,
+				 w.syscall_ns});
 	}
 	ws_judge(&r, seq, walks);
 	return r;

@@ -140,6 +140,13 @@ bool clears_refs(WalkKind k)
 	       k == WalkKind::clear_refs_file;
 }
 
+double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	const size_t n = v.size();
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double range_error(uint64_t est, uint64_t lo, uint64_t hi)
 {
 	if (est > hi)
@@ -170,9 +177,12 @@ void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<W
 		win.estimate_bytes = *w.referenced_bytes;
 		// the touch in progress at a read of the position may fall on
 		// either side of the walk's edge: lo leaves it out, hi keeps it
-		win.truth_lo_bytes = seq.distinct(cleared->pos_after + 1, w.pos_before) * r->page_bytes;
-		win.truth_hi_bytes = seq.distinct(cleared->pos_before, w.pos_after + 1) * r->page_bytes;
+		win.truth_lo_bytes =
+			seq.distinct(cleared->pos_after + 1, w.pos_before) * r->page_bytes;
+		win.truth_hi_bytes =
+			seq.distinct(cleared->pos_before, w.pos_after + 1) * r->page_bytes;
 		win.error = range_error(win.estimate_bytes, win.truth_lo_bytes, win.truth_hi_bytes);
+		win.walk_ns = cleared->syscall_ns + w.syscall_ns;
 		r->windows.push_back(win);
 		cleared = nullptr;
 	}
@@ -190,12 +200,22 @@ void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<W
 		abs.push_back(std::fabs(w.error));
 		sum += w.error;
 	}
-	std::sort(abs.begin(), abs.end());
-	const size_t n = abs.size();
-	a.median_abs_error = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
-	a.max_abs_error = abs.back();
-	a.bias = sum / double(n);
+	a.median_abs_error = median(abs);
+	a.max_abs_error = *std::max_element(abs.begin(), abs.end());
+	a.bias = sum / double(abs.size());
 	r->accuracy = a;
+	WorkingSetResult::Cost c;
+	std::vector<double> walk;
+	uint64_t busy = 0, span = 0;
+	for (const auto &w : r->windows) {
+		walk.push_back(double(w.walk_ns));
+		busy += w.walk_ns;
+		span += w.end_ns - w.start_ns;
+	}
+	c.walk_ns_p50 = uint64_t(median(walk));
+	c.ns_per_gib_p50 = median(walk) / (double(r->pages * r->page_bytes) / double(1ull << 30));
+	c.core_share = span ? double(busy) / double(span) : 0;
+	r->cost = c;
 }
 
 void to_json(Json::Value &j, const WorkingSetResult &r)
@@ -220,6 +240,7 @@ void to_json(Json::Value &j, const WorkingSetResult &r)
 		x["truth_lo_bytes"] = w.truth_lo_bytes;
 		x["truth_hi_bytes"] = w.truth_hi_bytes;
 		x["error"] = w.error;
+		x["walk_ns"] = w.walk_ns;
 		wins.push_back(x);
 	}
 	j["windows"] = wins;
@@ -231,6 +252,10 @@ void to_json(Json::Value &j, const WorkingSetResult &r)
 				 {"bias", a.bias},
 				 {"max_abs_error", a.max_abs_error}};
 	}
+	if (r.cost)
+		j["cost"] = {{"walk_ns_p50", r.cost->walk_ns_p50},
+			     {"ns_per_gib_p50", r.cost->ns_per_gib_p50},
+			     {"core_share", r.cost->core_share}};
 	put_optional(j, "why", r.why);
 }
 
@@ -240,9 +265,11 @@ void print_working_set(const WorkingSetResult &r, FILE *out)
 		"\nworking set (the truth): %.3g%% %s of %llu pages, %llu per %.3g ms round; "
 		"achieved %.3g%% per round\n",
 		r.spec.fraction * 100, name(r.spec.pattern), (unsigned long long)r.pages,
-		(unsigned long long)r.per_round, double(r.interval_ns) / 1e6, r.achieved_share * 100);
+		(unsigned long long)r.per_round, double(r.interval_ns) / 1e6,
+		r.achieved_share * 100);
 	if (!r.accuracy) {
-		fprintf(out, "  %s: no estimate: %s\n", r.method.c_str(), r.why ? r.why->c_str() : "");
+		fprintf(out, "  %s: no estimate: %s\n", r.method.c_str(),
+			r.why ? r.why->c_str() : "");
 		return;
 	}
 	const auto &a = *r.accuracy;
@@ -251,6 +278,11 @@ void print_working_set(const WorkingSetResult &r, FILE *out)
 		"worst %.1f%%\n",
 		r.method.c_str(), a.windows, a.within, a.median_abs_error * 100, a.bias * 100,
 		a.max_abs_error * 100);
+	if (r.cost)
+		fprintf(out,
+			"  cost: %.3g ms of walks a window (median; %.3g ms per GiB), %.2g%% of a core\n",
+			double(r.cost->walk_ns_p50) / 1e6, r.cost->ns_per_gib_p50 / 1e6,
+			r.cost->core_share * 100);
 }
 
 } // namespace ptwalk

@@ -101,9 +101,10 @@ TEST(WorkingSet, JudgesWindowsAgainstTheTruthRange)
 	const TouchSequence q(1000, spec(0.1, WsPattern::hot)); // k = 100
 	const uint64_t pb = 4096;
 	std::vector<WsWalk> w = {
-		{WalkKind::smaps, 0, 1, 0, 0, 0},   // no clear_refs before it: no window
-		{WalkKind::clear_refs, 10, 20, 0, 5, std::nullopt},
-		{WalkKind::smaps, 100, 110, 60, 62, 56 * pb}, // lo: [6, 60) = 54, hi: [0, 63) = 63
+		{WalkKind::smaps, 0, 1, 0, 0, 0}, // no clear_refs before it: no window
+		{WalkKind::clear_refs, 10, 20, 0, 5, std::nullopt, 4},
+		{WalkKind::smaps, 100, 110, 60, 62, 56 * pb,
+		 6}, // lo: [6, 60) = 54, hi: [0, 63) = 63
 		{WalkKind::clear_refs, 200, 210, 100, 101, std::nullopt},
 		{WalkKind::smaps, 300, 310, 150, 150, 80 * pb}, // hi: [100, 151): 51 -> above
 		{WalkKind::clear_refs, 400, 410, 200, 200, std::nullopt},
@@ -127,6 +128,12 @@ TEST(WorkingSet, JudgesWindowsAgainstTheTruthRange)
 	EXPECT_NEAR(r.accuracy->max_abs_error, (80.0 - 51) / 51, 1e-9);
 	EXPECT_NEAR(r.accuracy->bias, ((80.0 - 51) / 51 + (30.0 - 59) / 59) / 3, 1e-9);
 	EXPECT_FALSE(r.why);
+	// the cost: the two walks' syscall time per window (10, 0, 0)
+	EXPECT_EQ(r.windows[0].walk_ns, 10u);
+	ASSERT_TRUE(r.cost);
+	EXPECT_EQ(r.cost->walk_ns_p50, 0u);
+	EXPECT_NEAR(r.cost->core_share, 10.0 / (100 + 110 + 110), 1e-12);
+	EXPECT_NEAR(r.cost->ns_per_gib_p50, 0, 1e-12);
 }
 
 TEST(WorkingSet, AProfileWithoutWindowsSaysWhy)

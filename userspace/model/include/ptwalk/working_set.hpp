@@ -60,6 +60,7 @@ struct WsWalk {
 	uint64_t start_ns, end_ns;
 	uint64_t pos_before, pos_after;
 	std::optional<uint64_t> referenced_bytes;
+	uint64_t syscall_ns = 0; // its time in the walking syscalls
 };
 
 // One window of the clear_refs + smaps Referenced method: from a
@@ -74,25 +75,34 @@ struct WsWindow {
 	// signed, against the range: 0 within it, (est - hi) / hi above it,
 	// (est - lo) / lo below it
 	double error = 0;
+	// the method's cost: the two walks' time in their syscalls (kernel
+	// CPU time, the walks' own; the text's parsing is not in it)
+	uint64_t walk_ns = 0;
 };
 
 struct WorkingSetResult {
 	WorkingSetSpec spec;
-	uint64_t interval_ns = 0;       // one round
+	uint64_t interval_ns = 0; // one round
 	uint64_t pages = 0, per_round = 0;
 	uint64_t page_bytes = 4096;
-	uint64_t touches = 0;           // the toucher's position at its stop
-	uint64_t touch_ns = 0;          // from its first touch to its stop
+	uint64_t touches = 0;  // the toucher's position at its stop
+	uint64_t touch_ns = 0; // from its first touch to its stop
 	// touches per round it achieved over the rounds its time spans
 	double achieved_share = 0;
-	std::string method;             // "clear_refs+smaps_referenced"
+	std::string method; // "clear_refs+smaps_referenced"
 	std::vector<WsWindow> windows;
 	struct Accuracy {
 		unsigned windows = 0, within = 0;
 		double median_abs_error = 0, bias = 0, max_abs_error = 0;
 	};
 	std::optional<Accuracy> accuracy; // none without a window
-	std::optional<std::string> why;   // why there is no window
+	struct Cost {
+		uint64_t walk_ns_p50 = 0;  // a window's walks, median
+		double ns_per_gib_p50 = 0; // the same per GiB of the mapping
+		double core_share = 0;     // their time over the windows' span
+	};
+	std::optional<Cost> cost;
+	std::optional<std::string> why; // why there is no window
 };
 
 // The windows of the clear_refs + smaps Referenced method in a run's
