@@ -50,7 +50,10 @@ static __always_inline unsigned int ptw_live_limit(void)
 
 /*
  * The walker of a holds the lock since t0: publish it, then mark every
- * waiter it excludes (ptwalk_lock_wait.c).
+ * waiter it excludes (ptwalk_lock_wait.c).  The hold is the walk's inside a
+ * hooked call, and for a file walk once its pass has begun (a->seq: its
+ * reader's first lock begins it, in ptwalk_walk.c): smaps' last m_start
+ * shows no VMA yet holds the lock for the walk, as the tracepoints see it.
  */
 static void ptw_hold_begin(struct ptw_walker *a, u64 t0, bool write,
 			   u64 spread)
@@ -59,11 +62,7 @@ static void ptw_hold_begin(struct ptw_walker *a, u64 t0, bool write,
 	a->lock_t0_spread = spread;
 	WRITE_ONCE(a->lock_t0, t0);
 	a->lock_holds++;
-	a->hold_used = atomic_read(&a->in_call) > 0;
-	/*
-	 * (a file walk starts when its reader takes the lock for it, m_start:
-	 * ptwalk_walk.c has begun it already, so a->seq is the pass's)
-	 */
+	a->hold_used = atomic_read(&a->in_call) > 0 || READ_ONCE(a->seq);
 	smp_mb();	/* lock_t0 visible before we look at the waiters */
 	ptw_waits_mark(a, write);
 }
