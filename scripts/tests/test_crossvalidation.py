@@ -291,7 +291,10 @@ def test_crossvalidation_in_vm(vm_kernel: Any, kernel_suites: Any) -> None:
         # module 15.8 ms vs tracepoint 2.7 ms of a 20.9 ms wait, spread
         # 0.6 ms; smaps on 6.1: module 0 vs 1.63 ms of 6.25 ms, the walk's
         # last hold, not used by a hooked call, being others' in the
-        # module).
+        # module: since fixed, a file walk's holds after its pass began
+        # are the walk's). With that fix, a run of the six kernels split
+        # 0-2 of 343-650 apart each (at most 0.53%), five of six pagemap
+        # write waits with the module's walker-held over the tracepoints'.
         # On 6.1-rt both views followed the reader-behind-writer chain,
         # which PREEMPT_RT's rw_semaphore does not have (KERNEL-FACTS.md
         # 27): 14-38 of 749-839 apart (up to 4.5%: one CI run crossed 5%),
