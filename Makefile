@@ -37,7 +37,7 @@ DESTDIR ?=
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
 	test-selftests test-py test-py-host test-py-vm qualify bench clean vm-matrix fuzz fuzz-build \
 	fuzz-run install man deb kernel-ab \
-	cross-version stall-table lint format
+	cross-version stall-table working-set-table lint format
 
 all: build
 
@@ -166,6 +166,16 @@ stall-table: deps-test
 	$(MAKE) build
 	$(MAKE) module-matrix
 	$(PYTHON) scripts/ptwalk-stall-table
+
+# the working-set method (clear_refs + smaps Referenced) against a known
+# working set: accuracy, cost, stalls, per kernel and on the host:
+# results/working-set/TIME/table.md; the kept one is
+# results/reference/working-set
+working-set-table: deps-test
+	scripts/deps.sh kernels
+	$(MAKE) build
+	$(MAKE) module-matrix
+	$(PYTHON) scripts/ptwalk-working-set-table --host
 
 bench: deps
 	scripts/deps.sh fuzz
