@@ -179,8 +179,9 @@ void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<W
 		// either side of the walk's edge: lo leaves it out, hi keeps it
 		win.truth_lo_bytes =
 			seq.distinct(cleared->pos_after + 1, w.pos_before) * r->page_bytes;
-		win.truth_hi_bytes =
-			seq.distinct(cleared->pos_before, w.pos_after + 1) * r->page_bytes;
+		win.touch_first = cleared->pos_before;
+		win.touch_end = std::max(w.pos_after + 1, win.touch_first);
+		win.truth_hi_bytes = seq.distinct(win.touch_first, win.touch_end) * r->page_bytes;
 		win.error = range_error(win.estimate_bytes, win.truth_lo_bytes, win.truth_hi_bytes);
 		win.walk_ns = cleared->syscall_ns + w.syscall_ns;
 		r->windows.push_back(win);
@@ -239,6 +240,8 @@ void to_json(Json::Value &j, const WorkingSetResult &r)
 		x["estimate_bytes"] = w.estimate_bytes;
 		x["truth_lo_bytes"] = w.truth_lo_bytes;
 		x["truth_hi_bytes"] = w.truth_hi_bytes;
+		x["touch_first"] = w.touch_first;
+		x["touch_end"] = w.touch_end;
 		x["error"] = w.error;
 		x["walk_ns"] = w.walk_ns;
 		wins.push_back(x);

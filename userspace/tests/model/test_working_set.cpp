@@ -115,6 +115,8 @@ TEST(WorkingSet, JudgesWindowsAgainstTheTruthRange)
 	ASSERT_EQ(r.windows.size(), 3u);
 	EXPECT_EQ(r.windows[0].truth_lo_bytes, 54 * pb);
 	EXPECT_EQ(r.windows[0].truth_hi_bytes, 63 * pb);
+	EXPECT_EQ(r.windows[0].touch_first, 0u);
+	EXPECT_EQ(r.windows[0].touch_end, 63u);
 	EXPECT_EQ(r.windows[0].error, 0);
 	EXPECT_EQ(r.windows[0].start_ns, 10u);
 	EXPECT_EQ(r.windows[0].end_ns, 110u);

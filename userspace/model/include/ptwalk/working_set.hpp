@@ -72,6 +72,9 @@ struct WsWindow {
 	uint64_t start_ns = 0, end_ns = 0; // clear_refs start .. smaps end
 	uint64_t estimate_bytes = 0;
 	uint64_t truth_lo_bytes = 0, truth_hi_bytes = 0;
+	// the touch positions the high end counts, [first, end): the rounds a
+	// window spans are (end - 1) / per_round - first / per_round + 1
+	uint64_t touch_first = 0, touch_end = 0;
 	// signed, against the range: 0 within it, (est - hi) / hi above it,
 	// (est - lo) / lo below it
 	double error = 0;
