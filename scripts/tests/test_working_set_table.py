@@ -5,6 +5,7 @@ command's bad input, and the kept reference set against its own runs."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from ptwalk_report import working_set_table as wt
+from ptwalk_vm import table_runs
 
 REPO = Path(__file__).resolve().parents[2]
 REF = REPO / "results" / "reference" / "working-set"
@@ -84,3 +86,30 @@ def test_the_reference_table_is_its_runs() -> None:
         assert r["windows"] and r["windows"] >= 10, r
         for w in d["working_set"]["windows"]:
             assert w["estimate_bytes"] <= w["truth_hi_bytes"], (r["kernel"], r["spec"], w)
+
+
+def test_the_host_side_runs_every_pattern(tmp_path: Path) -> None:
+    """--host through scripts/vm/table-runs.sh: a result per pattern, each
+    run's exit read back from its output, and the commands as run."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: clear_refs of the workload needs it")
+    out = tmp_path / "t"
+    p = subprocess.run([str(REPO / "scripts" / "ptwalk-working-set-table"), "--host",
+                        "--series", "", "--size", "32M", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert table_runs.exits(out / "host", "working-set") == {
+        wt.file_name(s): "0" for s in wt.SPECS}, (out / "host" / "guest.txt").read_text()
+    for s in wt.SPECS:
+        d = json.loads((out / "host" / f"{wt.file_name(s)}.json").read_text())
+        assert d["working_set"]["accuracy"]["windows"] >= 10, d["working_set"]
+    assert "scripts/vm/table-runs.sh build/ptwalk" in (out / "commands.sh").read_text()
+    assert p.stdout.count("\n| host |") == len(wt.SPECS), p.stdout
+
+
+def test_table_runs_refuses_an_unknown_table(tmp_path: Path) -> None:
+    p = subprocess.run(["sh", str(REPO / "scripts" / "vm" / "table-runs.sh"), "ptwalk",
+                        str(tmp_path), "32M", "-", "no-such-table", "smaps"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert not list(tmp_path.iterdir())
