@@ -144,6 +144,7 @@ struct ptw_stats {
 	atomic64_t walks_missed;	/* walks flagged probe_missed */
 	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
 	atomic64_t waits_unblocked;	/* marked blocked, no hold excluded */
+	atomic64_t tp_stamps_lost;	/* event time read late, spread 0 */
 	atomic64_t vma_waits_dropped;	/* no free VMA writer entry */
 };
 

@@ -7,9 +7,11 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
-#include <linux/percpu.h>
+#include <linux/hash.h>
+#include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
@@ -37,19 +39,41 @@
 #define PTW_TP_PRIO_FIRST	(TRACEPOINT_DEFAULT_PRIO + 1)
 #define PTW_TP_PRIO_LAST	(TRACEPOINT_DEFAULT_PRIO - 1)
 
-struct ptw_tp_stamp {
-	unsigned long task;
-	u64 t;
-};
+/*
+ * The stamp is the task's, not the CPU's.  From 7.0 a tracepoint calls its
+ * probes under SRCU with preemption enabled (include/linux/tracepoint.h,
+ * __DECLARE_TRACE(): guard(srcu_fast_notrace); 6.x: preemption off), and
+ * Debian's 7.3 is PREEMPT_LAZY: a task can be preempted or migrate between
+ * its stamp and its decision.  A per-CPU stamp was then lost, torn by
+ * another task's, or, left on a CPU the task came back to, taken for a
+ * later event's time; and this_cpu_ptr() in preemptible code is a splat
+ * under DEBUG_PREEMPT.  So a slot per task (its thread id hashed), each on
+ * a cache line of its own, holds in one word the id + 1 and the low 32 bits
+ * of the time: written whole by the stamp, taken whole by the decision.
+ * Every event's stamp overwrites its task's slot, so no stale stamp
+ * outlives the next event.  Two tasks that share a slot and lock at the
+ * same time lose one stamp: counted (tp_stamps_lost), that boundary read
+ * now with spread 0 (KERNEL-FACTS.md 26).
+ */
+#define PTW_TP_SLOT_BITS	8
 
-static DEFINE_PER_CPU(struct ptw_tp_stamp, ptw_tp_first);
+struct ptw_tp_slot {
+	atomic64_t v;
+} ____cacheline_aligned_in_smp;
+
+static struct ptw_tp_slot ptw_tp_slots[1 << PTW_TP_SLOT_BITS];
+
+static atomic64_t *ptw_tp_slot_of(u32 id)
+{
+	return &ptw_tp_slots[hash_32(id, PTW_TP_SLOT_BITS)].v;
+}
+NOKPROBE_SYMBOL(ptw_tp_slot_of);
 
 static void ptw_tp_stamp(void)
 {
-	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
+	u32 id = (u32)current->pid + 1;
 
-	s->task = (unsigned long)current;
-	s->t = ktime_get_ns();
+	atomic64_set(ptw_tp_slot_of(id), (s64)((u64)id << 32 | (u32)ktime_get_ns()));
 }
 NOKPROBE_SYMBOL(ptw_tp_stamp);
 
@@ -59,15 +83,24 @@ NOKPROBE_SYMBOL(ptw_tp_stamp);
  */
 static u64 ptw_tp_time(u64 *spread)
 {
-	struct ptw_tp_stamp *s = this_cpu_ptr(&ptw_tp_first);
+	u32 id = (u32)current->pid + 1, ago;
+	atomic64_t *slot = ptw_tp_slot_of(id);
+	s64 v = atomic64_read(slot);
 	u64 now = ktime_get_ns();
 
 	*spread = 0;
-	if (s->task != (unsigned long)current || s->t > now)
+	if ((u64)v >> 32 != id || atomic64_cmpxchg(slot, v, 0) != v) {
+		atomic64_inc(&ptw_stats.tp_stamps_lost);
 		return now;
-	s->task = 0;
-	*spread = now - s->t;
-	return s->t;
+	}
+	/* the low 32 bits wrap every 4.29 s; a stamp is microseconds old */
+	ago = (u32)now - (u32)v;
+	if (ago > U32_MAX / 2) {
+		atomic64_inc(&ptw_stats.tp_stamps_lost);
+		return now;
+	}
+	*spread = ago;
+	return now - ago;
 }
 NOKPROBE_SYMBOL(ptw_tp_time);
 
