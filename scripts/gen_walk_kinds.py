@@ -48,6 +48,7 @@ class Table:
     lock_modes: tuple[tuple[str, str], ...]  # (the C++ LockMode, its name in results)
     changes: tuple[Change, ...] = ()  # PTW_LOCK_CHANGES
     units: tuple[tuple[str, str], ...] = ()  # PTW_LOCK_UNITS: (name, text)
+    monitors: tuple[str, ...] = ()  # PTW_KERNEL_MONITORS: profiles that walk nothing
 
 
 def _body(text: str, name: str, where: Path = DEF) -> str:
@@ -88,6 +89,11 @@ def parse(text: str, lock_modes_text: str | None = None) -> Table:
             raise ValueError(f"{DEF.name}: profile {p}: a kind's name, no kinds or "
                              f"unknown kinds {unknown}")
         profiles.append((p, tuple(walks)))
+    monitors = tuple(re.findall(r'\bX\((\w+),\s*"', _body(text, "PTW_KERNEL_MONITORS")))
+    clash = [m for m in monitors if m in names or m in {p for p, _ in profiles}]
+    if not monitors or clash:
+        raise ValueError(f"{DEF.name}: PTW_KERNEL_MONITORS lists nothing, or names {clash} "
+                         "a kind or profile has")
     changes = tuple(Change(*c) for c in re.findall(
         r'\bX\((\w+),\s*"(\d+\.\d+)",\s*"(\d+\.\d+)",\s*(\w+),\s*(\w+),',
         _body(text, "PTW_LOCK_CHANGES")))
@@ -100,7 +106,7 @@ def parse(text: str, lock_modes_text: str | None = None) -> Table:
     if not units or unknown:
         raise ValueError(f"{DEF.name}: PTW_LOCK_UNITS lists nothing, or not the units "
                          f"{unknown} the kinds use")
-    return Table(kinds, tuple(profiles), lock_modes, changes, units)
+    return Table(kinds, tuple(profiles), lock_modes, changes, units, monitors)
 
 
 def render(t: Table) -> str:
@@ -127,7 +133,8 @@ def render(t: Table) -> str:
         "",
         "",
         "class Profile(enum.Enum):",
-        *(f'    {n} = "{n}"' for n in [k.name for k in t.kinds] + [p for p, _ in t.profiles]),
+        *(f'    {n} = "{n}"' for n in [k.name for k in t.kinds] + [p for p, _ in t.profiles]
+          + list(t.monitors)),
         "",
         "",
         "class LockMode(enum.Enum):",
@@ -197,6 +204,7 @@ def render(t: Table) -> str:
         *(f"    Profile.{k.name}: (WalkKind.{k.name},)," for k in t.kinds),
         *(f"    Profile.{p}: ({', '.join(f'WalkKind.{w}' for w in ws)}),"
           for p, ws in t.profiles),
+        *(f"    Profile.{m}: ()," for m in t.monitors),
         "}",
         "",
         "",

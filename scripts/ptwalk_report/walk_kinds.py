@@ -38,6 +38,7 @@ class Profile(enum.Enum):
     pagemap_scan = "pagemap_scan"
     cadvisor = "cadvisor"
     wss = "wss"
+    damon = "damon"
 
 
 class LockMode(enum.Enum):
@@ -147,6 +148,7 @@ PROFILE_WALKS: dict[Profile, tuple[WalkKind, ...]] = {
     Profile.pagemap_scan: (WalkKind.pagemap_scan,),
     Profile.cadvisor: (WalkKind.smaps, WalkKind.clear_refs),
     Profile.wss: (WalkKind.clear_refs, WalkKind.smaps),
+    Profile.damon: (),
 }
 
 

@@ -47,6 +47,7 @@ def damon_run(request: pytest.FixtureRequest, vm_config: Any,
     k = next((k for k in ks if k.name == "cloud-amd64"), None)
     if k is None:
         skip_or_fail(f"Debian {series} cloud kernel not installed: " + "; ".join(missing))
+    assert k is not None
     reason = vm_unavailable(vm_config, k)
     if reason:
         skip_or_fail(reason)
@@ -74,12 +75,17 @@ def test_damon_estimate_against_the_truth(damon_run: dict[str, Any]) -> None:
     assert d["reads"] >= 12 and d["windows_skipped"] <= 2, d
     assert ws["accuracy"]["windows"] == len(ws["windows"]) >= 10, ws["accuracy"]
     mapping = ws["pages"] * ws["page_bytes"]
+    span = 2 * (d["aggr_us"] + d["return_slack_us"]) * 1000 + 100_000_000
     for w in ws["windows"]:
-        # an aggregation's window: at most a round's touches and a bit
-        assert 0 < w["end_ns"] - w["start_ns"] < 3 * d["aggr_us"] * 1000, w
+        # an aggregation, from the earliest it began to the read's return
+        assert 0 < w["end_ns"] - w["start_ns"] < span, w
         assert w["truth_lo_bytes"] <= w["truth_hi_bytes"] <= ws["per_round"] * ws["page_bytes"]
         # DAMON counts whole regions of the mapping, never past it
         assert 0 <= w["estimate_bytes"] <= mapping, w
+    # the toucher's timeline gives the low end: most windows have one
+    # (back to back, the reads' own counts leave it empty)
+    assert sum(w["truth_lo_bytes"] > 0 for w in ws["windows"]) >= len(ws["windows"]) // 2, \
+        [(w["truth_lo_bytes"], w["truth_hi_bytes"]) for w in ws["windows"]]
     # its cost is the kdamond's CPU, which ran: some time in every window
     assert d["kdamond_pid"] > 0 and d["kdamond_cpu_ns"] > 0, d
     assert ws["cost"]["walk_ns_p50"] > 0 and 0 < ws["cost"]["core_share"] < 1, ws["cost"]

@@ -79,7 +79,10 @@ def test_the_table_parses() -> None:
     names = [k.name for k in t.kinds]
     assert len(names) == len(set(names)) >= 10
     assert [k.value for k in walk_kinds.WalkKind] == names
-    assert [p.value for p in walk_kinds.Profile] == names + [p for p, _ in t.profiles]
+    assert [p.value for p in walk_kinds.Profile] == (names + [p for p, _ in t.profiles]
+                                                     + list(t.monitors))
+    assert t.monitors == ("damon",)
+    assert walk_kinds.profile_walks("damon") == ()  # kdamond walks, not the scanner
     assert walk_kinds.profile_walks("cadvisor") == ("smaps", "clear_refs")
     assert walk_kinds.profile_walks("wss") == ("clear_refs", "smaps")
     assert walk_kinds.profile_walks("smaps_rollup") == ("smaps_rollup",)
@@ -93,6 +96,8 @@ def test_a_broken_definition_is_refused() -> None:
         gen_walk_kinds.parse(text.replace("#define PTW_WALK_KINDS", "#define PTW_WALK_KINDZ"))
     with pytest.raises(ValueError, match="unknown kinds"):
         gen_walk_kinds.parse(text.replace("X(cadvisor, smaps,", "X(cadvisor, smapz,"))
+    with pytest.raises(ValueError, match="PTW_KERNEL_MONITORS"):
+        gen_walk_kinds.parse(text.replace('X(damon, "', 'X(wss, "'))
     modes = gen_walk_kinds.LOCK_MODES_DEF.read_text()
     with pytest.raises(ValueError, match="a mode lock_modes.def does not list"):
         gen_walk_kinds.parse(text, modes.replace('X(write, "write")', ""))

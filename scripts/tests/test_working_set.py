@@ -163,3 +163,46 @@ def test_bad_working_set_is_a_usage_error(args: tuple[str, ...], msg: str) -> No
     p = run_ptwalk("run", *args, "--size", "16M", "--duration", "1s", timeout=30)
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+DAMON = Path("/sys/kernel/mm/damon/admin")
+DAMON_MODULES = ("damon_reclaim", "damon_lru_sort", "damon_stat")
+
+
+def _damon_here() -> str:
+    """What ptwalk must say of DAMON on this host: "" when it may use it."""
+    if not DAMON.is_dir():
+        return "CONFIG_DAMON_SYSFS"
+    if int((DAMON / "kdamonds" / "nr_kdamonds").read_text()) > 0:
+        return "DAMON is in use"
+    for m in DAMON_MODULES:
+        f = Path("/sys/module") / m / "parameters" / "enabled"
+        if f.exists() and f.read_text().strip() == "Y":
+            return "DAMON is in use"
+    return ""
+
+
+def test_damon_scanner_runs_here_or_says_why(tmp_path: Path) -> None:
+    """--scanner damon on this host: a kdamond of ptwalk's own when DAMON
+    is free, removed after; else exit 4 with the reason and no result,
+    another's kdamond untouched. Without --working-set, bad input."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: DAMON's sysfs files are root's")
+    p = run_ptwalk("run", "--scanner", "damon", *COMMON, "--out", str(tmp_path / "x.json"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "--scanner damon needs --working-set" in p.stderr
+    why = _damon_here()
+    nr_before = (DAMON / "kdamonds" / "nr_kdamonds").read_text() if DAMON.is_dir() else None
+    out = tmp_path / "damon.json"
+    p = run_ptwalk("run", "--scanner", "damon", "--working-set", "0.25,hot",
+                   *COMMON, "--victims", "mmap", "--out", str(out), timeout=120)
+    if why:
+        assert p.returncode == 4 and why in p.stderr, (p.returncode, p.stderr)
+        assert not out.exists()
+    else:
+        assert p.returncode == 0, p.stderr
+        ws = load(out)["working_set"]
+        assert ws["method"] == "damon_vaddr" and ws["damon"]["reads"] >= 5, ws
+    if nr_before is not None:
+        assert (DAMON / "kdamonds" / "nr_kdamonds").read_text() == (
+            nr_before if why else "0\n")

@@ -179,7 +179,8 @@ const std::vector<Option<RunOptions>> kRunOptions =
 	 "--interval; PATTERN {choices}\n"
 	 "(default uniform; victims default to mmap,fault);\n"
 	 "the result judges the wss or cadvisor scanner's\n"
-	 "Referenced against it",
+	 "Referenced, or the damon scanner's DAMON regions,\n"
+	 "against it",
 	 nullptr, all_ws_patterns,
 	 [](O &o, const Args &a, const std::string &k, const std::string &v) {
 	std::string err;

@@ -430,6 +430,8 @@ void scan_and_stop(Run &r)
 	sh->exit_now = 1;
 	if (!r.wl_gone)
 		r.wl.stop(0, 10000, Child::kUntilReaped);
+	if (std::string e = release_scanner_damon(sh); !e.empty())
+		r.failure = e;
 	r.backend->stop();
 	if (r.second)
 		r.second->stop();

@@ -152,6 +152,27 @@ WorkingSetResult working_set(const Scenario &sc, const Shared &sh, uint32_t nw)
 		r.achieved_share =
 			double(r.touches) /
 			(double(r.touch_ns) / double(sc.interval_ns) * double(seq.pages()));
+	if (is_kernel_monitor(sc.profile)) {
+		const DamonState &ds = sh.damon;
+		std::vector<DamonRead> reads;
+		for (uint32_t i = 0; i < std::min(ds.ncalls.load(), kMaxDamonCalls); i++) {
+			const DamonCall &c = ds.calls[i];
+			reads.push_back({c.write_ns, c.return_ns, c.pos_before, c.pos_after,
+					 c.accessed_bytes, c.kdamond_cpu_ns, c.nr_regions});
+		}
+		WorkingSetResult::Damon d;
+		d.sample_us = ds.sample_us;
+		d.aggr_us = ds.aggr_us;
+		d.update_us = ds.update_us;
+		d.return_slack_us = ds.return_slack_us;
+		d.kdamond_pid = ds.kdamond_pid;
+		std::vector<TouchPoint> tl;
+		const uint32_t n = std::min(sh.touch.ntimeline.load(), kTouchTimeline);
+		for (uint32_t i = 1; i < n; i++)
+			tl.push_back({sh.touch.timeline_ns[i], uint64_t(i) * kTouchStride});
+		ws_judge_damon(&r, seq, reads, tl, d);
+		return r;
+	}
 	std::vector<WsWalk> walks;
 	for (uint32_t i = 0; i < nw; i++) {
 		const WalkRecord &w = sh.walks[i];

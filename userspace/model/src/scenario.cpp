@@ -19,6 +19,9 @@ constexpr EnumName<Profile> kProfiles[] = {
 #define PTW_X(name, ...) {Profile::name, #name},
 		PTW_PROFILES(PTW_X)
 #undef PTW_X
+#define PTW_X(name, source) {Profile::name, #name},
+			PTW_KERNEL_MONITORS(PTW_X)
+#undef PTW_X
 };
 static_assert(enum_in_order(kProfiles));
 
@@ -105,8 +108,24 @@ std::vector<WalkKind> profile_walks(Profile p)
 	}
 		PTW_PROFILES(PTW_X)
 #undef PTW_X
+#define PTW_X(name, source) case Profile::name:
+		PTW_KERNEL_MONITORS(PTW_X)
+#undef PTW_X
+		return {};
 	default:
 		return {WalkKind(size_t(p))};
+	}
+}
+
+bool is_kernel_monitor(Profile p)
+{
+	switch (p) {
+#define PTW_X(name, source) case Profile::name:
+		PTW_KERNEL_MONITORS(PTW_X)
+#undef PTW_X
+		return true;
+	default:
+		return false;
 	}
 }
 

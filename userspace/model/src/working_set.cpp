@@ -45,6 +45,9 @@ std::optional<WorkingSetSpec> parse_working_set(std::string_view s, std::string 
 
 std::string working_set_conflict(const Scenario &sc)
 {
+	if (is_kernel_monitor(sc.profile) && !sc.working_set)
+		return std::string("--scanner ") + name(sc.profile) +
+		       " needs --working-set: its estimate is judged against a known working set";
 	if (!sc.working_set)
 		return "";
 	for (Victim v : sc.victims)
@@ -219,6 +222,94 @@ void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<W
 	r->cost = c;
 }
 
+namespace {
+
+// Touches surely done by t: the largest count seen at or before it.
+uint64_t done_by(const std::vector<TouchPoint> &tl, uint64_t t)
+{
+	uint64_t n = 0;
+	for (const TouchPoint &p : tl)
+		if (p.t_ns <= t)
+			n = std::max(n, p.count);
+	return n;
+}
+
+// At most the touches done by t: the smallest count seen at or after it
+// (the last count seen when none was).
+uint64_t done_at_most(const std::vector<TouchPoint> &tl, uint64_t t)
+{
+	uint64_t n = UINT64_MAX, last = 0;
+	for (const TouchPoint &p : tl) {
+		last = std::max(last, p.count);
+		if (p.t_ns >= t)
+			n = std::min(n, p.count);
+	}
+	return n == UINT64_MAX ? last : n;
+}
+
+} // namespace
+
+// Read k caught the first apply of the scheme after its request (6.12: after
+// the sampling that takes it), and returned at most return_slack after it:
+// apply_k in [B0, B1] = [max(write_k, return_k - slack), return_k]. Read k
+// caught the aggregation right after read k-1's when its request was in
+// before that one could end: write_k + sample <= A0 + aggr, with A0 the
+// earliest apply_(k-1) can be. The aggregation ran from apply_(k-1) to
+// apply_k: touches surely in it are those done after A1 = return_(k-1)
+// and by B0 (the truth's low end), touches perhaps in it those after A0
+// and by B1 (its high end). ws_judge() takes them as it takes a clear_refs
+// walk (A0..A1) and the smaps walk after it (B0..B1), the counts at those
+// instants from the toucher's timeline: low end [done_at_most(A1) + 1,
+// done_by(B0)), high end [done_by(A0), done_at_most(B1) + 1).
+void ws_judge_damon(WorkingSetResult *r, const TouchSequence &seq,
+		    const std::vector<DamonRead> &reads, const std::vector<TouchPoint> &timeline,
+		    WorkingSetResult::Damon d)
+{
+	std::vector<TouchPoint> tl = timeline;
+	for (const DamonRead &c : reads) {
+		tl.push_back({c.write_ns, c.pos_before});
+		tl.push_back({c.return_ns, c.pos_after});
+	}
+	const uint64_t slack = d.return_slack_us * 1000;
+	auto edge = [&](const DamonRead &c, WalkKind k, std::optional<uint64_t> est, uint64_t cpu) {
+		const uint64_t lo =
+			std::max(c.write_ns, c.return_ns > slack ? c.return_ns - slack : 0);
+		return WsWalk{k,   lo, c.return_ns, done_by(tl, lo), done_at_most(tl, c.return_ns),
+			      est, cpu};
+	};
+	std::vector<WsWalk> walks;
+	std::vector<double> regions;
+	for (size_t k = 0; k < reads.size(); k++) {
+		const DamonRead &c = reads[k];
+		regions.push_back(c.nr_regions);
+		if (k > 0) {
+			const DamonRead &p = reads[k - 1];
+			const uint64_t a0 =
+				std::max(p.write_ns, p.return_ns > slack ? p.return_ns - slack : 0);
+			if (c.write_ns + d.sample_us * 1000 <= a0 + d.aggr_us * 1000) {
+				const uint64_t cpu = c.kdamond_cpu_ns > p.kdamond_cpu_ns
+							     ? c.kdamond_cpu_ns - p.kdamond_cpu_ns
+							     : 0;
+				walks.push_back(edge(c, WalkKind::smaps, c.accessed_bytes, cpu));
+			} else {
+				d.windows_skipped++;
+			}
+		}
+		walks.push_back(edge(c, WalkKind::clear_refs, std::nullopt, 0));
+	}
+	d.reads = unsigned(reads.size());
+	if (reads.size() > 1 && reads.back().kdamond_cpu_ns > reads.front().kdamond_cpu_ns)
+		d.kdamond_cpu_ns = reads.back().kdamond_cpu_ns - reads.front().kdamond_cpu_ns;
+	d.regions_p50 = regions.empty() ? 0 : uint32_t(median(regions));
+	ws_judge(r, seq, walks);
+	r->method = "damon_vaddr";
+	if (r->windows.empty())
+		r->why = "no two reads of DAMON's regions one aggregation apart (" +
+			 std::to_string(reads.size()) + " reads, " +
+			 std::to_string(d.windows_skipped) + " a missed aggregation apart)";
+	r->damon = d;
+}
+
 void to_json(Json::Value &j, const WorkingSetResult &r)
 {
 	j = Json::Value::object();
@@ -260,6 +351,18 @@ void to_json(Json::Value &j, const WorkingSetResult &r)
 			     {"ns_per_gib_p50", r.cost->ns_per_gib_p50},
 			     {"core_share", r.cost->core_share}};
 	put_optional(j, "why", r.why);
+	if (r.damon) {
+		const auto &d = *r.damon;
+		j["damon"] = {{"sample_us", d.sample_us},
+			      {"aggr_us", d.aggr_us},
+			      {"update_us", d.update_us},
+			      {"return_slack_us", d.return_slack_us},
+			      {"kdamond_pid", d.kdamond_pid},
+			      {"kdamond_cpu_ns", d.kdamond_cpu_ns},
+			      {"reads", d.reads},
+			      {"windows_skipped", d.windows_skipped},
+			      {"regions_p50", d.regions_p50}};
+	}
 }
 
 void print_working_set(const WorkingSetResult &r, FILE *out)
@@ -283,9 +386,15 @@ void print_working_set(const WorkingSetResult &r, FILE *out)
 		a.max_abs_error * 100);
 	if (r.cost)
 		fprintf(out,
-			"  cost: %.3g ms of walks a window (median; %.3g ms per GiB), %.2g%% of a core\n",
-			double(r.cost->walk_ns_p50) / 1e6, r.cost->ns_per_gib_p50 / 1e6,
-			r.cost->core_share * 100);
+			"  cost: %.3g ms of %s a window (median; %.3g ms per GiB), %.2g%% of a core\n",
+			double(r.cost->walk_ns_p50) / 1e6, r.damon ? "the kdamond's CPU" : "walks",
+			r.cost->ns_per_gib_p50 / 1e6, r.cost->core_share * 100);
+	if (r.damon)
+		fprintf(out,
+			"  DAMON: sampling %.3g ms, aggregation %.3g ms, %u reads (%u windows "
+			"skipped: a missed aggregation), %u regions (median)\n",
+			double(r.damon->sample_us) / 1e3, double(r.damon->aggr_us) / 1e3,
+			r.damon->reads, r.damon->windows_skipped, r.damon->regions_p50);
 }
 
 } // namespace ptwalk

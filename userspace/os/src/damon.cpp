@@ -369,6 +369,19 @@ std::string DamonSysfs::set_scheme()
 	});
 }
 
+std::string DamonSysfs::adopt()
+{
+	const std::string nr_path = root_ + "/kdamonds/nr_kdamonds";
+	int e = 0;
+	auto nr = read_attr(nr_path, &e);
+	if (!nr)
+		return describe(nr_path, e);
+	if (*nr != "1")
+		return nr_path + " reads \"" + *nr + "\", not the one kdamond ptwalk started";
+	owned_ = true;
+	return "";
+}
+
 // pid_show(): the kdamond thread's pid, -1 when it does not run.
 std::optional<pid_t> DamonSysfs::kdamond_pid() const
 {

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ptwalk/scanner.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <variant>
 #include <ctime>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <vector>
 
 #include "ptwalk/clock.hpp"
+#include "ptwalk/damon.hpp"
 #include "ptwalk/fd.hpp"
 #include "ptwalk/procfs.hpp"
 // the walk triggers shared with the selftests and the module's test walker
@@ -43,7 +47,7 @@ std::vector<VmaRange> parse_maps(const std::string &text)
 class Scanner {
 public:
 	Scanner(const Scenario &sc, pid_t target, Shared *sh)
-		: sc_(sc), sh_(sh), proc_("/proc/" + std::to_string(target) + "/")
+		: sc_(sc), sh_(sh), target_(target), proc_("/proc/" + std::to_string(target) + "/")
 	{
 		void *p = mmap(nullptr, kBufSize, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -53,6 +57,7 @@ public:
 	}
 	bool ok() const { return bool(buf_); }
 	int run();
+	int run_damon();
 
 private:
 	// One timed walk: marks the shared sequence odd around it.
@@ -67,6 +72,7 @@ private:
 
 	const Scenario &sc_;
 	Shared *sh_;
+	pid_t target_;
 	std::string proc_;
 	Mapping buf_;
 	size_t kept_ = 0; // bytes of the last read walk kept in buf_
@@ -275,10 +281,114 @@ int Scanner::run()
 	return 0;
 }
 
+// A task's time on a CPU so far: the first field of /proc/PID/schedstat
+// (sum_exec_runtime, ns; kernels with CONFIG_SCHED_INFO); 0 when unreadable.
+uint64_t cpu_ns_of(pid_t pid)
+{
+	auto text = read_file("/proc/" + std::to_string(pid) + "/schedstat", nullptr);
+	unsigned long long ns = 0;
+	return text && sscanf(text->c_str(), "%llu", &ns) == 1 ? ns : 0;
+}
+
+// How long after the apply of the scheme that ends an aggregation a read of
+// its regions may return: 6.14+ wakes the writer at the apply (damos_walk(),
+// core.c), 6.12 polls every 100 ms (damon_sysfs_handle_cmd()); plus a
+// sampling and 50 ms for the writer's wakeup on a busy machine.
+uint64_t damon_return_slack_us(const DamonAttrs &a)
+{
+	utsname u{};
+	unsigned major = 0, minor = 0;
+	const bool polls = uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 ||
+			   major < 6 || (major == 6 && minor < 14);
+	return (polls ? 100000 : 0) + a.sample_us + 50000;
+}
+
+// --scanner damon: kdamond monitors the workload with DAMON's usual
+// sampling (5 ms) and an aggregation of one --interval; the scanner reads
+// each aggregation's regions as a monitor would, with the toucher's
+// position around each read (the window's truth) and the kdamond's CPU
+// time (the method's cost). Exit 4 when DAMON cannot be used here.
+int Scanner::run_damon()
+{
+	DamonSysfs d;
+	DamonAttrs a;
+	a.aggr_us = std::max<uint64_t>(sc_.interval_ns / 1000, 10000);
+	a.sample_us = std::min<uint64_t>(5000, a.aggr_us / 2);
+	a.update_us = std::max<uint64_t>(1000000, a.aggr_us);
+	auto say = [&](const std::string &m) {
+		snprintf(sh_->scanner_message, sizeof(sh_->scanner_message), "damon: %s",
+			 m.c_str());
+	};
+	if (std::string why = d.unavailable(); !why.empty()) {
+		say(why);
+		return 4;
+	}
+	DamonState &ds = sh_->damon;
+	ds.return_slack_us = damon_return_slack_us(a);
+	ds.sample_us = a.sample_us;
+	ds.aggr_us = a.aggr_us;
+	ds.update_us = a.update_us;
+	ds.started.store(1); // before the writes: the parent cleans up after us
+	if (std::string err = d.start(target_, a); !err.empty()) {
+		ds.stopped.store(1); // start() undid its writes
+		say(err);
+		return 1;
+	}
+	ds.kdamond_pid = d.kdamond_pid().value_or(0);
+	const uint64_t end = now_ns() + sc_.duration_ns;
+	int rc = 0;
+	while (!sh_->stop.load() && now_ns() < end) {
+		DamonCall c{};
+		c.pos_before = sh_->touch.position.load(std::memory_order_acquire);
+		c.write_ns = now_ns();
+		auto r = d.regions();
+		c.return_ns = now_ns();
+		c.pos_after = sh_->touch.position.load(std::memory_order_acquire);
+		if (auto *err = std::get_if<std::string>(&r)) {
+			if (!sh_->stop.load()) { // else: the workload is winding down
+				say(*err);
+				rc = 1;
+			}
+			break;
+		}
+		const auto &regs = std::get<std::vector<DamonRegion>>(r);
+		c.accessed_bytes = damon_accessed_bytes(regs, sh_->mapping_base,
+							sh_->mapping_base + sh_->mapping_bytes);
+		c.nr_regions = uint32_t(regs.size());
+		c.kdamond_cpu_ns = ds.kdamond_pid ? cpu_ns_of(ds.kdamond_pid) : 0;
+		const uint32_t i = ds.ncalls.load();
+		if (i >= kMaxDamonCalls)
+			break;
+		ds.calls[i] = c;
+		ds.ncalls.store(i + 1, std::memory_order_release);
+	}
+	if (std::string err = d.stop(); !err.empty()) {
+		say("removing its kdamond: " + err);
+		return 1;
+	}
+	ds.stopped.store(1);
+	return rc;
+}
+
 } // namespace
+
+std::string release_scanner_damon(Shared *sh)
+{
+	if (!sh->damon.started.load() || sh->damon.stopped.load())
+		return "";
+	DamonSysfs d;
+	std::string err = d.adopt();
+	if (err.empty())
+		err = d.stop();
+	if (err.empty())
+		sh->damon.stopped.store(1);
+	return err.empty() ? "" : "the scanner's kdamond is still configured: " + err;
+}
 
 std::string profile_unsupported(Profile p)
 {
+	if (p == Profile::damon)
+		return DamonSysfs().unavailable();
 	if (p != Profile::pagemap_scan)
 		return "";
 	Fd fd(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
@@ -309,7 +419,7 @@ int scanner_main(const Scenario &sc, pid_t target, Shared *sh)
 	}
 	while (!sh->scanner_go.load() && !sh->stop.load())
 		usleep(1000);
-	int rc = s.run();
+	int rc = is_kernel_monitor(sc.profile) ? s.run_damon() : s.run();
 	if (auto st = read_file("/proc/self/status", nullptr))
 		sh->scanner_hwm = parse_status(*st).vm_hwm;
 	return rc;

@@ -35,6 +35,13 @@ void touch_loop(const Scenario *sc, Shared *sh, uint8_t *base, size_t len)
 		// method sees it as well as an accessed-set one)
 		*reinterpret_cast<volatile uint64_t *>(base + seq.page(pos) * 4096) = pos;
 		sh->touch.position.store(pos + 1, std::memory_order_release);
+		if ((pos + 1) % kTouchStride == 0) {
+			const uint32_t i = uint32_t((pos + 1) / kTouchStride);
+			if (i < kTouchTimeline) {
+				sh->touch.timeline_ns[i] = now_ns();
+				sh->touch.ntimeline.store(i + 1, std::memory_order_release);
+			}
+		}
 	}
 	sh->touch.stop_ns.store(now_ns());
 }

@@ -162,3 +162,106 @@ TEST(WorkingSet, ConflictsAreNamed)
 	sc.backing = Backing::zeropage;
 	EXPECT_NE(working_set_conflict(sc).find("zeropage"), std::string::npos);
 }
+
+// --scanner damon: a window from one read of an aggregation's regions to
+// the next, when the next surely caught the very next aggregation.
+TEST(WorkingSet, DamonWindowsAreConsecutiveAggregations)
+{
+	const TouchSequence q(1000, spec(0.1, WsPattern::hot)); // k = 100
+	const uint64_t pb = 4096, ms = 1000000;
+	WorkingSetResult::Damon d;
+	d.sample_us = 5000;
+	d.aggr_us = 200000;
+	d.return_slack_us = 55000;
+	// a read: written at w ms, returned at r ms, positions, accessed, CPU
+	auto rd =
+		[&](uint64_t w, uint64_t r, uint64_t p0, uint64_t p1, uint64_t acc, uint64_t cpu) {
+		return DamonRead{w * ms, r * ms, p0, p1, acc * pb, cpu, 12};
+	};
+	std::vector<DamonRead> reads = {
+		rd(0, 150, 0, 75, 0, 1000),
+		// written 1 ms after the last returned: its aggregation ended at
+		// or after max(0, 150 - 55) + 200 = 295 ms, so this read caught
+		// it; lo [75, 76) hi [0, 176)
+		rd(151, 350, 76, 175, 90, 4000),
+		// written 300 ms after: it may have missed one: skipped
+		rd(650, 800, 325, 400, 80, 9000),
+		rd(801, 1000, 401, 500, 120, 9500), // hi [325, 501): 100 pages
+	};
+	WorkingSetResult r;
+	ws_judge_damon(&r, q, reads, {}, d);
+	ASSERT_EQ(r.windows.size(), 2u);
+	EXPECT_EQ(r.method, "damon_vaddr");
+	EXPECT_EQ(r.windows[0].start_ns, 95 * ms); // the earliest its aggregation began
+	EXPECT_EQ(r.windows[0].end_ns, 350 * ms);
+	EXPECT_EQ(r.windows[0].truth_hi_bytes, 100 * pb); // 176 touches of a 100-page set
+	EXPECT_EQ(r.windows[0].truth_lo_bytes, 0u);       // [76, 76)
+	EXPECT_EQ(r.windows[0].estimate_bytes, 90 * pb);
+	EXPECT_EQ(r.windows[0].walk_ns, 3000u); // the kdamond's CPU in between
+	EXPECT_EQ(r.windows[1].truth_hi_bytes, 100 * pb);
+	EXPECT_NEAR(r.windows[1].error, 0.2, 1e-9); // 120 over a set of 100
+	ASSERT_TRUE(r.damon);
+	EXPECT_EQ(r.damon->reads, 4u);
+	EXPECT_EQ(r.damon->windows_skipped, 1u);
+	EXPECT_EQ(r.damon->kdamond_cpu_ns, 8500u);
+	EXPECT_EQ(r.damon->regions_p50, 12u);
+	// 6.12's slack (a 100 ms poll) is larger: the second read's request
+	// may then have come after its aggregation began late
+	d.return_slack_us = 155000;
+	reads[1] = rd(151, 350, 76, 175, 90, 4000);
+	reads[0].write_ns = 0;
+	reads[1].write_ns = 300 * ms; // after max(0, 150 - 155) + 200 - 5
+	WorkingSetResult r2;
+	ws_judge_damon(&r2, q, {reads[0], reads[1]}, {}, d);
+	EXPECT_TRUE(r2.windows.empty());
+	ASSERT_TRUE(r2.why);
+	EXPECT_NE(r2.why->find("1 a missed aggregation apart"), std::string::npos) << *r2.why;
+}
+
+// Reads back to back leave no time between them for the truth's low end;
+// the toucher's timeline gives the counts at the aggregation's edges.
+TEST(WorkingSet, DamonTruthFromTheTimeline)
+{
+	const TouchSequence q(10000, spec(0.1, WsPattern::uniform)); // k = 1000
+	const uint64_t ms = 1000000;
+	WorkingSetResult::Damon d;
+	d.sample_us = 5000;
+	d.aggr_us = 200000;
+	d.return_slack_us = 55000;
+	std::vector<DamonRead> reads = {{0, 200 * ms, 0, 1000, 0, 0, 10},
+					{201 * ms, 400 * ms, 1005, 2000, 0, 0, 10}};
+	// a touch every 0.2 ms: count 5 * t_ms
+	std::vector<TouchPoint> tl;
+	for (uint64_t t = 10; t <= 400; t += 10)
+		tl.push_back({t * ms, 5 * t});
+	WorkingSetResult r;
+	ws_judge_damon(&r, q, reads, {}, d);
+	ASSERT_EQ(r.windows.size(), 1u);
+	// without it: [1001, 1005), the read's own counts: 4 touches
+	EXPECT_EQ(r.windows[0].truth_lo_bytes, 4u * 4096);
+	WorkingSetResult r2;
+	ws_judge_damon(&r2, q, reads, tl, d);
+	ASSERT_EQ(r2.windows.size(), 1u);
+	// low end: after 200 ms (count 1000, +1 in flight) and by
+	// max(201, 400 - 55) = 345 ms (the timeline's last count by then: 1700
+	// at 340 ms): touches [1001, 1700), all of round 1
+	EXPECT_EQ(r2.windows[0].truth_lo_bytes, 699u * 4096);
+	// high end: from max(0, 200 - 55) = 145 ms (count 725) to 400 ms
+	// (count 2000, +1): [725, 2001), rounds 0 to 2: 275 + 1000 + 1 distinct
+	// at most; uniform draws of distinct rounds may share pages
+	EXPECT_LE(r2.windows[0].truth_hi_bytes, 1276u * 4096);
+	EXPECT_GT(r2.windows[0].truth_hi_bytes, r2.windows[0].truth_lo_bytes);
+	EXPECT_EQ(r2.windows[0].start_ns, 145 * ms);
+	EXPECT_EQ(r2.windows[0].end_ns, 400 * ms);
+}
+
+TEST(WorkingSet, DamonNeedsAWorkingSet)
+{
+	Scenario sc;
+	sc.profile = Profile::damon;
+	EXPECT_NE(working_set_conflict(sc).find("--scanner damon needs --working-set"),
+		  std::string::npos);
+	sc.working_set = spec(0.25, WsPattern::hot);
+	sc.victims = {Victim::mmap};
+	EXPECT_EQ(working_set_conflict(sc), "");
+}

@@ -457,6 +457,31 @@ TEST(DamonSysfs, DestructorStops)
 	EXPECT_EQ(f.at("/kdamonds/nr_kdamonds"), "0");
 }
 
+// A run's cleanup after a scanner killed before its stop(): a new driver
+// takes the one kdamond over and removes it; never another number of them.
+TEST(DamonSysfs, AdoptTakesOverOneKdamondOnly)
+{
+	FakeDamon f;
+	// as a scanner killed after start() leaves it
+	put(f.root + "/kdamonds/0/state", "on\n");
+	put(f.root + "/kdamonds/nr_kdamonds", "2\n");
+	DamonSysfs d(f.root, f.modules);
+	WriteLog log(f.root);
+	EXPECT_NE(d.adopt().find("not the one kdamond"), std::string::npos);
+	EXPECT_FALSE(d.started());
+	EXPECT_EQ(d.stop(), "");
+	EXPECT_TRUE(log.written().empty());
+	put(f.root + "/kdamonds/nr_kdamonds", "1\n");
+	(void)log.written();
+	EXPECT_EQ(d.adopt(), "");
+	EXPECT_TRUE(d.started());
+	EXPECT_EQ(d.stop(), "");
+	std::vector<std::string> want = {"/kdamonds/0/state", "/kdamonds/nr_kdamonds"};
+	EXPECT_EQ(log.written(), want);
+	EXPECT_EQ(f.at("/kdamonds/0/state"), "off");
+	EXPECT_EQ(f.at("/kdamonds/nr_kdamonds"), "0");
+}
+
 TEST(DamonAccessedBytes, ClipsToTheMappingAndSkipsIdleRegions)
 {
 	std::vector<DamonRegion> r = {

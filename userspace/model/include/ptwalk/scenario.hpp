@@ -22,6 +22,9 @@ enum class Profile {
 #define PTW_X(name, ...) name,
 		PTW_PROFILES(PTW_X)
 #undef PTW_X
+#define PTW_X(name, source) name,
+			PTW_KERNEL_MONITORS(PTW_X)
+#undef PTW_X
 };
 
 // The profile of one walk kind: the enum begins with them, in their order.
@@ -39,8 +42,10 @@ const char *name(Profile p);
 std::string all_profiles(); // "clear_refs|..." for messages
 
 // The kinds of walk a profile performs, in order, per interval.
-// cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps}.
+// cadvisor = {smaps, clear_refs}; wss = {clear_refs, (sleep), smaps};
+// a kernel monitor's (damon): none.
 std::vector<WalkKind> profile_walks(Profile p);
+bool is_kernel_monitor(Profile p);
 
 // --working-set FRACTION[,PATTERN]: the workload's toucher writes that
 // share of the walked mapping's pages each --interval (working_set.hpp).

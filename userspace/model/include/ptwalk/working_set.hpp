@@ -106,11 +106,48 @@ struct WorkingSetResult {
 	};
 	std::optional<Cost> cost;
 	std::optional<std::string> why; // why there is no window
+	// --scanner damon: the kdamond's settings and work; the cost's
+	// walk_ns is then its CPU time per window
+	struct Damon {
+		uint64_t sample_us = 0, aggr_us = 0, update_us = 0;
+		uint64_t return_slack_us = 0; // a read's return after its apply, at most
+		int32_t kdamond_pid = 0;
+		uint64_t kdamond_cpu_ns = 0; // over the reads, first to last
+		unsigned reads = 0, windows_skipped = 0;
+		uint32_t regions_p50 = 0;
+	};
+	std::optional<Damon> damon;
+};
+
+// One read of a DAMON aggregation's regions (--scanner damon): when its
+// update request was written and returned, the toucher's position at
+// both, the accessed bytes in the mapping, the kdamond's CPU time then.
+struct DamonRead {
+	uint64_t write_ns = 0, return_ns = 0;
+	uint64_t pos_before = 0, pos_after = 0;
+	uint64_t accessed_bytes = 0;
+	uint64_t kdamond_cpu_ns = 0;
+	uint32_t nr_regions = 0;
 };
 
 // The windows of the clear_refs + smaps Referenced method in a run's
 // walks, and their accuracy.
 void ws_judge(WorkingSetResult *r, const TouchSequence &seq, const std::vector<WsWalk> &walks);
+
+// The toucher's count of touches done by a time (its timeline, and the
+// scanner's reads of its position).
+struct TouchPoint {
+	uint64_t t_ns = 0, count = 0;
+};
+
+// The windows of DAMON's estimate: each aggregation from one read of its
+// regions to the next, judged only when the next surely caught the very
+// next aggregation; its edges known to within return_slack of each read's
+// return, the truth taken from the toucher's timeline at those bounds;
+// d: the kdamond's settings.
+void ws_judge_damon(WorkingSetResult *r, const TouchSequence &seq,
+		    const std::vector<DamonRead> &reads, const std::vector<TouchPoint> &timeline,
+		    WorkingSetResult::Damon d);
 
 void to_json(Json::Value &j, const WorkingSetResult &r);
 // The run table's part: the truth and the method's accuracy in a few lines.

@@ -71,6 +71,11 @@ public:
 	std::string start(pid_t pid, const DamonAttrs &a);
 	bool started() const { return owned_; }
 
+	// Takes over the kdamond a process of ours started and could not stop
+	// (a scanner killed before its stop()), so that stop() removes it:
+	// only when exactly one kdamond is configured. "" or why not.
+	std::string adopt();
+
 	// The kdamond's kernel thread (kdamonds/0/pid), for its CPU time;
 	// nullopt when not started or not running.
 	std::optional<pid_t> kdamond_pid() const;

@@ -83,10 +83,40 @@ struct WalkRecord {
 };
 
 // --working-set: the workload's toucher (toucher.hpp) and how far it got.
+// Its timeline: every kTouchStride touches, the time they were done by, so
+// that a window whose edges fall between the scanner's own reads of the
+// position (DAMON's aggregations) still has a truth.
+constexpr unsigned kTouchStride = 64;
+constexpr unsigned kTouchTimeline = 1u << 17;
 struct TouchState {
 	std::atomic<uint64_t> position; // touches done (the sequence's index)
 	std::atomic<uint64_t> start_ns; // its first touch, 0 before
 	std::atomic<uint64_t> stop_ns;  // when it stopped, 0 before
+	std::atomic<uint32_t> ntimeline;
+	uint64_t timeline_ns[kTouchTimeline]; // [i]: touches i * stride done by then
+};
+
+// --scanner damon: each read of an aggregation's regions (damon.hpp), the
+// toucher's position around it, and the kdamond's CPU time at its end.
+struct DamonCall {
+	uint64_t write_ns, return_ns;   // the update request's write, its return
+	uint64_t pos_before, pos_after; // the toucher's position at those
+	uint64_t accessed_bytes;        // regions with accesses, in the mapping
+	uint64_t kdamond_cpu_ns;        // its sum_exec_runtime, at return_ns
+	uint32_t nr_regions;
+};
+constexpr unsigned kMaxDamonCalls = 1u << 14;
+
+struct DamonState {
+	std::atomic<int> started; // the scanner turned a kdamond on
+	std::atomic<int> stopped; // and removed it again
+	int32_t kdamond_pid;
+	uint64_t sample_us, aggr_us, update_us;
+	// how long after the aggregation it reports a read may return
+	// (damon.cpp: 6.12 polls every 100 ms; 6.14+ completes at once)
+	uint64_t return_slack_us;
+	std::atomic<uint32_t> ncalls;
+	DamonCall calls[kMaxDamonCalls];
 };
 
 struct Shared {
@@ -111,6 +141,7 @@ struct Shared {
 	std::atomic<uint32_t> nwalks;
 	std::atomic<uint32_t> walks_dropped;
 	WalkRecord walks[kMaxWalks];
+	DamonState damon;
 };
 
 // Maps a zeroed Shared (MAP_SHARED | MAP_ANONYMOUS); nullptr on failure.
