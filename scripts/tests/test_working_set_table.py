@@ -46,6 +46,15 @@ def test_a_row_takes_each_axis_from_its_own_part() -> None:
     assert "9/15 within" in text and "bias -3.0%" in text and "16.0 ms/GiB" in text, text
 
 
+def test_a_damon_row_has_no_stall_split() -> None:
+    """damon walks nothing itself: accuracy and the kdamond's cost, and
+    no walk-kept wait (there is no walk to split the waits by)."""
+    ws = doc()["working_set"] | {"damon": {"kdamond_cpu_ns": 5 * MS}}
+    r = wt.row("7.3", "0.25,hot", doc(ws=ws), method="damon")
+    assert r.windows == 15 and r.stall_ns is None and "no walk of its own" in r.stall_note
+    assert wt.row_text(r).startswith("| 7.3 | damon | 0.25,hot | 9/15 within")
+
+
 def test_a_row_without_a_figure_says_why() -> None:
     assert wt.row("6.18", "0.25,hot", None, "run failed (exit 1)").note == "run failed (exit 1)"
     r = wt.row("6.1", "0.25,hot", doc(ws={"why": "no window"}))
@@ -58,10 +67,14 @@ def test_a_row_without_a_figure_says_why() -> None:
 
 def test_the_table_is_written_with_its_rows(tmp_path: Path) -> None:
     rows = [wt.row("host", s, doc()) for s in wt.SPECS]
+    rows += [wt.row("host", s, None, "not here: DAMON is in use", "damon") for s in wt.SPECS]
     text = wt.write(tmp_path, rows, "icount", "256M")
-    assert text.count("\n| host |") == len(wt.SPECS)
+    assert text.count("\n| host | wss |") == len(wt.SPECS)
+    assert text.count("\n| host | damon | ") == len(wt.SPECS)
+    assert "| host | damon | 0.25,hot | - (not here: DAMON is in use) |" in text, text
     j = json.loads((tmp_path / "table.json").read_text())
-    assert j["schema"] == "ptwalk.working-set-table/1" and len(j["rows"]) == len(wt.SPECS)
+    assert j["schema"] == "ptwalk.working-set-table/1" and len(j["rows"]) == 2 * len(wt.SPECS)
+    assert j["methods"] == ["wss", "damon"]
 
 
 @pytest.mark.parametrize("args", [["--size", "lots"], ["--reuse"], ["--series", ""]])
@@ -74,18 +87,28 @@ def test_bad_input_is_one_line(args: list[str]) -> None:
 def test_the_reference_table_is_its_runs() -> None:
     """results/reference/working-set: the table kept is the one its runs
     give (rebuilt here from the result files), every kernel and the host
-    ran every pattern, and Referenced never counted over the truth."""
+    ran every pattern of wss, and of damon where the kernel has it (else
+    its row says why), and Referenced never counted over the truth."""
     j = json.loads((REF / "table.json").read_text())
     sides = sorted({r["kernel"] for r in j["rows"]})
     assert "host" in sides and len(sides) >= 4, sides
+    assert len(j["rows"]) == len(sides) * len(wt.METHODS) * len(wt.SPECS)
+    damon_ran = 0
     for r in j["rows"]:
-        f = REF / r["kernel"] / f"{wt.file_name(r['spec'])}.json"
+        f = REF / r["kernel"] / f"{wt.file_name(r['spec'], r['method'])}.json"
+        if r["method"] == "damon" and r["note"].startswith("not here: "):
+            assert not f.exists() and "DAMON" in r["note"], r
+            continue
         d = json.loads(f.read_text())
-        again = wt.row(r["kernel"], r["spec"], d)
+        again = wt.row(r["kernel"], r["spec"], d, method=r["method"])
         assert again.__dict__ == r, (r, again)
         assert r["windows"] and r["windows"] >= 10, r
+        if r["method"] == "damon":
+            damon_ran += 1
+            continue
         for w in d["working_set"]["windows"]:
             assert w["estimate_bytes"] <= w["truth_hi_bytes"], (r["kernel"], r["spec"], w)
+    assert damon_ran >= 2 * len(wt.SPECS), damon_ran  # 6.12, and 6.18 or 7.3
 
 
 def test_the_host_side_runs_every_pattern(tmp_path: Path) -> None:
@@ -98,13 +121,21 @@ def test_the_host_side_runs_every_pattern(tmp_path: Path) -> None:
                         "--series", "", "--size", "32M", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert table_runs.exits(out / "host", "working-set") == {
-        wt.file_name(s): "0" for s in wt.SPECS}, (out / "host" / "guest.txt").read_text()
-    for s in wt.SPECS:
-        d = json.loads((out / "host" / f"{wt.file_name(s)}.json").read_text())
-        assert d["working_set"]["accuracy"]["windows"] >= 10, d["working_set"]
+    exits = table_runs.exits(out / "host", "working-set")
+    guest = (out / "host" / "guest.txt").read_text()
+    assert "damon_stat turned off" not in guest, guest  # never on a host
+    for m in wt.METHODS:
+        for s in wt.SPECS:
+            name = wt.file_name(s, m)
+            # wss runs here; damon where this host's DAMON is free
+            assert exits.get(name) in (("0",) if m == "wss" else ("0", "4")), (exits, guest)
+            if exits[name] == "0":
+                d = json.loads((out / "host" / f"{name}.json").read_text())
+                assert d["working_set"]["accuracy"]["windows"] >= 10, d["working_set"]
+            else:
+                assert f"| host | damon | {s} | - (not here: DAMON" in p.stdout, p.stdout
     assert "scripts/vm/table-runs.sh build/ptwalk" in (out / "commands.sh").read_text()
-    assert p.stdout.count("\n| host |") == len(wt.SPECS), p.stdout
+    assert p.stdout.count("\n| host |") == len(wt.METHODS) * len(wt.SPECS), p.stdout
 
 
 def test_table_runs_refuses_an_unknown_table(tmp_path: Path) -> None:
