@@ -37,7 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ptwalk_report import compare  # noqa: E402
@@ -116,6 +116,17 @@ def find_kernel(cfg: vmconfig.Config, kid: str) -> vmconfig.Kernel:
         raise vmconfig.ConfigError(f"{kid}: no ptwalk.ko built for {k.release} "
                                    "(make module-matrix)")
     return k
+
+
+def found_kernels(cfg: vmconfig.Config, kids: tuple[str, ...],
+                  what: str) -> Iterator[vmconfig.Kernel]:
+    """The kernels of KIDS found here; each one missing is printed as a
+    skip of WHAT (a format with {} for the kernel id)."""
+    for kid in kids:
+        try:
+            yield find_kernel(cfg, kid)
+        except vmconfig.ConfigError as e:
+            print(f"  {what.format(kid)}: skipped: {e}")
 
 
 def run_vm_script(cfg: vmconfig.Config, k: vmconfig.Kernel, script: str, args: str,
@@ -329,15 +340,10 @@ def overhead_matrix(cfg: vmconfig.Config, clock: str = "icount") -> int:
     module, under icount (instructions: the probes' own work, not TCG's
     trap emulation time)."""
     rc = 0
-    for kid in OVERHEAD_KERNELS:
-        try:
-            k = find_kernel(cfg, kid)
-        except vmconfig.ConfigError as e:
-            print(f"  module overhead ({kid}): skipped: {e}")
-            continue
+    for k in found_kernels(cfg, OVERHEAD_KERNELS, f"module overhead ({{}}, {clock})"):
         rows, accel, why = overhead(cfg, k, clock=clock)
         if why:
-            print(f"  module overhead ({kid}, {clock}): failed: {why}")
+            print(f"  module overhead ({k.id}, {clock}): failed: {why}")
             rc = 1
         for line in overhead_lines(k, rows, accel, clock):
             print(line)
@@ -370,12 +376,7 @@ def power_matrix(cfg: vmconfig.Config) -> int:
     icount; +10% and +2% under real time (+0.5% is far below its noise)."""
     rc = 0
     for clock in POWER_CLOCKS:
-        for kid in POWER_KERNELS:
-            try:
-                k = find_kernel(cfg, kid)
-            except vmconfig.ConfigError as e:
-                print(f"  power ({kid}, {clock}): skipped: {e}")
-                continue
+        for k in found_kernels(cfg, POWER_KERNELS, f"power ({{}}, {clock})"):
             for pct in POWER_PCTS if clock == "icount" else [p for p in POWER_PCTS if p >= 1]:
                 rc |= bool(power(cfg, k, pct=pct, clock=clock, quiet=True).error)
     return rc

@@ -19,26 +19,12 @@
 #include "ptwalk/damon.hpp"
 #include "ptwalk/fd.hpp"
 #include "ptwalk/procfs.hpp"
+#include "temp_dir.hpp"
 
 using namespace ptwalk;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-	std::string path;
-	TempDir()
-	{
-		char t[] = "/tmp/ptwalk-damon-XXXXXX";
-		if (mkdtemp(t))
-			path = t;
-	}
-	~TempDir()
-	{
-		if (!path.empty())
-			fs::remove_all(path);
-	}
-};
 
 void put(const std::string &path, const std::string &text)
 {

@@ -17,27 +17,11 @@
 #include "ptwalk/clock.hpp"
 #include "ptwalk/process.hpp"
 #include "ptwalk/procfs.hpp"
+#include "temp_dir.hpp"
 
 using ptwalk::Child;
 
 namespace {
-
-// A scratch directory for the exec'd children's output, removed after.
-struct TempDir {
-	std::string path;
-	TempDir()
-	{
-		char t[] = "/tmp/ptwalk-process-XXXXXX";
-		if (mkdtemp(t))
-			path = t;
-	}
-	~TempDir()
-	{
-		if (!path.empty())
-			std::filesystem::remove_all(path);
-	}
-	std::string file(const char *name) const { return path + "/" + name; }
-};
 
 std::string contents(const std::string &path)
 {
