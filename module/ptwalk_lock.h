@@ -127,6 +127,22 @@ static inline void ptw_hw_raise(atomic_t *hw, int to)
 	}
 }
 
+/*
+ * The part of a hold's acquire spread a wait from t0 can see.  The
+ * acquire's probes read the clock from h0 to h0 + spread, so another view
+ * may put the hold's start anywhere in that window: within the wait it
+ * moves by all of it when the hold began in the wait, and by the window's
+ * part after t0 when it began before (a probe of the walker's acquire that
+ * ran 172 us late put the start inside a wait that began after h0:
+ * 7.3, CI 11-29).
+ */
+static inline u64 ptw_start_spread(u64 h0, u64 spread, u64 t0)
+{
+	if (h0 >= t0)
+		return spread;
+	return h0 + spread > t0 ? h0 + spread - t0 : 0;
+}
+
 /* the hold a walker has of its target since t0 is the walk's (used by it) */
 static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
 {

@@ -271,7 +271,7 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 				ok = ptw_acc_add(&w->walker_held, gw, now - from);
 				/* the boundaries of it the other probes saw apart */
 				ok &= ptw_acc_add(&w->spread, gs, spread +
-						  (lt0 > t0 ? act->lock_t0_spread : 0));
+						  ptw_start_spread(lt0, act->lock_t0_spread, t0));
 			}
 		} else if (ptw_excludes(hold_write, wr)) {
 			ok = ptw_acc_add(&w->others_held, go, now - from);
@@ -385,8 +385,8 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		    READ_ONCE(w->act->seq) == w->walk_seq &&
 		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
 			wh += now - min(now, max(t, w->t0));
-			if (t > w->t0)
-				sp += READ_ONCE(w->act->lock_t0_spread);
+			sp += ptw_start_spread(t, READ_ONCE(w->act->lock_t0_spread),
+					       w->t0);
 		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
