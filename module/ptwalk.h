@@ -11,6 +11,7 @@
 #include <linux/sched.h>
 #include <linux/kprobes.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 
 #include "ptwalk_abi.h"
 
@@ -52,6 +53,21 @@ static inline unsigned long ptw_max_inject_ns(void)
 {
 	return IS_ENABLED(CONFIG_PREEMPT_RT) ? PTW_MAX_INJECT_NS_RT :
 					       PTW_MAX_INJECT_NS;
+}
+
+/*
+ * Test only: busy-wait d ns on the clock rather than ndelay(): udelay's
+ * loop calibration is unreliable in emulators, ktime is not.
+ */
+static inline void ptw_inject_wait(unsigned long d)
+{
+	u64 until;
+
+	if (!d)
+		return;
+	until = ktime_get_ns() + min(d, ptw_max_inject_ns());
+	while (ktime_get_ns() < until)
+		cpu_relax();
 }
 
 /* One finished walk (one pass), as kept in the ring and shown in debugfs. */
@@ -145,12 +161,15 @@ struct ptw_stats {
 	atomic64_t failed_attempts;	/* blocked lock attempts that failed */
 	atomic64_t waits_unblocked;	/* marked blocked, no hold excluded */
 	atomic64_t tp_stamps_lost;	/* event time read late, spread 0 */
+	atomic64_t waits_marked_late;	/* marked by the release of a hold */
+	atomic64_t waits_split_late;	/* a hold ended before the slot was seen */
 	atomic64_t vma_waits_dropped;	/* no free VMA writer entry */
 };
 
 extern struct ptw_stats ptw_stats;
 extern unsigned int ptw_kinds_mask;
 extern unsigned long ptw_inject_delay_ns;
+extern unsigned long ptw_inject_slot_late_ns, ptw_inject_mark_late_ns;
 extern const char *const ptw_kind_names[PTW_NR_KINDS];
 
 /* ptwalk_rec.c: rings, counters, probe misses (calls no other file) */

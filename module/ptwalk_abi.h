@@ -91,7 +91,8 @@
 	X(walks_dropped) X(waits_dropped) X(walks_open_unread)		\
 	X(holders_dropped) X(arg_faults) X(walks_missed) X(kp_nmissed)	\
 	X(krp_nmissed) X(inject_delay_ns) X(failed_attempts)		\
-	X(vma_waits_dropped) X(waits_unblocked) X(tp_stamps_lost)
+	X(vma_waits_dropped) X(waits_unblocked) X(tp_stamps_lost)	\
+	X(waits_marked_late) X(waits_split_late)
 
 /* debugfs "hooks": one hook (kinds: a comma list of kind names, or none) */
 #define PTW_HOOK_KEYS(X)							\

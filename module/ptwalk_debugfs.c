@@ -282,6 +282,8 @@ PTW_STAT_ALL(failed_attempts)
 PTW_STAT_ALL(vma_waits_dropped)
 PTW_STAT_ALL(waits_unblocked)
 PTW_STAT_ALL(tp_stamps_lost)
+PTW_STAT_ALL(waits_marked_late)
+PTW_STAT_ALL(waits_split_late)
 #undef PTW_STAT_ALL
 static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
 {

@@ -86,9 +86,10 @@ static bool ptw_walker_hold_end(unsigned long me, unsigned long mmk, u64 now,
 		if (!ptw_live(a) || READ_ONCE(a->task_key) != me ||
 		    READ_ONCE(a->mm_key) != mmk || !a->lock_t0)
 			continue;
+		ptw_hold_record(a, now);
 		/* once for the task's hold, while every slot still has it */
 		if (!seen)
-			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, true,
+			ptw_hold_end(me, mmk, a->lock_write, a->lock_t0, now, a,
 				     spread);
 		seen = true;
 		if (ptw_hold_is_walks(a)) {
@@ -486,10 +487,12 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 		if (!ptw_live(a) || READ_ONCE(a->mm_key) != mmk ||
 		    READ_ONCE(a->task_key) == me)
 			continue;
+		ptw_wait_late_hold(w, a);
+		/* (the first walker to mark it is the walk it stalls) */
 		if (READ_ONCE(a->lock_t0) &&
 		    ptw_excludes(READ_ONCE(a->lock_write), write)) {
 			ptw_mark_blocked(w, a);
-			break;
+			continue;
 		}
 		/*
 		 * A reader queues behind a waiting writer (rwsem readers do
@@ -498,10 +501,8 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 		 * too.
 		 */
 		if (!write && ptw_blocked_writer_waits(mmk, w, READ_ONCE(a->seq),
-						       w->t0)) {
+						       w->t0))
 			ptw_mark_blocked(w, a);
-			break;
-		}
 	}
 }
 NOKPROBE_SYMBOL(ptw_lock_start);
@@ -556,7 +557,7 @@ void ptw_lock_acquired(struct mm_struct *mm, bool write, bool success,
 	h = atomic_read(&ptw_nr_holders) ? ptw_holder_find(me, mmk) : NULL;
 	if (h) {
 		/* a downgrade: the write hold ends, a read hold begins */
-		ptw_hold_end(me, mmk, h->write, h->t0, now, false, spread);
+		ptw_hold_end(me, mmk, h->write, h->t0, now, NULL, spread);
 		h->t0 = now;
 		h->write = write;
 		return;
@@ -588,7 +589,7 @@ void ptw_lock_released(struct mm_struct *mm, bool write, u64 t, u64 spread)
 	if (h) {
 		/* (a walker's adopted hold was ended above, as the walk's) */
 		if (!seen)
-			ptw_hold_end(me, mmk, h->write, h->t0, now, false,
+			ptw_hold_end(me, mmk, h->write, h->t0, now, NULL,
 				     spread);
 		ptw_holder_remove(h);
 		seen = true;

@@ -50,6 +50,13 @@ struct ptw_walker {
 	u64 lock_wait_ns;
 	u64 hold_end_ns;	/* the pass's last walk hold ended */
 	atomic64_t stalls;
+	/*
+	 * The walker's last ended hold (ptw_hold_record()): a wait whose slot
+	 * the release's scan did not see reads it (ptw_wait_late_hold()).
+	 */
+	u64 last_end;		/* written last; 0: none */
+	u64 last_seq;		/* the walk's, 0: the hold was not the walk's */
+	bool last_write;
 };
 
 /* A task waiting for a walked mm's mmap_lock. */
@@ -86,6 +93,7 @@ struct ptw_waiter {
 	u64 t0_spread;
 	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
+	u64 seen_end;		/* the last walker release that saw this wait */
 };
 
 #define PTW_ACC_SHIFT	48
@@ -149,6 +157,20 @@ static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
 	return a->hold_used || atomic_read(&a->in_call) > 0;
 }
 
+/*
+ * The walker of a ends its hold now: record it for the waits whose slots
+ * the release's scan of the waiters will not see (published after it), then
+ * a full barrier before that scan (ptw_wait_late_hold() pairs with it).
+ */
+static __always_inline void ptw_hold_record(struct ptw_walker *a, u64 now)
+{
+	WRITE_ONCE(a->last_write, a->lock_write);
+	WRITE_ONCE(a->last_seq, ptw_hold_is_walks(a) ? READ_ONCE(a->seq) : 0);
+	smp_wmb();	/* the fields before the end that covers them */
+	WRITE_ONCE(a->last_end, now);
+	smp_mb();	/* the record visible before we look at the waiters */
+}
+
 /* a new waiter in the slot: its split starts at 0, in a new generation */
 static __always_inline void ptw_acc_init(atomic64_t *acc)
 {
@@ -183,14 +205,15 @@ static __always_inline bool ptw_acc_add(atomic64_t *acc, u64 seen, u64 ns)
 extern atomic_t ptw_nr_waiting;		/* waits in flight (fast paths) */
 struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
 				  bool write, u64 t, u64 spread);
-void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
+bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
+void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a);
 bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 			      u64 seq, u64 t0);
 void ptw_waits_mark(struct ptw_walker *a, bool write);
 void ptw_waits_vma_chain(struct ptw_walker *a, unsigned long writer, u64 t0,
 			 u64 t1);
 void ptw_hold_end(unsigned long holder, unsigned long mmk, bool hold_write,
-		  u64 h0, u64 now, bool walker, u64 spread);
+		  u64 h0, u64 now, struct ptw_walker *wa, u64 spread);
 void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
 		     bool hold_write, u64 now);
 bool ptw_blocked_on(unsigned long mmk);

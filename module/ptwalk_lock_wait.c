@@ -75,10 +75,10 @@ static __always_inline bool ptw_wait_on(struct ptw_waiter *w,
 }
 
 /* blocked: 0 no, 2 being marked (walk fields in writing), 1 marked */
-void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
+bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 {
 	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
-		return;
+		return false;
 	atomic_inc(&ptw_nr_blocked);
 	WRITE_ONCE(w->act, a);
 	w->walk_seq = READ_ONCE(a->seq);
@@ -89,8 +89,64 @@ void ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 	atomic_set_release(&w->blocked, 1);
 	/* taken back in ptw_wait_end() if the attempt fails */
 	atomic64_inc(&a->stalls);
+	return true;
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
+
+/* a walker marking w finishes in a few instructions: false if it did not */
+static bool ptw_marked(struct ptw_waiter *w)
+{
+	unsigned int spins;
+
+	for (spins = 0; atomic_read_acquire(&w->blocked) == 2 && spins < 10000;
+	     spins++)
+		cpu_relax();
+	return atomic_read_acquire(&w->blocked) != 2;
+}
+NOKPROBE_SYMBOL(ptw_marked);
+
+/*
+ * The waiter w (its slot published, then a full barrier) looks at the last
+ * ended hold of the walker a (ptw_hold_record(), a full barrier before the
+ * release scans the waiters).  A hold of the walk that ended after the wait
+ * began, whose release did not see w (seen_end): the waiter ran late
+ * between its stamp and its slot (a vCPU not run: 2.6 ms on 6.1 under TCG,
+ * 11-29), and its split lacks that hold.  If the hold excluded it, or held
+ * it behind a writer the walk still blocks (the chain), it is the walk's
+ * stall: mark it.  Either way say the split is incomplete: a read hold
+ * may have held it through a writer gone since.  A release whose scan did
+ * see w, but had not written seen_end yet, makes an incomplete split too:
+ * never a wrong one.
+ */
+void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a)
+{
+	u64 end, seq;
+	bool wr;
+
+	/* the end before the fields it covers (ptw_hold_record()'s wmb) */
+	end = smp_load_acquire(&a->last_end);
+	if (end <= w->t0 || READ_ONCE(w->seen_end) == end)
+		return;
+	seq = READ_ONCE(a->last_seq);
+	wr = READ_ONCE(a->last_write);
+	smp_rmb();	/* the fields before the end that covers them again */
+	if (READ_ONCE(a->last_end) == end) {
+		bool excl = ptw_excludes(wr, w->write);
+
+		/* not the walk's hold: an excluding one is others_held's */
+		if (!seq && !excl)
+			return;
+		if (seq && READ_ONCE(a->seq) == seq &&
+		    (excl || (!w->write &&
+			      ptw_blocked_writer_waits(w->mm_key, w, seq,
+						       w->t0))))
+			ptw_mark_blocked(w, a);
+	}
+	/* (else a later hold ended meanwhile: these fields may be its) */
+	atomic_set(&w->split_lost, 1);
+	atomic64_inc(&ptw_stats.waits_split_late);
+}
+NOKPROBE_SYMBOL(ptw_wait_late_hold);
 
 /*
  * The writer (a task holding the walked mm's mmap_lock for write) waited
@@ -160,6 +216,7 @@ struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
 	struct ptw_waiter *w;
 	unsigned int i;
 
+	ptw_inject_wait(READ_ONCE(ptw_inject_slot_late_ns));
 	for (i = 0; i < PTW_MAX_WAITERS; i++) {
 		w = &ptw_wait[i];
 		/* claimed busy (low bit: task pointers are aligned) */
@@ -179,6 +236,7 @@ found:
 	ptw_acc_init(&w->vma_chain);
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
+	w->seen_end = 0;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
@@ -186,6 +244,7 @@ found:
 	atomic_long_set_release(&w->task_key, me);	/* published */
 	ptw_hw_raise(&ptw_wait_hw, i + 1);
 	atomic_inc(&ptw_nr_waiting);
+	ptw_inject_wait(READ_ONCE(ptw_inject_mark_late_ns));
 	return w;
 }
 NOKPROBE_SYMBOL(ptw_wait_begin);
@@ -223,13 +282,59 @@ void ptw_waits_mark(struct ptw_walker *a, bool write)
 NOKPROBE_SYMBOL(ptw_waits_mark);
 
 /*
+ * The release of a walk's hold (holder wa, ending now, its probes spread)
+ * sees the published wait w: it says so (seen_end: ptw_wait_late_hold()),
+ * and decides what the waiter's own look at the walkers may not have yet.
+ */
+static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
+			    unsigned long mmk, bool hold_write, u64 now,
+			    u64 spread, u64 gs)
+{
+	u64 t0 = READ_ONCE(w->t0), seq = READ_ONCE(wa->seq);
+	bool wr = READ_ONCE(w->write);
+
+	/*
+	 * (we hold the lock past this probe: an excluded waiter is still
+	 * there, unless it gave up)
+	 */
+	WRITE_ONCE(w->seen_end, now);
+	/*
+	 * A wait that began after the release's stamp, by less than the
+	 * release's spread: another view may put the walk's hold end inside
+	 * it (perf read 758 us late: 6.12, 11-29).
+	 */
+	if (now <= t0) {
+		if (now + spread > t0 &&
+		    !ptw_acc_add(&w->spread, gs, now + spread - t0))
+			atomic_set(&w->split_lost, 1);
+		return;
+	}
+	/*
+	 * The walk's hold excluded a wait (or held it behind a writer the
+	 * walk blocks: the chain) whose waiter has not marked it yet: the
+	 * waiter is between its slot and its look at the walkers
+	 * (ptw_lock_start()), or was descheduled there (a vCPU not run).  It
+	 * is the walk's stall: mark it before its split is added to.
+	 */
+	if (max(READ_ONCE(wa->lock_t0), t0) < now && ptw_hold_is_walks(wa) &&
+	    seq && !atomic_read(&w->blocked) &&
+	    (ptw_excludes(hold_write, wr) ||
+	     (!wr && ptw_blocked_writer_waits(mmk, w, seq, t0))) &&
+	    ptw_mark_blocked(w, wa))
+		atomic64_inc(&ptw_stats.waits_marked_late);
+}
+NOKPROBE_SYMBOL(ptw_release_saw);
+
+/*
  * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
  * add the part of it within each pending wait on mmk that it excluded.
- * walker: the holder is a walker of mmk holding it, which ends the holds of
- * all its walks of mmk at once (their slots still hold lock_t0).
+ * wa: the holder is a walker of mmk holding it (wa the first of its walk
+ * slots), which ends the holds of all its walks of mmk at once (their
+ * slots still hold lock_t0).
  */
 void ptw_hold_end(unsigned long holder, unsigned long mmk,
-		  bool hold_write, u64 h0, u64 now, bool walker, u64 spread)
+		  bool hold_write, u64 h0, u64 now, struct ptw_walker *wa,
+		  u64 spread)
 {
 	unsigned int i, n = ptw_waiting_limit();
 
@@ -251,9 +356,15 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		t0 = READ_ONCE(w->t0);
 		wr = READ_ONCE(w->write);
 		from = max(h0, t0);
+		if (wa)
+			ptw_release_saw(w, wa, mmk, hold_write, now, spread, gs);
 		if (now <= from)
 			continue;
-		act = walker && atomic_read_acquire(&w->blocked) == 1 ?
+		if (wa && !ptw_marked(w)) {
+			atomic_set(&w->split_lost, 1);
+			continue;
+		}
+		act = wa && atomic_read_acquire(&w->blocked) == 1 ?
 		      READ_ONCE(w->act) : NULL;
 		/*
 		 * The stall's walk is one of this walker's, the hold its (the
@@ -334,7 +445,7 @@ NOKPROBE_SYMBOL(ptw_stall_take_back);
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		  bool success, u64 spread)
 {
-	unsigned int i, n, spins;
+	unsigned int i, n;
 	u64 wh, oh, sp, t;
 
 	n = ptw_waiters_limit();
@@ -344,11 +455,7 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 
 		if (atomic_long_read(&w->task_key) != me || w->mm_key != mmk)
 			continue;
-		/* a walker marking us finishes in a few instructions */
-		for (spins = 0; atomic_read_acquire(&w->blocked) == 2 &&
-		     spins < 10000; spins++)
-			cpu_relax();
-		if (atomic_read_acquire(&w->blocked) != 1)
+		if (!ptw_marked(w) || atomic_read_acquire(&w->blocked) != 1)
 			goto free;
 		atomic_dec(&ptw_nr_blocked);
 		if (!success) {

@@ -23,6 +23,7 @@ const char *const ptw_kind_names[PTW_NR_KINDS] = {
 
 unsigned int ptw_kinds_mask = PTW_ALL_KINDS;
 unsigned long ptw_inject_delay_ns;
+unsigned long ptw_inject_slot_late_ns, ptw_inject_mark_late_ns;
 
 /* ---- kinds=clear_refs,smaps,...|all ------------------------------------ */
 
@@ -88,7 +89,7 @@ static int ptw_delay_set(const char *val, const struct kernel_param *kp)
 	unsigned long v;
 
 	if (kstrtoul(val, 0, &v) || v > ptw_max_inject_ns()) {
-		pr_err("invalid inject_delay_ns=\"%.32s\" (0..%lu%s)\n", val,
+		pr_err("invalid %s=\"%.32s\" (0..%lu%s)\n", kp->name, val,
 		       ptw_max_inject_ns(),
 		       IS_ENABLED(CONFIG_PREEMPT_RT) ?
 		       ": PREEMPT_RT, the delay runs with preemption off" : "");
@@ -96,8 +97,11 @@ static int ptw_delay_set(const char *val, const struct kernel_param *kp)
 	}
 	WRITE_ONCE(*(unsigned long *)kp->arg, v);
 	if (v)
-		pr_warn("inject_delay_ns=%lu: every PTE table walked is delayed artificially, timings are NOT natural\n",
-			v);
+		pr_warn("%s=%lu: %s delayed artificially, timings are NOT natural\n",
+			kp->name, v,
+			kp->arg == &ptw_inject_delay_ns ?
+			"every PTE table walked is" :
+			"every mmap_lock wait tracked is");
 	return 0;
 }
 
@@ -109,6 +113,20 @@ static const struct kernel_param_ops ptw_delay_ops = {
 module_param_cb(inject_delay_ns, &ptw_delay_ops, &ptw_inject_delay_ns, 0644);
 MODULE_PARM_DESC(inject_delay_ns,
 		 "test only: busy-wait this many ns per PTE table walked (0..1000000, 0..100000 on PREEMPT_RT; default 0)");
+
+/*
+ * Test only: the decision on a wait's start runs late, as a vCPU not run
+ * makes it (KERNEL-FACTS.md 26): before its slot is visible to the holders'
+ * releases, or after it and before it looks at the walkers.
+ */
+module_param_cb(inject_slot_late_ns, &ptw_delay_ops, &ptw_inject_slot_late_ns,
+		0644);
+MODULE_PARM_DESC(inject_slot_late_ns,
+		 "test only: busy-wait this many ns before a tracked wait's slot is published (limits as inject_delay_ns)");
+module_param_cb(inject_mark_late_ns, &ptw_delay_ops, &ptw_inject_mark_late_ns,
+		0644);
+MODULE_PARM_DESC(inject_mark_late_ns,
+		 "test only: busy-wait this many ns after a tracked wait's slot is published (limits as inject_delay_ns)");
 
 /* ---- init / exit ------------------------------------------------------- */
 

@@ -559,7 +559,6 @@ NOKPROBE_SYMBOL(ptw_walk_proper_exit);
 void ptw_pte_range(unsigned long addr, unsigned long end)
 {
 	struct ptw_walk *w;
-	unsigned long d;
 	int slot;
 
 	slot = ptw_lock_current_walk();
@@ -574,16 +573,6 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 		w->pass.covered_end = end;
 	}
 
-	/*
-	 * Busy-wait on the walk's own clock rather than ndelay(): udelay's
-	 * loop calibration is unreliable in emulators, ktime is not.
-	 */
-	d = READ_ONCE(ptw_inject_delay_ns);
-	if (d) {
-		u64 until = ktime_get_ns() + min(d, ptw_max_inject_ns());
-
-		while (ktime_get_ns() < until)
-			cpu_relax();
-	}
+	ptw_inject_wait(READ_ONCE(ptw_inject_delay_ns));
 }
 NOKPROBE_SYMBOL(ptw_pte_range);
