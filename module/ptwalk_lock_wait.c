@@ -442,11 +442,39 @@ static void ptw_stall_take_back(struct ptw_waiter *w)
 }
 NOKPROBE_SYMBOL(ptw_stall_take_back);
 
+/*
+ * The blocked writer w leaves the queue without the lock (a killable wait
+ * interrupted).  The readers queued behind it (the chain, entry 27) had
+ * the walk's read hold as theirs while it waited; the walk's hold in
+ * progress now stops being theirs, and its part so far is not added at
+ * its end: their split is incomplete.
+ */
+static void ptw_chain_left(struct ptw_waiter *w)
+{
+	struct ptw_walker *a = READ_ONCE(w->act);
+	unsigned int i, n = ptw_waiters_limit();
+
+	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !a || !ptw_live(a) ||
+	    READ_ONCE(a->seq) != w->walk_seq || !READ_ONCE(a->lock_t0))
+		return;
+	for (i = 0; i < n; i++) {
+		struct ptw_waiter *r = &ptw_wait[i];
+
+		if (r != w && ptw_wait_on(r, w->mm_key, 0) &&
+		    !READ_ONCE(r->write) &&
+		    atomic_read_acquire(&r->blocked) == 1 &&
+		    READ_ONCE(r->walk_seq) == w->walk_seq &&
+		    READ_ONCE(r->t0) >= w->t0)
+			atomic_set(&r->split_lost, 1);
+	}
+}
+NOKPROBE_SYMBOL(ptw_chain_left);
+
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		  bool success, u64 spread)
 {
 	unsigned int i, n;
-	u64 wh, oh, sp, t;
+	u64 wh, oh, sp;
 
 	n = ptw_waiters_limit();
 	for (i = 0; i < n; i++) {
@@ -464,6 +492,8 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 			 * interrupted) is no stall.
 			 */
 			atomic64_inc(&ptw_stats.failed_attempts);
+			if (w->write)
+				ptw_chain_left(w);
 			ptw_stall_take_back(w);
 			goto free;
 		}
@@ -480,21 +510,16 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		r.walker_write = w->walker_write;
 		r.success = success;
 		/*
-		 * Every excluding hold ended before we got the lock, but for
-		 * the walk's read hold by the chain (its writer gave up; no
-		 * chain on PREEMPT_RT: ptw_blocked_writer_waits()).
+		 * Every hold that held us ended before we got the lock: a
+		 * read hold of the walk the chain made ours too, or its
+		 * writer left the queue first (ptw_chain_left()).  (A read
+		 * hold of the walk now is not ours: it began after the writer
+		 * we queued behind took the lock, or ends in a release whose
+		 * decision is still in flight.)
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
 		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
 		     w->t0_spread + spread;
-		if (!IS_ENABLED(CONFIG_PREEMPT_RT) && !w->write &&
-		    ptw_live(w->act) &&
-		    READ_ONCE(w->act->seq) == w->walk_seq &&
-		    (t = READ_ONCE(w->act->lock_t0)) && ptw_hold_is_walks(w->act)) {
-			wh += now - min(now, max(t, w->t0));
-			sp += ptw_start_spread(t, READ_ONCE(w->act->lock_t0_spread),
-					       w->t0);
-		}
 		oh = (u64)atomic64_read(&w->others_held) & PTW_ACC_NS;
 		r.walker_held_ns = min(wh, r.wait_ns);
 		r.others_held_ns = min(oh, r.wait_ns - r.walker_held_ns);
