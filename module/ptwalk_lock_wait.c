@@ -288,10 +288,16 @@ NOKPROBE_SYMBOL(ptw_waits_mark);
  */
 static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
 			    unsigned long mmk, bool hold_write, u64 now,
-			    u64 spread, u64 gs)
+			    u64 spread)
 {
-	u64 t0 = READ_ONCE(w->t0), seq = READ_ONCE(wa->seq);
-	bool wr = READ_ONCE(w->write);
+	u64 gs = (u64)atomic64_read(&w->spread), t0, seq = READ_ONCE(wa->seq);
+	bool wr;
+
+	smp_rmb();	/* the generation before the fields it covers */
+	if (READ_ONCE(w->mm_key) != mmk)
+		return;
+	t0 = READ_ONCE(w->t0);
+	wr = READ_ONCE(w->write);
 
 	/*
 	 * (we hold the lock past this probe: an excluded waiter is still
@@ -326,6 +332,30 @@ static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
 NOKPROBE_SYMBOL(ptw_release_saw);
 
 /*
+ * ptw_release_saw() for every published wait on mmk but the holder's:
+ * the writers first, so that a reader queued behind a writer this release
+ * marks is marked by the chain too (as ptw_waits_mark() does).
+ */
+static void ptw_release_sees(unsigned long holder, unsigned long mmk,
+			     bool hold_write, u64 now, struct ptw_walker *wa,
+			     u64 spread)
+{
+	unsigned int i, pass, n = ptw_waiting_limit();
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			struct ptw_waiter *w = &ptw_wait[i];
+
+			if (ptw_wait_on(w, mmk, holder) &&
+			    READ_ONCE(w->write) == !pass)
+				ptw_release_saw(w, wa, mmk, hold_write, now,
+						spread);
+		}
+	}
+}
+NOKPROBE_SYMBOL(ptw_release_sees);
+
+/*
  * holder (a task) ends a hold of mm mmk held since h0 in mode hold_write:
  * add the part of it within each pending wait on mmk that it excluded.
  * wa: the holder is a walker of mmk holding it (wa the first of its walk
@@ -338,6 +368,8 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 {
 	unsigned int i, n = ptw_waiting_limit();
 
+	if (wa)
+		ptw_release_sees(holder, mmk, hold_write, now, wa, spread);
 	for (i = 0; i < n; i++) {
 		struct ptw_waiter *w = &ptw_wait[i];
 		unsigned long tk = atomic_long_read_acquire(&w->task_key);
@@ -356,8 +388,6 @@ void ptw_hold_end(unsigned long holder, unsigned long mmk,
 		t0 = READ_ONCE(w->t0);
 		wr = READ_ONCE(w->write);
 		from = max(h0, t0);
-		if (wa)
-			ptw_release_saw(w, wa, mmk, hold_write, now, spread, gs);
 		if (now <= from)
 			continue;
 		if (wa && !ptw_marked(w)) {
