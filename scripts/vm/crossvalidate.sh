@@ -29,20 +29,23 @@ done
 # The module's decision on a wait's start run late on purpose, as a vCPU
 # not run makes it now and then (module/KERNEL-FACTS.md 26): after the
 # wait's slot is published (the walk's hold ends while a victim waits
-# unmarked: clear_refs' long write holds with 1 ms, pagemap's short ones
-# with 100 us) and before (pagemap: holds end while the slot is not
-# visible). 1 ms, 100 us where the module allows no more (PREEMPT_RT).
+# unmarked: clear_refs' long write holds, pagemap's short read ones) and
+# before (pagemap: holds end while the slot is not visible). 1 ms; 100 us
+# where the module allows no more (PREEMPT_RT), over twice the walks.
 P=/sys/module/ptwalk/parameters
 for late in mark:clear_refs mark:pagemap slot:pagemap; do
 	mode=${late%%:*}
 	k=${late#*:}
 	cp /sys/kernel/debug/ptwalk/counters $R/counters-before-late-$mode-$k.txt
-	echo 1000000 > $P/inject_${mode}_late_ns 2>/dev/null ||
+	dur=6s
+	if ! echo 1000000 > $P/inject_${mode}_late_ns 2>/dev/null; then
+		dur=12s
 		echo 100000 > $P/inject_${mode}_late_ns ||
-		{ echo "crossvalidate: inject_${mode}_late_ns refused"; rc=1; continue; }
-	echo "late-$mode-$k: inject_${mode}_late_ns=$(cat $P/inject_${mode}_late_ns)"
+			{ echo "crossvalidate: inject_${mode}_late_ns refused"; rc=1; continue; }
+	fi
+	echo "late-$mode-$k: inject_${mode}_late_ns=$(cat $P/inject_${mode}_late_ns), $dur"
 	"$PTWALK" run --backend module --cross-check --size 256M --backing anon \
-		--populate-threads 1 --scanner "$k" --interval 200ms --duration 6s \
+		--populate-threads 1 --scanner "$k" --interval 200ms --duration $dur \
 		--victims mmap,fault --op-interval 500us --out $R/late-$mode-$k.json \
 		> $R/late-$mode-$k.txt 2>&1 \
 		|| { echo "crossvalidate: ptwalk run late-$mode-$k exited $?"; rc=1; }
