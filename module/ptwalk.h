@@ -117,6 +117,7 @@ struct ptw_stall_rec {
 	u64 others_held_ns;	/* other tasks' excluding holds, the rest of it */
 	u64 clock_spread_ns;	/* other probes' reads of its boundaries: within */
 	u64 vma_chain_ns;	/* of others_held: a writer behind the walk's VMA */
+	u64 late_hold_ns;	/* the walk's part, all before the other probes' start */
 	char waiter_comm[TASK_COMM_LEN];
 };
 
@@ -163,6 +164,7 @@ struct ptw_stats {
 	atomic64_t tp_stamps_lost;	/* event time read late, spread 0 */
 	atomic64_t waits_marked_late;	/* marked by the release of a hold */
 	atomic64_t waits_split_late;	/* a hold ended before the slot was seen */
+	atomic64_t waits_marked_retired; /* by a walk retired before the slot */
 	atomic64_t vma_waits_dropped;	/* no free VMA writer entry */
 };
 
@@ -170,6 +172,7 @@ extern struct ptw_stats ptw_stats;
 extern unsigned int ptw_kinds_mask;
 extern unsigned long ptw_inject_delay_ns;
 extern unsigned long ptw_inject_slot_late_ns, ptw_inject_mark_late_ns;
+extern unsigned long ptw_inject_stamp_late_ns;
 extern const char *const ptw_kind_names[PTW_NR_KINDS];
 
 /* ptwalk_rec.c: rings, counters, probe misses (calls no other file) */

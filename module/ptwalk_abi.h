@@ -61,7 +61,8 @@
 	X(wait_ns, "%llu") X(mode, "%s") X(walker_pid, "%d")			\
 	X(walker_mode, "%s") X(acquired, "%u") X(walker_held_ns, "%llu")	\
 	X(others_held_ns, "%llu") X(split_complete, "%u")			\
-	X(clock_spread_ns, "%llu") X(vma_chain_ns, "%llu")
+	X(clock_spread_ns, "%llu") X(vma_chain_ns, "%llu")			\
+	X(late_hold_ns, "%llu")
 
 /*
  * debugfs "vma_waits": one wait of a writer (holding the walked mm's
@@ -92,7 +93,7 @@
 	X(holders_dropped) X(arg_faults) X(walks_missed) X(kp_nmissed)	\
 	X(krp_nmissed) X(inject_delay_ns) X(failed_attempts)		\
 	X(vma_waits_dropped) X(waits_unblocked) X(tp_stamps_lost)	\
-	X(waits_marked_late) X(waits_split_late)
+	X(waits_marked_late) X(waits_split_late) X(waits_marked_retired)
 
 /* debugfs "hooks": one hook (kinds: a comma list of kind names, or none) */
 #define PTW_HOOK_KEYS(X)							\

@@ -102,7 +102,8 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 		   r->start_ns, r->wait_ns, ptw_mode_names[r->write ? 2 : 1],
 		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
 		   r->success, r->walker_held_ns, r->others_held_ns,
-		   r->split_complete, r->clock_spread_ns, r->vma_chain_ns);
+		   r->split_complete, r->clock_spread_ns, r->vma_chain_ns,
+		   r->late_hold_ns);
 	return 0;
 }
 
@@ -284,6 +285,7 @@ PTW_STAT_ALL(waits_unblocked)
 PTW_STAT_ALL(tp_stamps_lost)
 PTW_STAT_ALL(waits_marked_late)
 PTW_STAT_ALL(waits_split_late)
+PTW_STAT_ALL(waits_marked_retired)
 #undef PTW_STAT_ALL
 static long long ptw_counter_all_kp_nmissed(u64 kp_missed, u64 krp_missed)
 {

@@ -223,6 +223,7 @@ NOKPROBE_SYMBOL(ptw_lock_publish);
 /* the walk ends: hide the slot; false if someone else ended it already */
 bool ptw_lock_retire(int slot)
 {
+	ptw_retired_push(&ptw_walkers[slot]);
 	return atomic_cmpxchg(&ptw_walkers[slot].state, PTW_S_LIVE,
 			      PTW_S_BUSY) == PTW_S_LIVE;
 }
@@ -495,15 +496,14 @@ void ptw_lock_start(struct mm_struct *mm, bool write, u64 t, u64 spread)
 			continue;
 		}
 		/*
-		 * A reader queues behind a waiting writer (rwsem readers do
-		 * not pass one; PREEMPT_RT's do: ptw_blocked_writer_waits()):
-		 * behind a writer this walk blocks, the walk blocks the reader
-		 * too.
+		 * A reader queues behind a waiting writer this walk blocks
+		 * (not on PREEMPT_RT: ptw_blocked_writer_waits()): the walk's.
 		 */
 		if (!write && ptw_blocked_writer_waits(mmk, w, READ_ONCE(a->seq),
 						       w->t0))
 			ptw_mark_blocked(w, a);
 	}
+	ptw_wait_retired(w, me);
 }
 NOKPROBE_SYMBOL(ptw_lock_start);
 

@@ -55,6 +55,7 @@ struct ptw_walker {
 	 * the release's scan did not see reads it (ptw_wait_late_hold()).
 	 */
 	u64 last_end;		/* written last; 0: none */
+	u64 last_t0;		/* the hold began */
 	u64 last_seq;		/* the walk's, 0: the hold was not the walk's */
 	bool last_write;
 };
@@ -94,6 +95,14 @@ struct ptw_waiter {
 	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 	u64 seen_end;		/* the last walker release that saw this wait */
+	/*
+	 * The waiter's own (ptw_wait_late_hold()): the walk's holds that
+	 * ended before its slot, their part of the wait; out: one ended after
+	 * every other probe of the start had read the clock.
+	 */
+	u64 late_hold;
+	u64 late_seq;
+	bool late_out;
 };
 
 #define PTW_ACC_SHIFT	48
@@ -165,6 +174,7 @@ static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
 static __always_inline void ptw_hold_record(struct ptw_walker *a, u64 now)
 {
 	WRITE_ONCE(a->last_write, a->lock_write);
+	WRITE_ONCE(a->last_t0, a->lock_t0);
 	WRITE_ONCE(a->last_seq, ptw_hold_is_walks(a) ? READ_ONCE(a->seq) : 0);
 	smp_wmb();	/* the fields before the end that covers them */
 	WRITE_ONCE(a->last_end, now);
@@ -206,7 +216,17 @@ extern atomic_t ptw_nr_waiting;		/* waits in flight (fast paths) */
 struct ptw_waiter *ptw_wait_begin(unsigned long me, unsigned long mmk,
 				  bool write, u64 t, u64 spread);
 bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a);
-void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a);
+/* A walk's hold that ended, as a waiter that missed it reads it. */
+struct ptw_ended_hold {
+	unsigned long mm_key, task_key;
+	u64 seq;		/* the walk's; 0: not the walk's hold */
+	u64 t0, end;
+	u32 kind;
+	pid_t walker_pid, target_tgid;
+	bool write;
+};
+
+bool ptw_mark_blocked_by(struct ptw_waiter *w, const struct ptw_ended_hold *h);
 bool ptw_blocked_writer_waits(unsigned long mmk, struct ptw_waiter *self,
 			      u64 seq, u64 t0);
 void ptw_waits_mark(struct ptw_walker *a, bool write);
@@ -219,6 +239,14 @@ void ptw_hold_unseen(unsigned long holder, unsigned long mmk,
 bool ptw_blocked_on(unsigned long mmk);
 void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		  bool success, u64 spread);
+
+/*
+ * ptwalk_lock_late.c: a walk's holds that ended before a waiter's slot was
+ * visible (a live walker's last one, retired walks' last ones)
+ */
+void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a);
+void ptw_retired_push(struct ptw_walker *a);
+void ptw_wait_retired(struct ptw_waiter *w, unsigned long me);
 
 /* ptwalk_lock.c: the three mmap_lock events (probes in ptwalk_lock_tp.c) */
 /*

@@ -143,9 +143,15 @@ static u64 ptw_tp_time(struct tracepoint *tp, u64 *spread)
 NOKPROBE_SYMBOL(ptw_tp_time);
 
 /* Probe prototypes: see compat/ptwalk_compat.h (checked by the compiler). */
+/*
+ * (test only: a writer's vCPU not run after the stamp, before the other
+ * probes read the clock: inject_stamp_late_ns)
+ */
 static void ptw_tp_stamp_start(void *data, PTW_MMAP_LOCK_ARGS)
 {
 	ptw_tp_stamp(&__tracepoint_mmap_lock_start_locking);
+	if (write)
+		ptw_inject_wait(READ_ONCE(ptw_inject_stamp_late_ns));
 }
 NOKPROBE_SYMBOL(ptw_tp_stamp_start);
 

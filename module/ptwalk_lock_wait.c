@@ -93,6 +93,26 @@ bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
+/*
+ * Mark w blocked by the walk of a retired walker, from its record h
+ * (ptwalk_lock_late.c): no slot to count the stall in, its record is out.
+ */
+bool ptw_mark_blocked_by(struct ptw_waiter *w, const struct ptw_ended_hold *h)
+{
+	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
+		return false;
+	atomic_inc(&ptw_nr_blocked);
+	WRITE_ONCE(w->act, NULL);
+	w->walk_seq = h->seq;
+	w->kind = h->kind;
+	w->walker_write = h->write;
+	w->walker_pid = h->walker_pid;
+	w->target_tgid = h->target_tgid;
+	atomic_set_release(&w->blocked, 1);
+	return true;
+}
+NOKPROBE_SYMBOL(ptw_mark_blocked_by);
+
 /* a walker marking w finishes in a few instructions: false if it did not */
 static bool ptw_marked(struct ptw_waiter *w)
 {
@@ -104,49 +124,6 @@ static bool ptw_marked(struct ptw_waiter *w)
 	return atomic_read_acquire(&w->blocked) != 2;
 }
 NOKPROBE_SYMBOL(ptw_marked);
-
-/*
- * The waiter w (its slot published, then a full barrier) looks at the last
- * ended hold of the walker a (ptw_hold_record(), a full barrier before the
- * release scans the waiters).  A hold of the walk that ended after the wait
- * began, whose release did not see w (seen_end): the waiter ran late
- * between its stamp and its slot (a vCPU not run: 2.6 ms on 6.1 under TCG,
- * 11-29), and its split lacks that hold.  If the hold excluded it, or held
- * it behind a writer the walk still blocks (the chain), it is the walk's
- * stall: mark it.  Either way say the split is incomplete: a read hold
- * may have held it through a writer gone since.  A release whose scan did
- * see w, but had not written seen_end yet, makes an incomplete split too:
- * never a wrong one.
- */
-void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a)
-{
-	u64 end, seq;
-	bool wr;
-
-	/* the end before the fields it covers (ptw_hold_record()'s wmb) */
-	end = smp_load_acquire(&a->last_end);
-	if (end <= w->t0 || READ_ONCE(w->seen_end) == end)
-		return;
-	seq = READ_ONCE(a->last_seq);
-	wr = READ_ONCE(a->last_write);
-	smp_rmb();	/* the fields before the end that covers them again */
-	if (READ_ONCE(a->last_end) == end) {
-		bool excl = ptw_excludes(wr, w->write);
-
-		/* not the walk's hold: an excluding one is others_held's */
-		if (!seq && !excl)
-			return;
-		if (seq && READ_ONCE(a->seq) == seq &&
-		    (excl || (!w->write &&
-			      ptw_blocked_writer_waits(w->mm_key, w, seq,
-						       w->t0))))
-			ptw_mark_blocked(w, a);
-	}
-	/* (else a later hold ended meanwhile: these fields may be its) */
-	atomic_set(&w->split_lost, 1);
-	atomic64_inc(&ptw_stats.waits_split_late);
-}
-NOKPROBE_SYMBOL(ptw_wait_late_hold);
 
 /*
  * The writer (a task holding the walked mm's mmap_lock for write) waited
@@ -237,6 +214,9 @@ found:
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
 	w->seen_end = 0;
+	w->late_hold = 0;
+	w->late_seq = 0;
+	w->late_out = false;
 	smp_wmb();	/* new generations before the fields (ptw_hold_end) */
 	w->mm_key = mmk;
 	w->write = write;
@@ -557,6 +537,9 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 				     PTW_ACC_NS, r.wait_ns - r.walker_held_ns);
 		r.split_complete = !atomic_read(&w->split_lost);
 		r.clock_spread_ns = sp;
+		/* the walk's only part: holds that ended before our slot */
+		if (!wh && w->late_seq == w->walk_seq && !w->late_out)
+			r.late_hold_ns = min(w->late_hold, r.wait_ns);
 		/*
 		 * A complete split in which no hold excluded the waiter: the
 		 * walk's hold ended before the wait began (the waiter read its

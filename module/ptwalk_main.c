@@ -24,6 +24,7 @@ const char *const ptw_kind_names[PTW_NR_KINDS] = {
 unsigned int ptw_kinds_mask = PTW_ALL_KINDS;
 unsigned long ptw_inject_delay_ns;
 unsigned long ptw_inject_slot_late_ns, ptw_inject_mark_late_ns;
+unsigned long ptw_inject_stamp_late_ns;
 
 /* ---- kinds=clear_refs,smaps,...|all ------------------------------------ */
 
@@ -127,6 +128,10 @@ module_param_cb(inject_mark_late_ns, &ptw_delay_ops, &ptw_inject_mark_late_ns,
 		0644);
 MODULE_PARM_DESC(inject_mark_late_ns,
 		 "test only: busy-wait this many ns after a tracked wait's slot is published (limits as inject_delay_ns)");
+module_param_cb(inject_stamp_late_ns, &ptw_delay_ops, &ptw_inject_stamp_late_ns,
+		0644);
+MODULE_PARM_DESC(inject_stamp_late_ns,
+		 "test only: busy-wait this many ns after stamping a write lock's start, before the other probes read it (limits as inject_delay_ns)");
 
 /* ---- init / exit ------------------------------------------------------- */
 

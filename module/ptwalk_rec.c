@@ -202,6 +202,7 @@ void ptw_reset(void)
 	atomic64_set(&ptw_stats.tp_stamps_lost, 0);
 	atomic64_set(&ptw_stats.waits_marked_late, 0);
 	atomic64_set(&ptw_stats.waits_split_late, 0);
+	atomic64_set(&ptw_stats.waits_marked_retired, 0);
 
 	raw_spin_lock_irqsave(&ptw_ring_lock, flags);
 	ptw_walk_head = 0;

@@ -177,6 +177,7 @@ class Stall:
     waiter_runnable_ns: int | None = None
     waiter_comm: str | None = None
     clock_spread_ns: int | None = None
+    late_hold_ns: int | None = None
 
     @staticmethod
     def parse(o: _Obj, _i: int) -> Stall:
@@ -189,7 +190,8 @@ class Stall:
                      o.opt_bool("acquired"), o.opt_int("walker_held_ns"),
                      o.opt_int("others_held_ns"), o.opt_int("free_ns"),
                      o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"),
-                     o.opt_str("waiter_comm"), o.opt_int("clock_spread_ns"))
+                     o.opt_str("waiter_comm"), o.opt_int("clock_spread_ns"),
+                     o.opt_int("late_hold_ns"))
 
     @property
     def waiter(self) -> str:

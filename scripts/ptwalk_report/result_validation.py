@@ -83,9 +83,11 @@ class ViewsAgreement:
     split_compared: int | None = None
     split_agree: int | None = None
     split_max_diff_ns: int | None = None
+    module_late_unseen: int | None = None
 
     INTS = ("module_stalls", "module_in_tracepoint", "tracepoint_in_module",
-            "tracepoint_stalls", "split_compared", "split_agree", "split_max_diff_ns")
+            "tracepoint_stalls", "split_compared", "split_agree", "split_max_diff_ns",
+            "module_late_unseen")
 
     @staticmethod
     def parse(o: _Obj) -> ViewsAgreement:

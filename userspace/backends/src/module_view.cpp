@@ -200,6 +200,11 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 			if (st.others_held_ns ? c <= *st.others_held_ns : c <= st.wait_ns)
 				st.vma_chain_ns = c;
 		}
+		if (r.count(S(late_hold_ns)) && !st.walker_held_ns) {
+			const uint64_t l = u64(r, S(late_hold_ns));
+			if (l && l <= st.wait_ns)
+				st.late_hold_ns = l;
+		}
 		out.push_back(std::move(st));
 	}
 	return out;
@@ -349,6 +354,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 				k.clock_spread_ns = x.clock_spread_ns;
 			}
 			k.vma_chain_ns = x.vma_chain_ns;
+			k.late_hold_ns = x.late_hold_ns;
 			sv.list.push_back(std::move(k));
 		}
 	}

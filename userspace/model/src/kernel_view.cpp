@@ -31,6 +31,7 @@ void to_json(Json::Value &j, const KernelStall &s)
 	put_optional(j, "walker_off_cpu_ns", s.walker_off_cpu_ns);
 	put_optional(j, "waiter_runnable_ns", s.waiter_runnable_ns);
 	put_optional(j, "vma_chain_ns", s.vma_chain_ns);
+	put_optional(j, "late_hold_ns", s.late_hold_ns);
 }
 
 void to_json(Json::Value &j, const VmaLockView &v)

@@ -234,6 +234,8 @@ void to_json(Json::Value &j, const ViewsAgreement &v)
 	j["module_in_tracepoint"] = v.module_in_tracepoint;
 	if (v.module_behind_vma_locks)
 		j["module_behind_vma_locks"] = v.module_behind_vma_locks;
+	if (v.module_late_unseen)
+		j["module_late_unseen"] = v.module_late_unseen;
 	j["tracepoint_in_module"] = v.tracepoint_in_module;
 	j["tracepoint_stalls"] = v.tracepoint_stalls;
 	j["split_compared"] = v.split_compared;

@@ -337,7 +337,8 @@ std::vector<ViewStall> stalls_of(const StallsView &sv)
 	std::vector<ViewStall> out;
 	for (const auto &s : sv.list)
 		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns,
-			       s.vma_chain_ns.value_or(0) && !s.walker_held_ns.value_or(0)});
+			       s.vma_chain_ns.value_or(0) && !s.walker_held_ns.value_or(0),
+			       s.late_hold_ns.value_or(0) > 0});
 	return out;
 }
 
@@ -351,9 +352,11 @@ void set_view(ValidationInput &in, const StallsView &sv)
 }
 
 // stalls >= threshold in a also in b (same thread, overlapping); those
-// behind VMA locks counted apart (vma, when given; else they are in)
+// behind VMA locks counted apart (vma, when given; else they are in), and
+// those b does not list whose walk part b's start may follow (late)
 uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &b,
-		 uint64_t threshold, uint64_t *total, uint64_t *vma = nullptr)
+		 uint64_t threshold, uint64_t *total, uint64_t *vma = nullptr,
+		 uint64_t *late = nullptr)
 {
 	uint64_t n = 0;
 	*total = 0;
@@ -364,13 +367,16 @@ uint64_t seen_in(const std::vector<ViewStall> &a, const std::vector<ViewStall> &
 			++*vma;
 			continue;
 		}
+		const bool in = std::any_of(b.begin(), b.end(), [&](const ViewStall &y) {
+			return y.tid == x.tid && y.start_ns < x.start_ns + x.wait_ns &&
+			       x.start_ns < y.start_ns + y.wait_ns;
+		});
+		if (!in && late && x.late) {
+			++*late;
+			continue;
+		}
 		++*total;
-		for (const auto &y : b)
-			if (y.tid == x.tid && y.start_ns < x.start_ns + x.wait_ns &&
-			    x.start_ns < y.start_ns + y.wait_ns) {
-				n++;
-				break;
-			}
+		n += in;
 	}
 	return n;
 }
@@ -418,7 +424,8 @@ void add_second_view(Validation &val, const ValidationInput &in, const StallsVie
 	val.stalls_tracepoint = validate_stalls(in2);
 	ViewsAgreement views;
 	views.module_in_tracepoint = seen_in(in.stalls, in2.stalls, in.threshold_ns,
-					     &views.module_stalls, &views.module_behind_vma_locks);
+					     &views.module_stalls, &views.module_behind_vma_locks,
+					     &views.module_late_unseen);
 	views.tracepoint_in_module =
 		seen_in(in2.stalls, in.stalls, in.threshold_ns, &views.tracepoint_stalls);
 	compare_splits(first, second, views);

@@ -60,6 +60,10 @@ std::string validation_line(const Validation &val)
 		if (v->module_behind_vma_locks)
 			out += "\n  not compared: " + std::to_string(v->module_behind_vma_locks) +
 			       " module stalls behind VMA locks, which the tracepoints do not see";
+		if (v->module_late_unseen)
+			out += "\n  not compared: " + std::to_string(v->module_late_unseen) +
+			       " module stalls whose walk part ended before perf may have read "
+			       "their start";
 		if (v->split_compared) {
 			snprintf(buf, sizeof(buf),
 				 "validation: module vs tracepoint split: %llu/%llu stalls' "

@@ -359,14 +359,15 @@ std::string with(std::string r, std::string_view k, std::string_view v)
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld %lld",
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld %lld %lld",
 		 (unsigned long long)s.walk_seq, name(s.kind), s.waiter_pid, s.waiter_comm.c_str(),
 		 s.target_tgid, (unsigned long long)s.start_ns, (unsigned long long)s.wait_ns,
 		 name(s.mode), s.walker_pid, name(s.walker_mode), int(s.acquired),
 		 s.walker_held_ns ? (long long)*s.walker_held_ns : -1LL,
 		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
 		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL,
-		 s.vma_chain_ns ? (long long)*s.vma_chain_ns : -1LL);
+		 s.vma_chain_ns ? (long long)*s.vma_chain_ns : -1LL,
+		 s.late_hold_ns ? (long long)*s.late_hold_ns : -1LL);
 	return b;
 }
 
@@ -387,8 +388,9 @@ TEST(ModuleAbi, EveryWalkKeyIsRead)
 
 TEST(ModuleAbi, EveryStallKeyIsRead)
 {
-	// a complete split of a 100 ns wait, so that each part is read
-	auto rec = [](std::string_view odd) {
+	// a complete split of a 100 ns wait, so that each part is read (none
+	// for late_hold_ns, read only without one)
+	auto rec = [](std::string_view odd, bool split = true) {
 		std::string r = contract_record(contract::kStallKeys, odd);
 		auto set = [&](std::string_view k, std::string_view v) {
 			const std::string key = " " + std::string(k) + "=";
@@ -400,16 +402,19 @@ TEST(ModuleAbi, EveryStallKeyIsRead)
 		};
 		if (odd != "wait_ns")
 			set("wait_ns", "100");
-		set("split_complete", odd == "split_complete" ? "0" : "1");
+		set("split_complete", odd == "split_complete" || !split ? "0" : "1");
 		return r;
 	};
 	auto base = parse_module_stalls(rec(""));
 	ASSERT_EQ(base.size(), 1u);
 	ASSERT_TRUE(base[0].walker_held_ns);
 	for (auto k : contract::kStallKeys) {
-		auto s = parse_module_stalls(rec(k));
+		const bool split = k != "late_hold_ns";
+		auto s = parse_module_stalls(rec(k, split));
 		ASSERT_EQ(s.size(), 1u) << k;
-		EXPECT_NE(fields(s[0]), fields(base[0])) << "stall key " << k << " is not read";
+		EXPECT_NE(fields(s[0]),
+			  fields(split ? base[0] : parse_module_stalls(rec("", false))[0]))
+			<< "stall key " << k << " is not read";
 	}
 }
 
@@ -630,4 +635,25 @@ TEST(ModuleView, CallsOfOneScanJoin)
 	EXPECT_EQ(kv.module->module_walks_unmatched, 0u);
 	ASSERT_EQ(kv.stalls->list.size(), 1u);
 	EXPECT_EQ(kv.stalls->list[0].walk, 0u);
+}
+
+// late_hold_ns (the walk's only part, its holds that ended before the
+// waiter's decision): read from a stall without a split, within the wait;
+// a split stall, a zero or one longer than the wait has none.
+TEST(ModuleView, LateHoldOnlyWithoutASplit)
+{
+	const std::string rec = "walk_seq=1 kind=pagemap waiter_pid=100 waiter_comm=victim-mmap "
+				"target_tgid=97 start_ns=20000 wait_ns=1500000 mode=write "
+				"walker_pid=98 walker_mode=read acquired=1 walker_held_ns=0 "
+				"others_held_ns=0 split_complete=";
+	auto late = parse_module_stalls(rec + "0 clock_spread_ns=0 late_hold_ns=26000\n");
+	ASSERT_EQ(late.size(), 1u);
+	EXPECT_FALSE(late[0].walker_held_ns);
+	EXPECT_EQ(late[0].late_hold_ns, 26000u);
+	EXPECT_FALSE(parse_module_stalls(rec + "0 late_hold_ns=0\n")[0].late_hold_ns);
+	EXPECT_FALSE(parse_module_stalls(rec + "0 late_hold_ns=1500001\n")[0].late_hold_ns);
+	auto split = parse_module_stalls(rec + "1 clock_spread_ns=0 late_hold_ns=26000\n");
+	ASSERT_EQ(split.size(), 1u);
+	EXPECT_EQ(split[0].walker_held_ns, 0u);
+	EXPECT_FALSE(split[0].late_hold_ns);
 }

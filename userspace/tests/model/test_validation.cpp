@@ -408,3 +408,43 @@ TEST(Validation, VmaLockWaitsOnlyDuringTheWalksUnderVmaLocks)
 	ASSERT_EQ(v.unexplained.size(), 1u);
 	EXPECT_EQ(v.unexplained[0].start_ns, 110'000'000u);
 }
+
+// --cross-check: a module stall whose walk part ended before the waiter's
+// decision (late_hold_ns) that the tracepoints do not list is counted
+// apart, not as unseen; one they list is compared as any other, and a
+// module stall without late_hold_ns they miss stays unseen.
+TEST(Validation, LateHoldStallsTheTracepointsMissAreCountedApart)
+{
+	RunResult r;
+	r.backend = BackendKind::module;
+	WalkEntry w;
+	w.kind = WalkKind::pagemap;
+	r.walks.push_back(w);
+	StallsView &sv = r.kernel_view.stalls.emplace();
+	KernelStall late, listed, plain;
+	late.tid = listed.tid = plain.tid = 1;
+	late.start_ns = 10 * ms;
+	late.wait_ns = 2 * ms;
+	late.late_hold_ns = 26'000;
+	listed = late;
+	listed.start_ns = 20 * ms;
+	plain.start_ns = 30 * ms;
+	plain.wait_ns = 2 * ms;
+	sv.list = {late, listed, plain};
+	sv.total = 3;
+	KernelView second;
+	StallsView &tv = second.stalls.emplace();
+	KernelStall t = listed;
+	t.late_hold_ns.reset();
+	t.start_ns += ms / 2;
+	t.wait_ns = ms;
+	tv.list = {t};
+	tv.total = 1;
+	add_validation(r, {op(1, 10, 3), op(1, 20, 3), op(1, 30, 3)}, 0, &second);
+	ASSERT_TRUE(r.validation.views);
+	const ViewsAgreement &v = *r.validation.views;
+	EXPECT_EQ(v.module_late_unseen, 1u);
+	EXPECT_EQ(v.module_stalls, 2u);
+	EXPECT_EQ(v.module_in_tracepoint, 1u);
+	EXPECT_EQ(v.tracepoint_in_module, 1u);
+}

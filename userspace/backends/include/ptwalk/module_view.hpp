@@ -61,6 +61,10 @@ struct ModuleStall {
 	// of others_held_ns, while a writer waited for the walk's VMA read
 	// lock (module key vma_chain_ns, where the VMA-lock view is)
 	std::optional<uint64_t> vma_chain_ns;
+	// the walk's only part: its holds that ended before the waiter's own
+	// decision on the start, when other probes (perf's) may have read the
+	// start after them (module key late_hold_ns; split_complete=0)
+	std::optional<uint64_t> late_hold_ns;
 };
 // One wait of a writer for a walked mm's VMA read locks (debugfs
 // vma_waits, module/README.md): the writer holds mmap_lock for write.

@@ -58,6 +58,10 @@ struct KernelStall {
 	// walk's VMA read lock (the module's VMA-lock view): the walk's, by a
 	// chain no tracepoint shows; set where that view is available
 	std::optional<uint64_t> vma_chain_ns;
+	// the module's, in a stall it could not split: the walk's only part,
+	// its holds that ended before the waiter's decision, which other
+	// probes (perf's) may have read the wait's start after
+	std::optional<uint64_t> late_hold_ns;
 };
 
 // One victim's waits ("threads"), its threads merged; in the module's

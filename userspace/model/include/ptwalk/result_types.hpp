@@ -178,6 +178,10 @@ struct ViewsAgreement {
 	// module stalls behind VMA locks (ViewStall::vma), not compared: the
 	// tracepoints cannot see them
 	uint64_t module_behind_vma_locks = 0;
+	// module stalls whose walk part ended before the waiter's decision
+	// (ViewStall::late) the tracepoints do not list, not compared: perf
+	// may have read their start after that part (KERNEL-FACTS.md 26)
+	uint64_t module_late_unseen = 0;
 	// the same stall in both lists (same thread, start and wait within
 	// kSplitSlackNs), split by both: how many, and how many whose
 	// walker_held_ns agree within kSplitSlackNs + 2% of the wait; the

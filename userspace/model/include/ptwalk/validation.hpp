@@ -52,6 +52,10 @@ struct ViewStall {
 	// it, or a wait queued behind such a writer with no walker hold of
 	// mmap_lock in it): the mmap_lock tracepoints cannot see it
 	bool vma = false;
+	// the module's walk part only before its decision on the start
+	// (KernelStall::late_hold_ns): a view whose probe read the start
+	// after it may not list it
+	bool late = false;
 };
 
 struct ValidationInput {
