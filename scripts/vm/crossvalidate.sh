@@ -3,7 +3,7 @@
 # Three views of the same walks and waits, inside a kernel booted by
 # scripts/ptwalk-vm: the victims' own clocks, the kernel's mmap_lock
 # tracepoints read through perf_event_open (the tracepoint backend) and
-# ptwalk.ko.  One run per kind, then two with the module's decisions made
+# ptwalk.ko.  One run per kind, then four with the module's decisions made
 # late on purpose; the results go to /results and
 # scripts/tests/test_crossvalidation.py judges them.
 # usage: crossvalidate.sh KO PTWALK [KIND...]
@@ -30,15 +30,22 @@ done
 # not run makes it now and then (module/KERNEL-FACTS.md 26): after the
 # wait's slot is published (the walk's hold ends while a victim waits
 # unmarked: clear_refs' long write holds, pagemap's short read ones) and
-# before (pagemap: holds end while the slot is not visible). 1 ms; 100 us
-# where the module allows no more (PREEMPT_RT), over twice the walks.
+# before (pagemap: holds end while the slot is not visible); and a writer's
+# vCPU not run after the module's stamp of its start, before perf's read
+# of it (stamp: the tracepoints see the wait begin after those holds). 1 ms;
+# 100 us where the module allows no more (PREEMPT_RT), over twice the walks.
 P=/sys/module/ptwalk/parameters
-for late in mark:clear_refs mark:pagemap slot:pagemap; do
+for late in mark:clear_refs mark:pagemap slot:pagemap stamp:pagemap; do
 	mode=${late%%:*}
 	k=${late#*:}
 	cp /sys/kernel/debug/ptwalk/counters $R/counters-before-late-$mode-$k.txt
 	dur=6s
 	if ! echo 1000000 > $P/inject_${mode}_late_ns 2>/dev/null; then
+		# (PREEMPT_RT: a writer's start stamped 100 us early leaves
+		# 96 of 414 module stalls unsplit, in no tracepoint list and
+		# without late_hold_ns, and no split comparable: not
+		# understood yet, 6.1-rt 11-29)
+		[ "$mode" = stamp ] && { echo "late-$mode-$k: not run on PREEMPT_RT"; continue; }
 		dur=12s
 		echo 100000 > $P/inject_${mode}_late_ns ||
 			{ echo "crossvalidate: inject_${mode}_late_ns refused"; rc=1; continue; }

@@ -34,7 +34,7 @@ elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 late=$(awk -v e="$elapsed" -v l="$limit" 'BEGIN { print (e >= l) ? 1 : 0 }')
 if [ -d /sys/module/ptwalk ]; then
 	echo "suite.sh: ptwalk.ko still loaded after suite $name: unloaded" >> "$M/stderr"
-	for p in inject_delay_ns inject_slot_late_ns inject_mark_late_ns; do
+	for p in inject_delay_ns inject_slot_late_ns inject_mark_late_ns inject_stamp_late_ns; do
 		echo 0 > /sys/module/ptwalk/parameters/$p 2>/dev/null
 	done
 	rmmod ptwalk 2>> "$M/stderr"
