@@ -374,7 +374,10 @@ def test_late_decisions_keep_the_split_right(vm_kernel: Any, kernel_suites: Any)
         if mode == "stamp":
             check_late_holds(name, res)
         problems, compared = compare_splits(name, res)
-        assert compared > 0, f"{name}: no split compared"
+        # (the stamp run's writers start apart in the two views by the
+        # injected delay: only readers' waits pair, none where faults
+        # take no mmap_lock, 6.12)
+        assert compared > 0 or mode == "stamp", f"{name}: no split compared"
         # Not compared: a fault's read wait in a read walk with the mark
         # made late, the walk's only by the chain (a writer it queues
         # behind). The injected delay runs in the reader's start_locking
