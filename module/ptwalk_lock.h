@@ -55,6 +55,7 @@ struct ptw_walker {
 	 * the release's scan did not see reads it (ptw_wait_late_hold()).
 	 */
 	u64 last_end;		/* written last; 0: none */
+	u64 prev_end;		/* the hold before it ended (its releases read it) */
 	u64 last_t0;		/* the hold began */
 	u64 last_seq;		/* the walk's, 0: the hold was not the walk's */
 	bool last_write;
@@ -95,6 +96,7 @@ struct ptw_waiter {
 	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 	u64 seen_end;		/* the last walker release that saw this wait */
+	atomic_t seen_once;	/* a walker release saw this wait */
 	/*
 	 * The waiter's own (ptw_wait_late_hold()): the walk's holds that
 	 * ended before its slot, their part of the wait; out: one ended after
@@ -173,6 +175,7 @@ static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
  */
 static __always_inline void ptw_hold_record(struct ptw_walker *a, u64 now)
 {
+	a->prev_end = a->last_end;
 	WRITE_ONCE(a->last_write, a->lock_write);
 	WRITE_ONCE(a->last_t0, a->lock_t0);
 	WRITE_ONCE(a->last_seq, ptw_hold_is_walks(a) ? READ_ONCE(a->seq) : 0);

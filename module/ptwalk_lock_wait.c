@@ -214,6 +214,7 @@ found:
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
 	w->seen_end = 0;
+	atomic_set(&w->seen_once, 0);
 	w->late_hold = 0;
 	w->late_seq = 0;
 	w->late_out = false;
@@ -284,6 +285,18 @@ static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
 	 * there, unless it gave up)
 	 */
 	WRITE_ONCE(w->seen_end, now);
+	/*
+	 * The first release to see w: a hold of this walker that ended
+	 * after w began, before this one, was released unseen (w's slot not
+	 * visible yet: its vCPU not run between the stamp and the slot).
+	 * The waiter's own look reads only the last one (ptw_wait_late_hold():
+	 * this release's): the split lacks the earlier ones (6.12-rt, 11-29:
+	 * four holds, 196 us of a 1.38 ms wait, the views 205 us apart).
+	 */
+	if (!atomic_xchg(&w->seen_once, 1) && wa->prev_end > t0) {
+		atomic_set(&w->split_lost, 1);
+		atomic64_inc(&ptw_stats.waits_split_late);
+	}
 	/*
 	 * A wait that began after the release's stamp, by less than the
 	 * release's spread: another view may put the walk's hold end inside
