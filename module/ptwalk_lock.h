@@ -55,7 +55,7 @@ struct ptw_walker {
 	 * the release's scan did not see reads it (ptw_wait_late_hold()).
 	 */
 	u64 last_end;		/* written last; 0: none */
-	u64 prev_end;		/* the hold before it ended (its releases read it) */
+	u64 prev_end;		/* the hold before it ended */
 	u64 last_t0;		/* the hold began */
 	u64 last_seq;		/* the walk's, 0: the hold was not the walk's */
 	bool last_write;
@@ -99,8 +99,9 @@ struct ptw_waiter {
 	atomic_t seen_once;	/* a walker release saw this wait */
 	/*
 	 * The waiter's own (ptw_wait_late_hold()): the walk's holds that
-	 * ended before its slot, their part of the wait; out: one ended after
-	 * every other probe of the start had read the clock.
+	 * ended before its slot, their part of the wait; out: the part is
+	 * not known (an earlier hold ended in the wait too), or one ended
+	 * after every other probe of the start had read the clock.
 	 */
 	u64 late_hold;
 	u64 late_seq;
@@ -175,7 +176,7 @@ static __always_inline bool ptw_hold_is_walks(struct ptw_walker *a)
  */
 static __always_inline void ptw_hold_record(struct ptw_walker *a, u64 now)
 {
-	a->prev_end = a->last_end;
+	WRITE_ONCE(a->prev_end, a->last_end);
 	WRITE_ONCE(a->last_write, a->lock_write);
 	WRITE_ONCE(a->last_t0, a->lock_t0);
 	WRITE_ONCE(a->last_seq, ptw_hold_is_walks(a) ? READ_ONCE(a->seq) : 0);
@@ -224,6 +225,7 @@ struct ptw_ended_hold {
 	unsigned long mm_key, task_key;
 	u64 seq;		/* the walk's; 0: not the walk's hold */
 	u64 t0, end;
+	u64 prev_end;		/* the walker's hold before it ended */
 	u32 kind;
 	pid_t walker_pid, target_tgid;
 	bool write;

@@ -39,8 +39,9 @@ static atomic64_t ptw_retired_end = ATOMIC64_INIT(0);	/* latest end kept */
  * still blocks (the chain), w is the walk's stall: mark it (by the live
  * walker a, else by the retired walk's record), and keep the hold's part
  * (late_hold: another view whose probe read the start after the hold ended
- * sees no stall).  Either way the split is incomplete: a read hold may
- * have held w through a writer gone since.
+ * sees no stall; not known when an earlier hold of the walker ended in the
+ * wait too: only the last is read).  Either way the split is incomplete: a
+ * read hold may have held w through a writer gone since.
  */
 static void ptw_late_apply(struct ptw_waiter *w, const struct ptw_ended_hold *h,
 			   struct ptw_walker *a)
@@ -59,7 +60,8 @@ static void ptw_late_apply(struct ptw_waiter *w, const struct ptw_ended_hold *h,
 			atomic64_inc(&ptw_stats.waits_marked_retired);
 		w->late_hold += h->end - max(h->t0, w->t0);
 		w->late_seq = h->seq;
-		w->late_out |= h->end > w->t0 + w->t0_spread;
+		w->late_out |= h->end > w->t0 + w->t0_spread ||
+			       h->prev_end > w->t0;
 	}
 	atomic_set(&w->split_lost, 1);
 	atomic64_inc(&ptw_stats.waits_split_late);
@@ -84,6 +86,7 @@ void ptw_wait_late_hold(struct ptw_waiter *w, struct ptw_walker *a)
 	h.seq = READ_ONCE(a->last_seq);
 	h.write = READ_ONCE(a->last_write);
 	h.t0 = READ_ONCE(a->last_t0);
+	h.prev_end = READ_ONCE(a->prev_end);
 	smp_rmb();	/* the fields before the end that covers them again */
 	if (READ_ONCE(a->last_end) != h.end) {
 		/* a later hold ended meanwhile: these fields may be its */
@@ -120,6 +123,7 @@ void ptw_retired_push(struct ptw_walker *a)
 	e->h.seq = seq;
 	e->h.t0 = READ_ONCE(a->last_t0);
 	e->h.end = end;
+	e->h.prev_end = READ_ONCE(a->prev_end);
 	e->h.kind = a->kind;
 	e->h.walker_pid = a->walker_pid;
 	e->h.target_tgid = a->target_tgid;

@@ -350,7 +350,7 @@ def test_late_decisions_keep_the_split_right(vm_kernel: Any, kernel_suites: Any)
     assert r.returncode == 0, r.problem()
     grew = {"mark": 0, "slot": 0, "stamp": 0}
     for mode, kind in (("mark", "clear_refs"), ("mark", "pagemap"), ("slot", "pagemap"),
-                       ("stamp", "pagemap")):
+                       ("stamp", "clear_refs")):
         name = f"late-{mode}-{kind}"
         counter = "waits_marked_late.all" if mode == "mark" else "waits_split_late.all"
         if mode == "stamp" and f"{name}.json" not in r.files:
