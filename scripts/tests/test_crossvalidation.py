@@ -310,7 +310,10 @@ def check_late_holds(name: str, res: Result) -> None:
     unsplit, its walk part in late_hold_ns; the tracepoints, whose read of
     the start came later, list no stall or one whose walk part is at most
     that (the holds' tail after their read); a stall they do not list is
-    counted apart (module_late_unseen), never taken for a disagreement."""
+    counted apart (module_late_unseen), never taken for a disagreement.
+    late_hold_ns is given only where one walk hold ended so (pagemap's
+    holds are many: 0-2 such stalls a run, 6.1 and 6.12 cloud, 11-29);
+    the others stay unsplit and uncounted."""
     listed = module_stalls(res)
     late = [x for x in listed if x.late_hold_ns is not None]
     assert res.validation is not None and res.validation.views is not None, name
@@ -330,7 +333,6 @@ def check_late_holds(name: str, res: Result) -> None:
             assert (t.walker_held_ns or 0) <= lh + SPLIT_SLACK_NS, (name, s, t)
     print(f"{name}: {len(late)} stalls with late_hold_ns, {unlisted} of 1 ms or more "
           f"not listed by the tracepoints; {views}")
-    assert late, f"{name}: no stall with late_hold_ns: {views}"
     assert (views.module_late_unseen or 0) == unlisted, (name, views, unlisted)
 
 
@@ -350,7 +352,7 @@ def test_late_decisions_keep_the_split_right(vm_kernel: Any, kernel_suites: Any)
     assert r.returncode == 0, r.problem()
     grew = {"mark": 0, "slot": 0, "stamp": 0}
     for mode, kind in (("mark", "clear_refs"), ("mark", "pagemap"), ("slot", "pagemap"),
-                       ("stamp", "clear_refs")):
+                       ("stamp", "pagemap")):
         name = f"late-{mode}-{kind}"
         counter = "waits_marked_late.all" if mode == "mark" else "waits_split_late.all"
         if mode == "stamp" and f"{name}.json" not in r.files:
@@ -368,7 +370,7 @@ def test_late_decisions_keep_the_split_right(vm_kernel: Any, kernel_suites: Any)
         incomplete = sum(1 for x in listed if x.walker_held_ns is None)
         print(f"{name}: {counter} +{n}, module stalls {len(listed)} "
               f"({incomplete} split incomplete), {views}")
-        if mode == "slot":
+        if mode in ("slot", "stamp"):
             # (the counter counts waits that were no stall too: trylocks)
             assert n > 0 and incomplete > 0, (name, n, incomplete)
         if mode == "stamp":

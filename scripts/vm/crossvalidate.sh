@@ -32,11 +32,11 @@ done
 # unmarked: clear_refs' long write holds, pagemap's short read ones) and
 # before (pagemap: holds end while the slot is not visible); and a writer's
 # vCPU not run after the module's stamp of its start, before perf's read
-# of it (stamp: the tracepoints see the wait begin after clear_refs' write
-# hold ended, the walk's only one). 1 ms;
+# of it (stamp: the tracepoints see the wait begin after pagemap's holds
+# that ended meanwhile). 1 ms;
 # 100 us where the module allows no more (PREEMPT_RT), over twice the walks.
 P=/sys/module/ptwalk/parameters
-for late in mark:clear_refs mark:pagemap slot:pagemap stamp:clear_refs; do
+for late in mark:clear_refs mark:pagemap slot:pagemap stamp:pagemap; do
 	mode=${late%%:*}
 	k=${late#*:}
 	cp /sys/kernel/debug/ptwalk/counters $R/counters-before-late-$mode-$k.txt
