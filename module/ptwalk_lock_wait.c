@@ -464,11 +464,13 @@ static void ptw_stall_take_back(struct ptw_waiter *w)
 NOKPROBE_SYMBOL(ptw_stall_take_back);
 
 /*
- * The chained reader w got the lock while the walk still holds it for
- * read (6.1's rwsem lets a reader steal a reader-owned lock past a waiting
- * writer): the walk's part is that hold's until its release, whose
- * decision may be in flight (read at our acquire: 107 us too many, stop
- * 47): not known, but not none (the tracepoints: 13.5 us, 6.1 CI 11-29).
+ * The chained reader w got the lock while the walk, by our table, still
+ * holds it for read: the walk released it and the release's decision,
+ * which adds its part to w, is still in flight (6.1's rwsem lets a reader
+ * in the slow path steal a lock no other reader holds, ahead of the woken
+ * writer: rwsem_down_read_slowpath()).  That part ends at the release's
+ * stamp, not known here (read at our acquire: 107 us too many, stop 47):
+ * missing, not none (the tracepoints: 13.5 us, 6.1 CI 11-29).
  */
 static bool ptw_chain_holds(struct ptw_waiter *w)
 {
