@@ -96,7 +96,7 @@ struct ptw_waiter {
 	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 	u64 seen_end;		/* the last walker release that saw this wait */
-	atomic_t seen_once;	/* a walker release saw this wait */
+	atomic64_t seen_seq;	/* its walk's seq + 1 (0: none yet) */
 	/*
 	 * The waiter's own (ptw_wait_late_hold()): the walk's holds that
 	 * ended before its slot, their part of the wait; out: the part is
@@ -138,13 +138,17 @@ static inline void ptw_hw_raise(atomic_t *hw, int to)
 {
 	int cur = atomic_read(hw);
 
-	while (cur < to) {
-		int old = atomic_cmpxchg(hw, cur, to);
+	while (cur < to && !atomic_try_cmpxchg(hw, &cur, to))
+		;
+}
 
-		if (old == cur)
-			break;
-		cur = old;
-	}
+/* the same for a 64-bit mark (a clock reading) */
+static inline void ptw_raise64(atomic64_t *v, s64 to)
+{
+	s64 cur = atomic64_read(v);
+
+	while (cur < to && !atomic64_try_cmpxchg(v, &cur, to))
+		;
 }
 
 /*

@@ -59,9 +59,11 @@ static void ptw_late_apply(struct ptw_waiter *w, const struct ptw_ended_hold *h,
 		else if (ptw_mark_blocked_by(w, h))
 			atomic64_inc(&ptw_stats.waits_marked_retired);
 		w->late_hold += h->end - max(h->t0, w->t0);
-		w->late_seq = h->seq;
-		w->late_out |= h->end > w->t0 + w->t0_spread ||
+		/* (two walks of the mm: the sum is not one walk's part) */
+		w->late_out |= (w->late_seq && w->late_seq != h->seq) ||
+			       h->end > w->t0 + w->t0_spread ||
 			       h->prev_end > w->t0;
+		w->late_seq = h->seq;
 	}
 	atomic_set(&w->split_lost, 1);
 	atomic64_inc(&ptw_stats.waits_split_late);
@@ -106,7 +108,7 @@ NOKPROBE_SYMBOL(ptw_wait_late_hold);
  */
 void ptw_retired_push(struct ptw_walker *a)
 {
-	u64 end = READ_ONCE(a->last_end), seq = READ_ONCE(a->last_seq), cur;
+	u64 end = READ_ONCE(a->last_end), seq = READ_ONCE(a->last_seq);
 	struct ptw_retired *e;
 	int g;
 
@@ -129,15 +131,7 @@ void ptw_retired_push(struct ptw_walker *a)
 	e->h.target_tgid = a->target_tgid;
 	e->h.write = READ_ONCE(a->last_write);
 	atomic_set_release(&e->gen, g + 2);
-	cur = (u64)atomic64_read(&ptw_retired_end);
-	while (cur < end) {
-		u64 old = (u64)atomic64_cmpxchg(&ptw_retired_end, (s64)cur,
-						(s64)end);
-
-		if (old == cur)
-			break;
-		cur = old;
-	}
+	ptw_raise64(&ptw_retired_end, (s64)end);
 }
 NOKPROBE_SYMBOL(ptw_retired_push);
 

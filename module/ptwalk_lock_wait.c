@@ -24,17 +24,14 @@
  * too; not on PREEMPT_RT, whose rw_semaphore lets readers pass a writer
  * until it holds the lock.
  *
- * The split of a stall: every hold of a pending waiter's mm that ends (a
- * release, or a downgrade) adds the part of it within the wait that
- * excluded the waiter: to walker_held when it is a hold of the walk the
- * stall is attributed to (the chain counts while the writer is pending), to
- * others_held otherwise.  The holds of other tasks are known from the
- * holder table, which tracks every holder of an mm being walked or with a
- * blocked waiter; a hold ending that was not tracked (taken before, or
- * dropped for want of a slot) marks the waits it may have overlapped, and
- * their split is reported incomplete.  Read holds of several tasks that
- * overlap one another within a write wait are summed; the sum is clamped so
- * that walker_held + others_held <= wait_ns.
+ * The split of a stall: each hold of a pending waiter's mm that ends (a
+ * release, a downgrade) adds its part within the wait that excluded the
+ * waiter: to walker_held for the stall's walk (the chain counts while the
+ * writer is pending), else to others_held.  The holder table tracks every
+ * holder of an mm walked or with a blocked waiter; an untracked hold's end
+ * (taken before, or no slot) makes the waits it may overlap incomplete.
+ * Overlapping read holds in a write wait are summed, then clamped so that
+ * walker_held + others_held <= wait_ns.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -75,40 +72,48 @@ static __always_inline bool ptw_wait_on(struct ptw_waiter *w,
 }
 
 /* blocked: 0 no, 2 being marked (walk fields in writing), 1 marked */
-bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
+static __always_inline bool ptw_mark_claim(struct ptw_waiter *w)
 {
 	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
 		return false;
 	atomic_inc(&ptw_nr_blocked);
-	WRITE_ONCE(w->act, a);
-	w->walk_seq = READ_ONCE(a->seq);
-	w->kind = a->kind;
-	w->walker_write = READ_ONCE(a->lock_write);
-	w->walker_pid = READ_ONCE(a->walker_pid);
-	w->target_tgid = a->target_tgid;
+	return true;
+}
+
+/* the claimed w's walk (act: its live walker, NULL once retired) */
+static __always_inline void
+ptw_mark_publish(struct ptw_waiter *w, struct ptw_walker *act, u64 seq,
+		 u32 kind, bool write, pid_t pid, pid_t tgid)
+{
+	WRITE_ONCE(w->act, act);
+	w->walk_seq = seq;
+	w->kind = kind;
+	w->walker_write = write;
+	w->walker_pid = pid;
+	w->target_tgid = tgid;
 	atomic_set_release(&w->blocked, 1);
+}
+
+bool ptw_mark_blocked(struct ptw_waiter *w, struct ptw_walker *a)
+{
+	if (!ptw_mark_claim(w))
+		return false;
+	ptw_mark_publish(w, a, READ_ONCE(a->seq), a->kind,
+			 READ_ONCE(a->lock_write), READ_ONCE(a->walker_pid),
+			 a->target_tgid);
 	/* taken back in ptw_wait_end() if the attempt fails */
 	atomic64_inc(&a->stalls);
 	return true;
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked);
 
-/*
- * Mark w blocked by the walk of a retired walker, from its record h
- * (ptwalk_lock_late.c): no slot to count the stall in, its record is out.
- */
+/* the same by a retired walk's record h (ptwalk_lock_late.c): no slot */
 bool ptw_mark_blocked_by(struct ptw_waiter *w, const struct ptw_ended_hold *h)
 {
-	if (atomic_cmpxchg(&w->blocked, 0, 2) != 0)
+	if (!ptw_mark_claim(w))
 		return false;
-	atomic_inc(&ptw_nr_blocked);
-	WRITE_ONCE(w->act, NULL);
-	w->walk_seq = h->seq;
-	w->kind = h->kind;
-	w->walker_write = h->write;
-	w->walker_pid = h->walker_pid;
-	w->target_tgid = h->target_tgid;
-	atomic_set_release(&w->blocked, 1);
+	ptw_mark_publish(w, NULL, h->seq, h->kind, h->write, h->walker_pid,
+			 h->target_tgid);
 	return true;
 }
 NOKPROBE_SYMBOL(ptw_mark_blocked_by);
@@ -129,10 +134,9 @@ NOKPROBE_SYMBOL(ptw_marked);
  * The writer (a task holding the walked mm's mmap_lock for write) waited
  * from t0 to t1 for the VMA read lock of the walk of a (ptwalk_vma.c): every
  * wait on that mm's mmap_lock pending meanwhile was behind the writer, so
- * behind the walk.  They are all still pending (the writer holds the lock
- * past t1): mark each a stall of the walk, and its part of [t0, t1) as
- * the chain's.  The writer's hold itself is split as any other's
- * (others_held), vma_chain being a part of it.
+ * behind the walk, and still pending (the writer holds the lock past t1):
+ * mark each the walk's stall, its part of [t0, t1) the chain's (a part of
+ * the writer's hold, split as any other's: others_held).
  */
 void ptw_waits_vma_chain(struct ptw_walker *a, unsigned long writer, u64 t0,
 			 u64 t1)
@@ -214,7 +218,7 @@ found:
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
 	w->seen_end = 0;
-	atomic_set(&w->seen_once, 0);
+	atomic64_set(&w->seen_seq, 0);
 	w->late_hold = 0;
 	w->late_seq = 0;
 	w->late_out = false;
@@ -286,12 +290,15 @@ static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
 	 */
 	WRITE_ONCE(w->seen_end, now);
 	/*
-	 * The first release to see w: a hold of this walker that ended in w
-	 * before it was released unseen (w's slot not visible yet), and the
-	 * waiter's own look reads only this one (6.12-rt, 11-29: four holds,
-	 * 196 us of a 1.38 ms wait lost): the split lacks it.
+	 * The first release of this walk to see w (another walk's between
+	 * counts as none: never a wrong split, at worst an incomplete one):
+	 * a hold of this walker that ended in w before it was released
+	 * unseen (w's slot not visible yet), and the waiter's own look reads
+	 * only this one (6.12-rt, 11-29: four holds, 196 us of a 1.38 ms
+	 * wait lost): the split lacks it.
 	 */
-	if (!atomic_xchg(&w->seen_once, 1) && wa->prev_end > t0) {
+	if (atomic64_xchg(&w->seen_seq, (s64)seq + 1) != (s64)seq + 1 &&
+	    wa->prev_end > t0) {
 		atomic_set(&w->split_lost, 1);
 		atomic64_inc(&ptw_stats.waits_split_late);
 	}
@@ -464,13 +471,16 @@ static void ptw_stall_take_back(struct ptw_waiter *w)
 NOKPROBE_SYMBOL(ptw_stall_take_back);
 
 /*
- * The chained reader w got the lock while the walk, by our table, still
- * holds it for read: the walk released it and the release's decision,
- * which adds its part to w, is still in flight (6.1's rwsem lets a reader
- * in the slow path steal a lock no other reader holds, ahead of the woken
- * writer: rwsem_down_read_slowpath()).  That part ends at the release's
- * stamp, not known here (read at our acquire: 107 us too many, stop 47):
- * missing, not none (the tracepoints: 13.5 us, 6.1 CI 11-29).
+ * The chained reader w, its split empty, got the lock while the walk, by
+ * our table, still holds it for read: the walk released it and the
+ * release's decision, which adds its part to w, is still in flight (6.1's
+ * rwsem lets a reader in the slow path steal a lock no other reader holds,
+ * ahead of the woken writer: rwsem_down_read_slowpath()).  That part ends
+ * at the release's stamp, not known here (read at our acquire: 107 us too
+ * many, stop 47): missing, not none (the tracepoints: 13.5 us, 6.1 CI
+ * 11-29).  No need to ask if the writer is still queued: if it got the
+ * lock, this is a later hold of the walk, and the part of the one before,
+ * which held us through the writer, is missing just the same.
  */
 static bool ptw_chain_holds(struct ptw_waiter *w)
 {
@@ -526,10 +536,7 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 			goto free;
 		atomic_dec(&ptw_nr_blocked);
 		if (!success) {
-			/*
-			 * A failed attempt (a trylock, or a killable wait
-			 * interrupted) is no stall.
-			 */
+			/* a trylock, or a killable wait interrupted */
 			atomic64_inc(&ptw_stats.failed_attempts);
 			if (w->write)
 				ptw_chain_left(w);
@@ -549,12 +556,9 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		r.walker_write = w->walker_write;
 		r.success = success;
 		/*
-		 * Every hold that held us ended before we got the lock: a
-		 * read hold of the walk the chain made ours too, or its
-		 * writer left the queue first (ptw_chain_left()).  (A read
-		 * hold of the walk now is not ours: it began after the writer
-		 * we queued behind took the lock, or ends in a release whose
-		 * decision is still in flight.)
+		 * Every hold that held us has ended (a read hold of the walk
+		 * now is not ours: it began after the writer we queued behind
+		 * took the lock, or its release's decision is in flight).
 		 */
 		wh = (u64)atomic64_read(&w->walker_held) & PTW_ACC_NS;
 		sp = ((u64)atomic64_read(&w->spread) & PTW_ACC_NS) +
@@ -570,16 +574,12 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		if (!wh && w->late_seq == w->walk_seq && !w->late_out)
 			r.late_hold_ns = min(w->late_hold, r.wait_ns);
 		/*
-		 * A complete split in which no hold excluded the waiter: the
-		 * walk's hold ended before the wait began (the waiter read its
-		 * lock_t0 as the walker was releasing; the release then added
-		 * nothing, its end not after the wait's start).  Nothing
-		 * blocked it: no stall.  Not on PREEMPT_RT: there such waits
-		 * are many (13-22 a boot of the cross-validation, against 1
-		 * on 6.12 amd64), and the tracepoints split some of them as
-		 * the walk's (a pagemap walk on 6.12-rt: 1.64 ms of a 3.67 ms
-		 * wait), so on RT an empty split is a hold the split missed,
-		 * not this race: the wait stays listed, counted all the same.
+		 * A complete split no hold is in: the walk's hold ended
+		 * before the wait began (its lock_t0 read as it released).
+		 * No stall.  Not on PREEMPT_RT: there such waits are many
+		 * (13-22 a boot, 1 on 6.12 amd64) and the tracepoints split
+		 * some as the walk's (6.12-rt pagemap: 1.64 ms of 3.67): an
+		 * empty split is a hold missed, the wait stays listed.
 		 */
 		if (!wh && !w->write && ptw_chain_holds(w))
 			r.split_complete = 0;
