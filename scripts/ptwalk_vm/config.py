@@ -69,6 +69,9 @@ class Kernel:
     # why this kernel has no ptwalk.ko ("" when it has one): the matrix's
     # no_module reason, or that none was built for its release
     no_module: str = ""
+    # the matrix says none can be built (no_module): its suites run the
+    # views that need no module instead
+    moduleless: bool = False
 
     @property
     def id(self) -> str:  # pytest id / result directory name: "6.12-amd64"
@@ -99,16 +102,27 @@ class Config:
         """The matrices the VM test suites run on (default: the default matrix)."""
         names = [str(n) for n in self.raw.get("test_matrices", [self.default_matrix])]
         for n in names:
-            if n not in self.raw.get("matrix", {}):
+            if n.partition(":")[0] not in self.raw.get("matrix", {}):
                 raise ConfigError(f"{self.path}: test_matrices names {n!r}, which is no matrix")
         return names
 
     def matrices(self, names: list[str]) -> tuple[list[Kernel], list[str]]:
-        """Every kernel of NAMES, in order; why entries were skipped."""
+        """Every kernel of NAMES, in order; why entries were skipped. A name
+        "MATRIX:FLAVOUR[+FLAVOUR...]" keeps those flavours of MATRIX only."""
         kernels: list[Kernel] = []
         missing: list[str] = []
         for n in names:
-            ks, miss = self.matrix(n)
+            name, _, only = n.partition(":")
+            ks, miss = self.matrix(name)
+            if only:
+                keep = only.split("+")
+                known = {e.get("name") for e in self.raw["matrix"][name].get("kernel", [])}
+                bad = sorted(set(keep) - known)
+                if bad:
+                    raise ConfigError(f"{self.path}: matrix {name!r} has no flavour "
+                                      f"{', '.join(bad)} (have: {', '.join(sorted(known))})")
+                ks = [k for k in ks if k.name in keep]
+                miss = [m for m in miss if m.partition(":")[0] in keep]
             kernels += ks
             missing += [f"{n}: {m}" for m in miss]
         ids = [k.id for k in kernels]
@@ -153,7 +167,7 @@ class Config:
             k = self._resolve(entry, series)
             if not isinstance(k, str):
                 k = dataclasses.replace(k, known_bugs=bugs, no_module=absent or k.no_module,
-                                        ko=None if absent else k.ko)
+                                        ko=None if absent else k.ko, moduleless=bool(absent))
             if isinstance(k, str):
                 missing.append(k)
             else:

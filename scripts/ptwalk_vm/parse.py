@@ -210,6 +210,8 @@ class VmResult:
     qemu_version: str = ""  # "10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)"
     cpu: str = ""           # the -cpu model the guest ran on ("max,la57=off", "host")
     clock: str = ""         # realtime or icount (qemu.CLOCKS); "" before they were recorded
+    ko: str = ""            # the ptwalk.ko delivered to the guest, "" if none
+    no_module: str = ""     # why none was (kernels.toml's no_module, or none built)
 
     @property
     def ok(self) -> bool:
@@ -315,4 +317,5 @@ def assemble(console: str, channel: str, stdout: str, stderr: str, meta: dict,
         wall_s=meta.get("wall_s"), boot_s=boot, command_s=cmd_s,
         run_dir=str(run_dir) if run_dir else None, harness_error=harness_error,
         qemu_version=str(meta.get("qemu_version", "")), cpu=str(meta.get("cpu", "")),
-        clock=str(meta.get("clock", "")))
+        clock=str(meta.get("clock", "")), ko=str(meta.get("ko", "")),
+        no_module=str(meta.get("no_module", "")))

@@ -98,6 +98,29 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_module(kernel: Kernel | None) -> None:
+    """A test of ptwalk.ko on KERNEL: skip where the matrix says none can be
+    built (kernels.toml's no_module: the moduleless suites judge that
+    kernel), fail where one should have been (make module-matrix)."""
+    if kernel is None:
+        return
+    if kernel.moduleless:
+        pytest.skip(f"{kernel.id}: {kernel.no_module}")
+    if kernel.ko is None:
+        pytest.fail(f"ptwalk.ko is not built for {kernel.release} (make module-matrix)")
+
+
+def require_moduleless(kernel: Kernel | None, judged_by: str) -> Kernel:
+    """A test of a kernel without ptwalk.ko by design; the others have
+    their module's tests (JUDGED_BY) instead."""
+    if kernel is None:
+        skip_or_fail("no matrix kernel installed")
+    assert kernel is not None
+    if not kernel.moduleless:
+        pytest.skip(f"{kernel.id} has ptwalk.ko: {judged_by} judges it")
+    return kernel
+
+
 def vm_unavailable(cfg: Config, kernel: Kernel) -> str | None:
     arch = cfg.arch(kernel.arch)
     if shutil.which(arch.qemu) is None:
@@ -350,6 +373,8 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
         todo = [suites.harness_suite(cxx_hello, kernel.ko is not None)]
         if kernel.ko is not None:
             todo += suites.module_suites()
+        elif kernel.moduleless:
+            todo += suites.moduleless_suites()
         run_dir = tmp_path_factory.mktemp(f"suites-{kernel.id}")
         log = run_dir / "harness.log"
         opts = pipeline.RunOptions(log=open(log, "w"))  # closed with the run below

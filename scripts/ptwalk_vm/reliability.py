@@ -25,7 +25,7 @@ SCRIPT = "scripts/vm/boot-cycle.sh"
 
 def missing(k: Kernel) -> str | None:
     """Why the boots cannot run for K (the test fails with it), or None."""
-    if k.ko is None or not WALKER.is_file():
+    if (k.ko is None and not k.moduleless) or not WALKER.is_file():
         return f"ptwalk.ko for {k.release} or {WALKER} not built (make module-matrix)"
     return None
 
@@ -34,14 +34,17 @@ def boots(cfg: Config, k: Kernel, out: Path,
           slots: AbstractContextManager[Any]) -> list[VmResult]:
     """BOOTS boots of one initramfs, one after the other, each in a guest
     slot of the session (SLOTS: pytest_plugin.BOOT_SLOTS)."""
-    assert k.ko is not None
+    assert k.ko is not None or k.moduleless
     files = [(config.PROJECT / SCRIPT, f"/ptwalk/{SCRIPT}"),
-             (k.ko, "/ptwalk/module/ptwalk.ko"), (WALKER, "/ptwalk/module/tests/walker")]
+             (WALKER, "/ptwalk/module/tests/walker")]
+    if k.ko is not None:
+        files.append((k.ko, "/ptwalk/module/ptwalk.ko"))
+    ko = "/ptwalk/module/ptwalk.ko" if k.ko is not None else "none"
     opts = pipeline.RunOptions(timeout=180.0, mem="1G", smp=2, accel="tcg",
                                default_files=False, add=files, log=io.StringIO())
     initrd = out / "initramfs.cpio.gz"
-    pipeline.build_initramfs(cfg, k, f"sh /ptwalk/{SCRIPT} /ptwalk/module/ptwalk.ko "
-                             "/ptwalk/module/tests/walker", opts, initrd)
+    pipeline.build_initramfs(cfg, k, f"sh /ptwalk/{SCRIPT} {ko} /ptwalk/module/tests/walker",
+                             opts, initrd)
     results = []
     for i in range(BOOTS):
         with slots:

@@ -94,6 +94,20 @@ def module_suites(inject_ns: int = ACCEPTANCE_INJECT_NS) -> list[Suite]:
     ]
 
 
+def moduleless_suites() -> list[Suite]:
+    """A kernel ptwalk.ko cannot be built for (kernels.toml's no_module:
+    6.18, whose headers Debian no longer ships): the views that need no
+    module, the victims' clocks against the tracepoints, and the
+    selftests without it."""
+    ptwalk = "/ptwalk/build/ptwalk"
+    return [
+        Suite("crossvalidation", ("sh", "scripts/vm/crossvalidate.sh", "none", ptwalk), 300,
+              (_project("scripts/vm/crossvalidate.sh"),)),
+        Suite("selftests", ("sh", "scripts/vm/selftests.sh", "none", "/ptwalk/build/selftests"),
+              600, (_project("scripts/vm/selftests.sh"),)),
+    ]
+
+
 def command(suites: Sequence[Suite]) -> str:
     """The boot's command: the release, then each suite; its exit status is
     the number of suites that exited non-zero."""

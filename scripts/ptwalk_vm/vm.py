@@ -101,7 +101,7 @@ def run_in_vm(cfg: Config, kernel: Kernel, command: str | Sequence[str],
     manifest = build_initramfs(cfg, kernel, command, opts, initrd)
     (run_dir / "manifest.txt").write_text("\n".join(manifest) + "\n")
     print(f"ptwalk-vm: {kernel.name} ({kernel.release}): "
-          f"ko {kernel.ko or 'none built for this release'}; "
+          f"ko {kernel.ko or 'none: ' + (kernel.no_module or 'none built for this release')}; "
           f"{len(manifest)} added files, listed in {run_dir / 'manifest.txt'}", file=log)
     return boot_step(cfg, kernel, initrd, opts, run_dir, accel, why)
 
@@ -130,7 +130,8 @@ def boot_step(cfg: Config, kernel: Kernel, initrd: Path, opts: RunOptions, run_d
             "qemu_version": version, "cpu": qemu.cpu_model(cmd), "clock": opts.clock,
             "timed_out": out.timed_out, "timeout": opts.timeout,
             "qemu_returncode": out.returncode, "qemu_stderr": out.stderr, "wall_s": out.wall_s,
-            "allow": [*cfg.allow(), *opts.allow], "harness_error": out.error}
+            "allow": [*cfg.allow(), *opts.allow], "harness_error": out.error,
+            "ko": str(kernel.ko or ""), "no_module": "" if kernel.ko else kernel.no_module}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     result = parse.parse_run_dir(run_dir)
     save_result(result, run_dir)

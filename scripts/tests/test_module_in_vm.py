@@ -10,14 +10,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import ptwalk_abi
 from ptwalk_cli import known, parse_result
 from ptwalk_report.result_types import (Accel, Backend, GuestClock, GuestVm, Result,
                                         VictimName)
 from ptwalk_report.walk_kinds import WalkKind
-from ptwalk_vm.pytest_plugin import KernelSuites
+from ptwalk_vm.pytest_plugin import KernelSuites, require_module
 from ptwalk_vm.suites import ACCEPTANCE_INJECT_NS as INJECT_NS
 from test_crossvalidation import check_module_split
 
@@ -36,8 +34,7 @@ def _result(files: dict[str, bytes], name: str) -> Result:
 
 
 def test_module_acceptance(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
-    if vm_kernel is not None and vm_kernel.ko is None:
-        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    require_module(vm_kernel)
     r = kernel_suites(vm_kernel).suite("acceptance")
     print(r.stdout[-6000:])
     keep = os.environ.get("PTWALK_VM_ARTIFACTS")

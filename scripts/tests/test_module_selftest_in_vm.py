@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 
-from ptwalk_vm.pytest_plugin import KernelSuites
+from ptwalk_vm.pytest_plugin import KernelSuites, require_module
 
 REPO = Path(__file__).resolve().parents[2]
 WALKER = REPO / "module" / "tests" / "walker"
 
 
 def test_module_vm_selftest(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
-    if vm_kernel is not None and vm_kernel.ko is None:
-        pytest.fail(f"ptwalk.ko is not built for {vm_kernel.release} (make module-matrix)")
+    require_module(vm_kernel)
     if not WALKER.exists():
         pytest.fail(f"{WALKER} missing (make -C module walker)")
     r = kernel_suites(vm_kernel).suite("module-selftest")
