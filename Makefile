@@ -35,7 +35,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
-	test-selftests test-py test-py-host test-py-vm qualify bench clean vm-matrix fuzz fuzz-build \
+	test-selftests test-py test-py-host test-py-vm test-matrix qualify bench clean vm-matrix fuzz fuzz-build \
 	fuzz-run install man deb kernel-ab \
 	cross-version stall-table working-set-table lint format
 
@@ -45,7 +45,7 @@ deps:
 	scripts/deps.sh build
 
 deps-test:
-	scripts/deps.sh build python vm module perf prometheus fuzz lint man deb kernel-7.3-cloud buildroot
+	scripts/deps.sh build python vm module perf prometheus fuzz lint man deb kernel-7.3-cloud kernel-6.18-cloud buildroot
 
 build: userspace selftests
 
@@ -114,6 +114,14 @@ test-py-host:
 
 test-py-vm:
 	$(PYTHON) -m pytest -q -rs --durations=25 -m vm scripts/tests
+
+# the VM suites on every flavour of the four series (make test boots the
+# cloud flavour alone of 6.18 and 7.3); about twice pytest-vm's time
+TEST_MATRIX = debian-6.1,debian-6.12,debian-6.18,debian-7.3
+test-matrix: build
+	scripts/deps.sh vm module kernels buildroot
+	$(MAKE) module-matrix
+	PTWALK_VM_MATRIX=$(TEST_MATRIX) $(PYTHON) -m pytest -q -rs --durations=25 -m vm scripts/tests
 
 # the parsers' libFuzzer targets, ~10 s each (scripts/fuzz.sh, userspace/fuzz)
 fuzz: fuzz-build

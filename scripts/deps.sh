@@ -48,10 +48,12 @@ linux-image-$tbpo_k618-rt-amd64 \
 linux-binary-$tbpo_k73-amd64 linux-binary-$tbpo_k73-cloud-amd64 linux-binary-$tbpo_k73-rt-amd64 \
 linux-modules-$tbpo_k73-amd64 linux-modules-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-rt-amd64 \
 linux-base-$tbpo_k73-amd64 linux-base-$tbpo_k73-cloud-amd64 linux-base-$tbpo_k73-rt-amd64"
-# make test boots one of them, 7.3 cloud (37 MB of packages), with the
-# ptwalk.ko built in the build root below: scripts/tests/test_locking_in_vm.py
+# make test boots the cloud flavour of each (test_matrices in
+# scripts/kernels.toml): 7.3 cloud (37 MB of packages) with the ptwalk.ko
+# built in the build root below, 6.18 cloud without one
 pkgs_kernel73_cloud="linux-binary-$tbpo_k73-cloud-amd64 linux-modules-$tbpo_k73-cloud-amd64 \
 linux-base-$tbpo_k73-cloud-amd64"
+pkgs_kernel618_cloud="linux-image-$tbpo_k618-cloud-amd64"
 kernels_dir=/var/lib/ptwalk/kernels
 # ptwalk.ko for the deb13 kernels (7.3): their headers need the compiler
 # the kernel was built with, gcc-14, which bookworm lacks. A trixie build
@@ -105,8 +107,9 @@ for g in $groups; do
 	kernel) want="$want $pkgs_kernel" ;;
 	kernels) want_kernels="$want_kernels $pkgs_kernels_tbpo" ;;
 	kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;
+	kernel-6.18-cloud) want_kernels="$want_kernels $pkgs_kernel618_cloud" ;;
 	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud buildroot)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud kernel-6.18-cloud buildroot)" >&2; exit 2 ;;
 	esac
 done
 

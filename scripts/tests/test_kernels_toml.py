@@ -38,7 +38,9 @@ def _bzimage(path: Path, release: str) -> None:
 
 def test_both_series_with_every_flavour() -> None:
     raw = tomllib.loads((SCRIPTS / "kernels.toml").read_text())
-    assert raw["test_matrices"] == ["debian-6.1", "debian-6.12"]
+    # make test: every flavour of 6.1 and 6.12, the cloud one of 6.18 and 7.3
+    assert raw["test_matrices"] == ["debian-6.1", "debian-6.12", "debian-6.18:cloud-amd64",
+                                    "debian-7.3:cloud-amd64"]
     for name, series in (("debian-6.1", "6.1"), ("debian-6.12", "6.12")):
         m = raw["matrix"][name]
         assert m["series"] == series
@@ -200,15 +202,19 @@ def test_deps_unpacks_what_the_6_18_and_7_3_matrices_look_for() -> None:
     assert re.search(r'^pkgs_kernel73_cloud="linux-binary-\$tbpo_k73-cloud-amd64 '
                      r'linux-modules-\$tbpo_k73-cloud-amd64 \\\nlinux-base-\$tbpo_k73-cloud-amd64"',
                      text, re.M), "deps.sh: no kernel-7.3-cloud packages"
-    assert "kernel-7.3-cloud" in (SCRIPTS.parent / "Makefile").read_text().split("deps-test:")[1] \
-        .split("\n\n")[0]
+    assert 'kernel-6.18-cloud) want_kernels="$want_kernels $pkgs_kernel618_cloud" ;;' in text
+    assert re.search(r'^pkgs_kernel618_cloud="linux-image-\$tbpo_k618-cloud-amd64"', text, re.M)
+    deps_test = (SCRIPTS.parent / "Makefile").read_text().split("deps-test:")[1].split("\n\n")[0]
+    assert "kernel-7.3-cloud" in deps_test and "kernel-6.18-cloud" in deps_test
     assert 'tbpo_suite="trixie-backports"' in text and "dpkg-deb -x" in text
     assert not re.search(r"dpkg -i|apt-get install[^\n]*\$missing_kernels", text)
     for name, (series, var, pkgs) in NEW.items():
         rel = re.search(rf'^{var}="([^"]+)"', text, re.M)
         assert rel, f"deps.sh names no {series} release ({var})"
         m = raw["matrix"][name]
+        # in make test by one flavour (above), whole in make test-matrix
         assert m["series"] == series and name not in raw["test_matrices"]
+        assert f"{name}:cloud-amd64" in raw["test_matrices"]
         assert [k["name"] for k in m["kernel"]] == FLAVOURS
         for k in m["kernel"]:
             assert re.fullmatch(k["release_match"], f"{rel.group(1)}-{k['name']}"), k
