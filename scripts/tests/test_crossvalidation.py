@@ -60,13 +60,20 @@ def check_no_walk_stall(name: str, res: Result) -> list[str]:
     """A run whose walks hold no mmap_lock: the views agree that no waiter
     waited for the walk. The victims still run slow now and then (off a
     CPU, behind each other), but no stall is the walker's beyond a
-    fallback's moment (under 1 ms), in either kernel view."""
+    fallback's moment (under 1 ms), in either kernel view. The module's
+    figure runs from its own stamp of the walk's acquire, the first probe;
+    when the walker's vCPU is not run before the next probe (one TCG
+    thread runs both vCPUs), that time is in the hold and in the stall's
+    clock_spread_ns: the walk's own part is the figure less the spread
+    (7.3 cloud, 11-30: a 10.1 ms mmap wait, the module 2.06 ms with a
+    1.79 ms spread, the tracepoints, read after it, 0.31 ms)."""
     bad = []
     views = [("module", res.kernel_view), ("tracepoint", res.kernel_view_tracepoint)]
     for view, kv in views:
         if kv is None or kv.stalls is None:
             continue
-        held = [s for s in kv.stalls if (s.walker_held_ns or 0) >= 1_000_000]
+        held = [s for s in kv.stalls
+                if (s.walker_held_ns or 0) - (s.clock_spread_ns or 0) >= 1_000_000]
         if held:
             bad.append(f"{name}: {view} view: {len(held)} stalls the walk held "
                        f">= 1 ms on a per-VMA-locked walk: {held[:3]}")
