@@ -260,6 +260,32 @@ TEST(StallSplit, ChainBeforeALaterWalksWriteHold)
 	EXPECT_EQ(views[1].stalls, 0u);
 }
 
+// The same, but the reader's wait begins after the smaps walk ended
+// (5300), the writer it queues behind still pending: no walk is going, so
+// no chain (ptwalk.ko chains to the live walk only); the clear_refs walk
+// that follows blocks it from its write hold on, and it is that walk's
+// (6.1 cadvisor, 11-30: the view gave such a wait to the ended smaps walk
+// with 0 ns held, the module 18.1 ms to clear_refs). A reader that begins
+// inside the clear_refs walk before its hold is that walk's too.
+TEST(StallSplit, NoChainToAWalkThatEnded)
+{
+	for (const uint64_t start : {5300ull, 5550ull}) {
+		Stream s;
+		s.lock(kWalker, kWalker, false, 1000, 1000, 3000);
+		s.lock(kWalker, kWalker, false, 3200, 3200, 5000);
+		s.lock(kTarget, kMmap, true, 1500, 9100, 9200);
+		s.lock(kWalker, kWalker, true, 5600, 5600, 9000);
+		s.lock(kTarget, kFault, false, start, 9300, 9350);
+		Attributed a(s, {{WalkKind::smaps, kWalker, 900, 5050},
+				 {WalkKind::clear_refs, kWalker, 5500, 9050}});
+		const KernelView &kv = a.kv;
+		EXPECT_EQ(stall_of(kv, kMmap).walk, 0u);
+		EXPECT_EQ(stall_of(kv, kFault).walk, 1u) << start;
+		expect_split(stall_of(kv, kFault), 9300 - start, 3400, 100, 9300 - start - 3500);
+		EXPECT_EQ(a.views[1].stalls, 1u);
+	}
+}
+
 // smaps holds read 1000..5000; the mmap victim's write waits 2000..5100
 // (blocked by it); the fault's read, begun at 3000, queues behind that
 // writer: the walker's read hold counts for it while the writer is
