@@ -96,7 +96,7 @@ struct ptw_waiter {
 	atomic64_t spread;
 	atomic_t split_lost;	/* a hold within the wait was not seen */
 	u64 seen_end;		/* the last walker release that saw this wait */
-	atomic64_t seen_seq;	/* its walk's seq + 1 (0: none yet) */
+	atomic_long_t seen_by;	/* its walker's slot (0: none yet) */
 	/*
 	 * The waiter's own (ptw_wait_late_hold()): the walk's holds that
 	 * ended before its slot, their part of the wait; out: the part is

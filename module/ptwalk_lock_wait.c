@@ -218,7 +218,7 @@ found:
 	ptw_acc_init(&w->spread);
 	w->t0_spread = spread;
 	w->seen_end = 0;
-	atomic64_set(&w->seen_seq, 0);
+	atomic_long_set(&w->seen_by, 0);
 	w->late_hold = 0;
 	w->late_seq = 0;
 	w->late_out = false;
@@ -290,14 +290,14 @@ static void ptw_release_saw(struct ptw_waiter *w, struct ptw_walker *wa,
 	 */
 	WRITE_ONCE(w->seen_end, now);
 	/*
-	 * The first release of this walk to see w (another walk's between
-	 * counts as none: never a wrong split, at worst an incomplete one):
-	 * a hold of this walker that ended in w before it was released
-	 * unseen (w's slot not visible yet), and the waiter's own look reads
-	 * only this one (6.12-rt, 11-29: four holds, 196 us of a 1.38 ms
-	 * wait lost): the split lacks it.
+	 * The first release of this walker to see w (its walks share the
+	 * slot and prev_end; another walker's release between counts as
+	 * none: at worst an incomplete split): a hold of this walker that
+	 * ended in w before it was released unseen (w's slot not visible
+	 * yet), the waiter's own look reads only the last one (6.12-rt,
+	 * 11-29: four holds, 196 us of a 1.38 ms wait lost): split lacks it.
 	 */
-	if (atomic64_xchg(&w->seen_seq, (s64)seq + 1) != (s64)seq + 1 &&
+	if (atomic_long_xchg(&w->seen_by, (long)wa) != (long)wa &&
 	    wa->prev_end > t0) {
 		atomic_set(&w->split_lost, 1);
 		atomic64_inc(&ptw_stats.waits_split_late);
