@@ -104,6 +104,39 @@ series = "dev"
         _ = config.load(toml).test_matrices
 
 
+def test_one_flavour_of_a_matrix(tmp_path: Path) -> None:
+    """test_matrices may keep one flavour of a matrix ("MATRIX:FLAVOUR");
+    a look-up over every matrix still finds each kernel once."""
+    import bench_vm
+    boot = fake_boot(tmp_path, "6.1.0-12-amd64", "6.12.95+deb12-amd64",
+                     "6.12.95+deb12-cloud-amd64")
+    a = kernel_entry("a", "amd64", f"{boot}/vmlinuz-6.1.*", r"6\.1\.\d+-\d+-amd64")
+    b = (kernel_entry("b", "amd64", f"{boot}/vmlinuz-6.12.*", r"6\.12\.\d+\+deb12-amd64")
+         + kernel_entry("b", "cloud-amd64", f"{boot}/vmlinuz-6.12.*",
+                        r"6\.12\.\d+\+deb12-cloud-amd64"))
+    toml = tmp_path / "k.toml"
+    toml.write_text(f"""default_matrix = "a"
+test_matrices = ["a", "b:cloud-amd64"]
+[arch.x86_64]
+qemu = "qemu-system-x86_64"
+[matrix.a]
+series = "6.1"
+{a}[matrix.b]
+series = "6.12"
+{b}""")
+    cfg = config.load(toml)
+    ks, missing = cfg.matrices(cfg.test_matrices)
+    assert not missing and [k.id for k in ks] == ["6.1-amd64", "6.12-cloud-amd64"]
+    both = cfg.matrices(["b:amd64+cloud-amd64"])[0]
+    assert [k.id for k in both] == ["6.12-amd64", "6.12-cloud-amd64"]
+    with pytest.raises(ConfigError, match="has no flavour rt-amd64"):
+        cfg.matrices(["b:rt-amd64"])
+    # every matrix whole, beside the one flavour test_matrices keeps: the
+    # kernel is found (no module built for it), not a duplicate id
+    with pytest.raises(ConfigError, match="6.12-amd64: no ptwalk.ko built"):
+        bench_vm.find_kernel(cfg, "6.12-amd64")
+
+
 # vm: it needs ptwalk.ko of the matrix kernels, which make test builds beside
 # pytest-host (module-matrix), so it runs with the VM stage
 @pytest.mark.vm
