@@ -574,16 +574,16 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		if (!wh && w->late_seq == w->walk_seq && !w->late_out)
 			r.late_hold_ns = min(w->late_hold, r.wait_ns);
 		/*
-		 * A complete split no hold is in: the walk's hold ended
-		 * before the wait began (its lock_t0 read as it released).
-		 * No stall.  Not on PREEMPT_RT: there such waits are many
-		 * (13-22 a boot, 1 on 6.12 amd64) and the tracepoints split
-		 * some as the walk's (6.12-rt pagemap: 1.64 ms of 3.67): an
-		 * empty split is a hold missed, the wait stays listed.
+		 * A complete split no hold of the walk is in: its hold ended
+		 * before the wait began (lock_t0 read as it released), and
+		 * others' holds are not the walk's (7.3, 11-30).  No stall.
+		 * Not on PREEMPT_RT: there such waits are many (13-22 a boot,
+		 * 1 on 6.12 amd64) and the tracepoints split some as the
+		 * walk's (6.12-rt pagemap: 1.64 ms of 3.67): a hold missed.
 		 */
 		if (!wh && !w->write && ptw_chain_holds(w))
 			r.split_complete = 0;
-		if (r.split_complete && !wh && !oh && !r.vma_chain_ns) {
+		if (r.split_complete && !wh && !r.vma_chain_ns) {
 			atomic64_inc(&ptw_stats.waits_unblocked);
 			if (!IS_ENABLED(CONFIG_PREEMPT_RT)) {
 				ptw_stall_take_back(w);
