@@ -232,9 +232,10 @@ def test_vma_victim_on_73_waits_for_the_walker(runs_73: dict[str, Any]) -> None:
     views = doc["validation"]["views"]
     assert views["module_behind_vma_locks"] >= 10, views
     # every module stall is in the tracepoints' list: a wait that began as
-    # the walk's hold was being released, whose complete split gives no
-    # hold any part, is no stall (counted apart: it was listed, 1 ms and
-    # all free, in about 1 of 12 runs before). Nor is one whose only walk
+    # the walk's hold was being released, whose complete split gives the
+    # walk no part, is no stall (counted apart: it was listed, 1 ms and
+    # all free, in about 1 of 12 runs before; once with 0.10 ms another
+    # task held, in a fresh clone of 11-30). Nor is one whose only walk
     # part ended before the waiter's decision, perf's read of its start
     # perhaps after it (late_hold_ns, a vCPU not run between the probes:
     # 2 of 12 runs with ftrace beside, KERNEL-FACTS 26; failed CI once):
