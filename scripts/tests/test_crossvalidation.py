@@ -408,8 +408,14 @@ def test_late_decisions_keep_the_split_right(vm_kernel: Any, kernel_suites: Any)
         problems, compared = compare_splits(name, res)
         # (the stamp run's writers start apart in the two views by the
         # injected delay: only readers' waits pair, none where faults
-        # take no mmap_lock, 6.12)
-        assert compared > 0 or mode == "stamp", f"{name}: no split compared"
+        # take no mmap_lock, 6.12. In the slot run a split is complete
+        # only where no walk hold ended in the 1 ms the slot was hidden;
+        # pagemap releases every few tens of us, so where only writers
+        # wait there may be none: 7.3 cloud, 0, 8, 21 and 70 complete of
+        # 255-289 in four boots; the module then says of every one that
+        # its split is not known, which is what the run asks)
+        assert compared > 0 or mode == "stamp" or \
+            (mode == "slot" and incomplete == len(listed)), f"{name}: no split compared"
         # Not compared: a fault's read wait in a read walk with the
         # decision made late (mark or slot), the walk's only by the chain
         # (a writer it queues behind). The injected delay runs in each
