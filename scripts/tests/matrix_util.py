@@ -25,3 +25,21 @@ def kernel_entry(matrix: str, name: str, image: str | Path, release_match: str |
     if ko is not None:
         out += f'ko = "{ko}"\n'
     return out
+
+
+def kernels_toml(matrices: dict[str, tuple[str | None, str]], default: str | None = None,
+                 test_matrices: list[str] | None = None, extra: str = "") -> str:
+    """A whole kernels.toml: the x86_64 arch, then each matrix (name ->
+    (series or None, its kernel_entry text)); extra goes in the matrix
+    table that comes last."""
+    out = f'default_matrix = "{default}"\n' if default else ""
+    if test_matrices is not None:
+        out += "test_matrices = [" + ", ".join(f'"{m}"' for m in test_matrices) + "]\n"
+    out += '[arch.x86_64]\nqemu = "qemu-system-x86_64"\n'
+    for name, (series, entries) in matrices.items():
+        out += f"[matrix.{name}]\n"
+        if series is not None:
+            out += f'series = "{series}"\n'
+        out += extra if name == list(matrices)[-1] else ""
+        out += entries
+    return out

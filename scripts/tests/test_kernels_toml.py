@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix_util import fake_boot, kernel_entry
+from matrix_util import fake_boot, kernel_entry, kernels_toml
 from ptwalk_vm import config, qemu
 from ptwalk_vm.config import ConfigError
 
@@ -77,17 +77,8 @@ def test_two_matrices_ids_and_a_developer_bzimage(tmp_path: Path) -> None:
     b = kernel_entry("b", "amd64", f"{boot}/vmlinuz-6.12.*", r"6\.12\.43\+deb12-amd64")
     mine = kernel_entry("mine", "patched", tmp_path / "bzImage")
     toml = tmp_path / "k.toml"
-    toml.write_text(f"""default_matrix = "a"
-test_matrices = ["a", "b", "mine"]
-[arch.x86_64]
-qemu = "qemu-system-x86_64"
-[matrix.a]
-series = "6.1"
-{a}[matrix.b]
-series = "6.12"
-{b}[matrix.mine]
-series = "dev"
-{mine}""")
+    toml.write_text(kernels_toml({"a": ("6.1", a), "b": ("6.12", b), "mine": ("dev", mine)},
+                                 "a", ["a", "b", "mine"]))
     cfg = config.load(toml)
     ks, missing = cfg.matrices(cfg.test_matrices)
     assert not missing
@@ -114,15 +105,8 @@ def test_one_flavour_of_a_matrix(tmp_path: Path) -> None:
          + kernel_entry("b", "cloud-amd64", f"{boot}/vmlinuz-6.12.*",
                         r"6\.12\.\d+\+deb12-cloud-amd64"))
     toml = tmp_path / "k.toml"
-    toml.write_text(f"""default_matrix = "a"
-test_matrices = ["a", "b:cloud-amd64"]
-[arch.x86_64]
-qemu = "qemu-system-x86_64"
-[matrix.a]
-series = "6.1"
-{a}[matrix.b]
-series = "6.12"
-{b}""")
+    toml.write_text(kernels_toml({"a": ("6.1", a), "b": ("6.12", b)}, "a",
+                                 ["a", "b:cloud-amd64"]))
     cfg = config.load(toml)
     ks, missing = cfg.matrices(cfg.test_matrices)
     assert not missing and [k.id for k in ks] == ["6.1-amd64", "6.12-cloud-amd64"]
@@ -185,11 +169,8 @@ def test_known_bugs_are_data(tmp_path: Path) -> None:
     boot = tmp_path / "vmlinuz-6.1.0-1-amd64"
     boot.write_bytes(b"x")
     toml = tmp_path / "k.toml"
-    toml.write_text(f"""[arch.x86_64]
-qemu = "q"
-[matrix.m]
-known_bugs = ["smaps_rollup_skp"]
-{kernel_entry("m", "amd64", boot)}""")
+    toml.write_text(kernels_toml({"m": (None, kernel_entry("m", "amd64", boot))},
+                                 extra='known_bugs = ["smaps_rollup_skp"]\n'))
     with pytest.raises(ConfigError, match="unknown bug 'smaps_rollup_skp'"):
         config.load(toml).matrix("m")
     assert config.load(toml).kernel("x", boot).known_bugs is None  # outside a matrix: unknown
