@@ -44,6 +44,7 @@ class StallValidation:
     reference_ops: int | None = None
     reference_ops_dropped: int | None = None
     not_behind_walk: int | None = None
+    outside_walk_holds: int | None = None  # one view: overlapped no walk hold
     vma_lock_waits: int | None = None   # waited on a VMA lock, which no view sees
     recalled: int | None = None
     recall: float | None = None
@@ -57,7 +58,7 @@ class StallValidation:
     disagreements: tuple[str, ...] = ()
 
     INTS = ("threshold_ns", "reference_ops", "reference_ops_dropped", "not_behind_walk",
-            "vma_lock_waits", "recalled", "stalls_checked", "confirmed",
+            "outside_walk_holds", "vma_lock_waits", "recalled", "stalls_checked", "confirmed",
             "confirmed_by_upkeep")
 
     @staticmethod

@@ -196,6 +196,10 @@ def test_the_cross_checks_read_as_members() -> None:
     val["stalls"].update(not_behind_walk=3, unexplained=[
         {"victim": "mmap", "tid": 7, "start_ns": 10, "ns": 2_000_000}],
         unconfirmed=[{"tid": 7, "start_ns": 20, "wait_ns": 1_500_000}])
+    tp = copy.deepcopy(val["stalls"])   # the tracepoint view judged alone
+    del tp["not_behind_walk"]
+    tp.update(view="tracepoint", outside_walk_holds=2)
+    val["stalls_tracepoint"] = tp
     val["views"] = {"module_stalls": 31, "module_in_tracepoint": 30, "tracepoint_in_module": 29,
                     "tracepoint_stalls": 33, "split_compared": 28, "split_agree": 27,
                     "split_max_diff_ns": 40_000}
@@ -212,6 +216,9 @@ def test_the_cross_checks_read_as_members() -> None:
     assert (st.not_behind_walk, st.reference_ops_dropped, st.confirmed_by_upkeep) == (3, 0, 0)
     assert st.unexplained[0].victim is rt.VictimName.mmap and st.unexplained[0].ns == 2_000_000
     assert st.unconfirmed[0].wait_ns == 1_500_000
+    tps = r.validation.stalls_tracepoint
+    assert tps is not None and (tps.outside_walk_holds, tps.not_behind_walk) == (2, None)
+    assert st.outside_walk_holds is None
     views = r.validation.views
     assert views is not None and (views.split_compared, views.split_agree) == (28, 27)
     parts = r.validation.stall_parts

@@ -205,6 +205,7 @@ void to_json(Json::Value &j, const StallValidation &v)
 	j["other_victim_preempted"] = v.other_victim_preempted;
 	j["other_victim_preempted_recalled"] = v.other_victim_preempted_recalled;
 	put_optional(j, "not_behind_walk", v.not_behind_walk);
+	put_optional(j, "outside_walk_holds", v.outside_walk_holds);
 	put_optional(j, "vma_lock_waits", v.vma_lock_waits);
 	j["recalled"] = v.recalled;
 	j["recall"] = number_or_null(v.recall);

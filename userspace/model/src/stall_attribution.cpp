@@ -526,13 +526,14 @@ void stall_list(StallsView &sv, std::vector<Stall> stalls, const StallAccumulato
 		return a.w->span.start_ns < b.w->span.start_ns;
 	});
 	sv.total = uint64_t(stalls.size());
+	auto &every = sv.every_stall.emplace();
 	for (const auto &s : stalls) {
-		if (!keep_stall(sv.list.size(), s.w->span.ns(), stats))
-			break;
 		const Waiter who{threads[s.w->thread].victim, {}};
-		sv.list.push_back({s.w->span.tid, who, held_mode(s.w->span.write),
-				   s.w->span.start_ns, s.w->span.ns(), s.walk, std::nullopt,
-				   s.walker_held, s.others_held, s.free, s.off_cpu, s.runnable});
+		every.push_back({s.w->span.tid, who, held_mode(s.w->span.write), s.w->span.start_ns,
+				 s.w->span.ns(), s.walk, std::nullopt, s.walker_held, s.others_held,
+				 s.free, s.off_cpu, s.runnable});
+		if (keep_stall(sv.list.size(), s.w->span.ns(), stats))
+			sv.list.push_back(every.back());
 	}
 	if (stalls.size() < stats.hard_cap)
 		sv.complete_above_ns = stats.keep_above_ns;
@@ -576,6 +577,9 @@ std::vector<WalkKernelView> attribute_stalls(const StallAccumulator &acc,
 		return views;
 	}
 	const std::vector<WalkHold> wh = walk_holds(acc, walks, tmm, views);
+	auto &spans = sv.walk_holds.emplace();
+	for (const auto &x : wh)
+		spans.emplace_back(x.h.start_ns, x.h.end_ns);
 	Attribution at = attribute_waits(acc, tmm, wh, walks, views);
 	sv.threads = thread_summary(acc, victims, tmm, at);
 	stall_list(sv, std::move(at.stalls), acc, stats);

@@ -33,7 +33,7 @@ std::string fmt_ratio(const char *what, uint64_t a, uint64_t b, double min)
 struct Recall {
 	uint64_t ref = 0, recalled = 0, not_slept = 0, before = 0, before_hit = 0;
 	uint64_t ambiguous = 0, ambiguous_hit = 0, not_behind = 0;
-	uint64_t vma_lock = 0;
+	uint64_t vma_lock = 0, outside_holds = 0;
 	std::vector<UnexplainedOp> unexplained;
 };
 
@@ -76,10 +76,20 @@ bool during_vma_walk(const ValidationInput &in, const VictimOp &o)
 			   [&](auto &s) { return o.start_ns < s.second && s.first < o.end_ns; });
 }
 
+// o overlapped a walk's hold of the target mm (walk_holds, start order)
+bool during_walk_hold(const std::vector<std::pair<uint64_t, uint64_t>> &holds, const VictimOp &o)
+{
+	auto it = std::lower_bound(holds.begin(), holds.end(), o.end_ns,
+				   [](const auto &h, uint64_t t) { return h.first < t; });
+	// holds of one walker do not overlap: of those that began before o
+	// ended, only the last can reach into it
+	return it != holds.begin() && std::prev(it)->second > o.start_ns;
+}
+
 Recall recall_of(const ValidationInput &in)
 {
 	std::map<pid_t, std::vector<const ViewStall *>> stalls_by_tid;
-	for (const auto &s : in.stalls)
+	for (const auto &s : in.every_stall ? *in.every_stall : in.stalls)
 		stalls_by_tid[s.tid].push_back(&s);
 	Recall r;
 	for (const auto &o : in.ops) {
@@ -106,6 +116,10 @@ Recall recall_of(const ValidationInput &in)
 		if (!hit && in.vma_lock_unseen && !in.vma_view && writes_vmas(o.victim) &&
 		    during_vma_walk(in, o)) {
 			r.vma_lock++;
+			continue;
+		}
+		if (!hit && !in.second && in.walk_holds && !during_walk_hold(*in.walk_holds, o)) {
+			r.outside_holds++;
 			continue;
 		}
 		if (other_victim_preempted(in, o)) {
@@ -200,6 +214,8 @@ StallValidation validate_stalls(const ValidationInput &in)
 	v.other_victim_preempted_recalled = r.ambiguous_hit;
 	if (in.second)
 		v.not_behind_walk = r.not_behind;
+	else if (in.walk_holds)
+		v.outside_walk_holds = r.outside_holds;
 	if (in.vma_lock_unseen && !in.vma_view)
 		v.vma_lock_waits = r.vma_lock;
 	v.recalled = r.recalled;
@@ -332,10 +348,10 @@ std::optional<WalkValidation> validate_walks(const RunResult &result)
 namespace {
 
 // A kernel view's attributed stalls, as the backend listed them.
-std::vector<ViewStall> stalls_of(const StallsView &sv)
+std::vector<ViewStall> stalls_of(const std::vector<KernelStall> &list)
 {
 	std::vector<ViewStall> out;
-	for (const auto &s : sv.list)
+	for (const auto &s : list)
 		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns,
 			       s.vma_chain_ns.value_or(0) && !s.walker_held_ns.value_or(0),
 			       s.late_hold_ns.value_or(0) > 0});
@@ -346,9 +362,14 @@ std::vector<ViewStall> stalls_of(const StallsView &sv)
 // wait its list is complete (absent: only as far as it shows).
 void set_view(ValidationInput &in, const StallsView &sv)
 {
-	in.stalls = stalls_of(sv);
+	in.stalls = stalls_of(sv.list);
+	if (sv.every_stall)
+		in.every_stall = stalls_of(*sv.every_stall);
+	else
+		in.every_stall.reset();
 	in.stalls_total = sv.total.value_or(in.stalls.size());
 	in.complete_above_ns = sv.complete_above_ns.value_or(UINT64_MAX);
+	in.walk_holds = sv.walk_holds ? &*sv.walk_holds : nullptr;
 }
 
 // stalls >= threshold in a also in b (same thread, overlapping); those
@@ -526,7 +547,7 @@ void add_validation(RunResult &result, const std::vector<VictimOp> &ops, uint64_
 		std::vector<ViewStall> second_stalls;
 		if (second) {
 			if (second_sv)
-				second_stalls = stalls_of(*second_sv);
+				second_stalls = stalls_of(second_sv->list);
 			in.second = &second_stalls;
 		}
 		val.stalls = validate_stalls(in);

@@ -30,6 +30,7 @@ std::string one_line(const StallValidation &st)
 	add(st.other_victim_preempted, "overlapped a preempted victim");
 	add(st.began_before_walk, "began before the walk");
 	add(st.not_behind_walk.value_or(0), "not behind a walker hold (tracepoint view)");
+	add(st.outside_walk_holds.value_or(0), "overlapped no hold of a walk");
 	add(st.vma_lock_waits.value_or(0), "waited on a VMA lock (no view sees one)");
 	if (!apart.empty())
 		out += "\n  not in the reference: " + apart;

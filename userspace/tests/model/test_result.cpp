@@ -298,6 +298,7 @@ TEST(ResultJson, MembersInTheirOrder)
 	r.perf->error = "perf: not found in PATH";
 	r.kernel_view_tracepoint = KernelView{};
 	r.kernel_view_tracepoint->source = "tp";
+	r.kernel_view_tracepoint->stalls.emplace().walk_holds.emplace(); // none held
 	r.walk_summary = summarize_walks(r.walks, r.scenario.size_bytes);
 	add_validation(r, kOps, 0, &*r.kernel_view_tracepoint);
 	add_stall_estimates(r, LayoutSpec{});
@@ -341,6 +342,9 @@ TEST(ResultJson, MembersInTheirOrder)
 	EXPECT_EQ(keys(j["validation"]),
 		  (Keys{"stalls", "stalls_tracepoint", "views", "walks", "stall_parts"}));
 	EXPECT_TRUE(j["validation"]["stalls"].contains("not_behind_walk"));
+	// the tracepoint view judged alone, with the walks' holds it recorded
+	EXPECT_FALSE(j["validation"]["stalls"].contains("outside_walk_holds"));
+	EXPECT_TRUE(j["validation"]["stalls_tracepoint"].contains("outside_walk_holds"));
 	EXPECT_EQ(j["tool"].dump(), R"({"name":"ptwalk","version":"0.1.0"})");
 }
 

@@ -153,6 +153,13 @@ TEST(StallSplit, WaitFullyBehindWalkerWriteHold)
 	EXPECT_EQ(kv.stalls->threads[0].waiter.victim, Victim::fault);
 	EXPECT_EQ(kv.stalls->threads[0].max_attributed_walker_held_ns, 2000u);
 	EXPECT_FALSE(kv.stalls->threads[1].max_attributed_walker_held_ns); // mmap: none
+	// the walk's hold, for the validation (outside_walk_holds)
+	ASSERT_TRUE(kv.stalls->walk_holds);
+	EXPECT_EQ(*kv.stalls->walk_holds,
+		  (std::vector<std::pair<uint64_t, uint64_t>>{{1000, 5000}}));
+	ASSERT_TRUE(kv.stalls->every_stall);
+	ASSERT_EQ(kv.stalls->every_stall->size(), 1u);
+	EXPECT_EQ(kv.stalls->every_stall->front().wait_ns, 2000u);
 }
 
 // The walker releases at 3000, another thread of the target (not watched)

@@ -85,6 +85,13 @@ struct StallsView {
 	std::optional<uint64_t> total;
 	// "stalls_complete_above_ns": above which wait the list is complete
 	std::optional<uint64_t> complete_above_ns;
+	// the walks' holds of the target mm, [start, end) in start order, as
+	// the tracepoint view found them (not written: the validation's)
+	std::optional<std::vector<std::pair<uint64_t, uint64_t>>> walk_holds;
+	// every attributed stall, however short (the list keeps the longest
+	// and those of 1 ms or more), as the tracepoint view found them (not
+	// written: the validation's recall)
+	std::optional<std::vector<KernelStall>> every_stall;
 };
 
 // The VMA read locks one walk took (the module's VMA-lock view).

@@ -157,6 +157,9 @@ struct StallValidation {
 	uint64_t slow_not_slept = 0, began_before_walk = 0, began_before_walk_recalled = 0;
 	uint64_t other_victim_preempted = 0, other_victim_preempted_recalled = 0;
 	std::optional<uint64_t> not_behind_walk; // with a second view
+	// without one, where the view gives the walks' holds: slow operations
+	// no stall explains that overlapped none of them
+	std::optional<uint64_t> outside_walk_holds;
 	// VMA-lock waits no view sees (ValidationInput::vma_lock_unseen):
 	// present only when the run had such walks
 	std::optional<uint64_t> vma_lock_waits;

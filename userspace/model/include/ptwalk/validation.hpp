@@ -87,6 +87,20 @@ struct ValidationInput {
 	// the module's VMA-lock view is there: its waits are in stalls, and
 	// no wait is set apart as unseen
 	bool vma_view = false;
+	// the walks' holds of the target mm by the view under test, [start,
+	// end) in start order (StallsView::walk_holds). Without a second
+	// view, a slow operation it has no stall for that overlapped none of
+	// them waited for no walk (a walk's syscall outlives its last hold, by
+	// milliseconds where its vCPU is not run), and is counted apart
+	// (outside_walk_holds), not in the reference
+	const std::vector<std::pair<uint64_t, uint64_t>> *walk_holds = nullptr;
+	// every stall the view attributed, however short, where it gives them
+	// (StallsView::every_stall): the recall looks for an operation's
+	// stall there. A slow operation's wait can be shorter than the
+	// threshold the list is complete above (6.18 cloud, pagemap: a 1.006
+	// ms mmap whose write wait, behind the walk, was 0.903 ms; a 6.58 ms
+	// one whose wait was 0.62 ms, its vCPU not run after it).
+	std::optional<std::vector<ViewStall>> every_stall;
 };
 
 // One view's stalls judged; recall/precision are empty (null, and not
