@@ -118,6 +118,7 @@ struct ptw_stall_rec {
 	u64 clock_spread_ns;	/* other probes' reads of its boundaries: within */
 	u64 vma_chain_ns;	/* of others_held: a writer behind the walk's VMA */
 	u64 late_hold_ns;	/* the walk's part, all before the other probes' start */
+	u32 at_release;		/* began as the walk released: its part not known */
 	char waiter_comm[TASK_COMM_LEN];
 };
 

@@ -62,7 +62,7 @@
 	X(walker_mode, "%s") X(acquired, "%u") X(walker_held_ns, "%llu")	\
 	X(others_held_ns, "%llu") X(split_complete, "%u")			\
 	X(clock_spread_ns, "%llu") X(vma_chain_ns, "%llu")			\
-	X(late_hold_ns, "%llu")
+	X(late_hold_ns, "%llu") X(at_release, "%u")
 
 /*
  * debugfs "vma_waits": one wait of a writer (holding the walked mm's

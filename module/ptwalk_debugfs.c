@@ -103,7 +103,7 @@ static int ptw_stall_show(struct seq_file *m, void *v)
 		   r->walker_pid, ptw_mode_names[r->walker_write ? 2 : 1],
 		   r->success, r->walker_held_ns, r->others_held_ns,
 		   r->split_complete, r->clock_spread_ns, r->vma_chain_ns,
-		   r->late_hold_ns);
+		   r->late_hold_ns, r->at_release);
 	return 0;
 }
 

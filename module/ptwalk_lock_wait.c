@@ -16,9 +16,10 @@
  * them sees the overlap.  A wait that no walker hold excluded is not a
  * stall, nor is an attempt that failed (a trylock emits start_locking too,
  * then acquire_returned(success=0)): it is counted in failed_attempts and
- * taken back from the walk's stalls, as is a wait whose complete split has
- * no hold that excluded it (waits_unblocked: it saw the walker's hold as the
- * walker released it).  One chain is followed: a reader that
+ * taken back from the walk's stalls.  A wait that saw the walker's hold as
+ * the walker released it, its split holding none of the walk's, is listed
+ * with that part not known (waits_unblocked, at_release).  One chain is
+ * followed: a reader that
  * arrives while a writer the walk blocks is queued waits behind that writer
  * (rwsem does not let readers pass a waiting writer), so the walk blocks it
  * too; not on PREEMPT_RT, whose rw_semaphore lets readers pass a writer
@@ -574,21 +575,20 @@ void ptw_wait_end(unsigned long me, unsigned long mmk, u64 now,
 		if (!wh && w->late_seq == w->walk_seq && !w->late_out)
 			r.late_hold_ns = min(w->late_hold, r.wait_ns);
 		/*
-		 * A complete split no hold of the walk is in: its hold ended
-		 * before the wait began (lock_t0 read as it released), and
-		 * others' holds are not the walk's (7.3, 11-30).  No stall.
-		 * Not on PREEMPT_RT: there such waits are many (13-22 a boot,
-		 * 1 on 6.12 amd64) and the tracepoints split some as the
-		 * walk's (6.12-rt pagemap: 1.64 ms of 3.67): a hold missed.
+		 * A complete split no hold of the walk is in: the waiter read
+		 * the walk's lock_t0 as the walk released it, the release's
+		 * stamp before the wait's.  The walk's up_read() follows the
+		 * probes, each read of the clock as late as its vCPU is run:
+		 * the walk may have held it for part of the wait or not (7.3:
+		 * the tracepoints split such waits 0 and 0.05-0.34 ms the
+		 * walk's).  Listed, its walk part not known (at_release).
 		 */
 		if (!wh && !w->write && ptw_chain_holds(w))
 			r.split_complete = 0;
 		if (r.split_complete && !wh && !r.vma_chain_ns) {
 			atomic64_inc(&ptw_stats.waits_unblocked);
-			if (!IS_ENABLED(CONFIG_PREEMPT_RT)) {
-				ptw_stall_take_back(w);
-				goto free;
-			}
+			r.split_complete = 0;
+			r.at_release = 1;
 		}
 		ptw_push_stall(&r);
 free:

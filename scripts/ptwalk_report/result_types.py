@@ -178,6 +178,7 @@ class Stall:
     waiter_comm: str | None = None
     clock_spread_ns: int | None = None
     late_hold_ns: int | None = None
+    at_release: bool | None = None   # the module's: began as the walk released
 
     @staticmethod
     def parse(o: _Obj, _i: int) -> Stall:
@@ -191,7 +192,7 @@ class Stall:
                      o.opt_int("others_held_ns"), o.opt_int("free_ns"),
                      o.opt_int("walker_off_cpu_ns"), o.opt_int("waiter_runnable_ns"),
                      o.opt_str("waiter_comm"), o.opt_int("clock_spread_ns"),
-                     o.opt_int("late_hold_ns"))
+                     o.opt_int("late_hold_ns"), o.opt_bool("at_release"))
 
     @property
     def waiter(self) -> str:

@@ -231,20 +231,20 @@ def test_vma_victim_on_73_waits_for_the_walker(runs_73: dict[str, Any]) -> None:
     assert st2["vma_lock_waits"] >= 1 and st2["agree"] is True, st2
     views = doc["validation"]["views"]
     assert views["module_behind_vma_locks"] >= 10, views
-    # every module stall is in the tracepoints' list: a wait that began as
-    # the walk's hold was being released, whose complete split gives the
-    # walk no part, is no stall (counted apart: it was listed, 1 ms and
-    # all free, in about 1 of 12 runs before; once with 0.10 ms another
-    # task held, in a fresh clone of 11-30). Nor is one whose only walk
-    # part ended before the waiter's decision, perf's read of its start
-    # perhaps after it (late_hold_ns, a vCPU not run between the probes:
-    # 2 of 12 runs with ftrace beside, KERNEL-FACTS 26; failed CI once):
-    # counted apart, and only such stalls
+    # every module stall is in the tracepoints' list but those the other
+    # probes may have read apart: one whose only walk part ended before
+    # the waiter's decision, perf's read of its start perhaps after it
+    # (late_hold_ns, a vCPU not run between the probes: 2 of 12 runs with
+    # ftrace beside, KERNEL-FACTS 26; failed CI once), and one that began
+    # as the walk's hold was being released, whose split gives the walk
+    # no part (at_release: the walk's up_read follows the probes; the
+    # tracepoints split such waits 0 and 0.05-0.34 ms the walk's, 11-30):
+    # counted apart, and only such stalls, neither split
     assert views["module_in_tracepoint"] == views["module_stalls"], views
-    late = [s for s in stalls if s.get("late_hold_ns")]
+    late = [s for s in stalls if s.get("late_hold_ns") or s.get("at_release")]
     assert views.get("module_late_unseen", 0) <= len(late), (views, late)
     for s in late:
-        assert "walker_held_ns" not in s and 0 < s["late_hold_ns"] <= s["wait_ns"], s
+        assert "walker_held_ns" not in s and 0 < s.get("late_hold_ns", 1) <= s["wait_ns"], s
     counters = doc["kernel_view"]["counters"]
     assert "waits_unblocked.all" in counters, counters
     # probes run preemptible here: each event's time is its task's stamp,

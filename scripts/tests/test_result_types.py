@@ -207,6 +207,7 @@ def test_the_cross_checks_read_as_members() -> None:
                                                    "tolerance_ns": 1_000_000,
                                                    "bad_victims": ["fault"]}
     kv["stalls"][0]["clock_spread_ns"] = 1234
+    kv["stalls"][1]["at_release"] = True
     d["host"]["thp"]["defrag"] = None   # an unreadable setting is null
     kv["sched_events"] = {"available": True, "filter": "kernel", "waiters": False,
                           "waiters_why": "no wakeup filter"}
@@ -225,6 +226,7 @@ def test_the_cross_checks_read_as_members() -> None:
     assert parts is not None and parts.runnable_vs_schedstat is not None
     assert parts.runnable_vs_schedstat.bad_victims == (rt.VictimName.fault,)
     assert r.stalls[0].clock_spread_ns == 1234 and r.stalls[1].clock_spread_ns is None
+    assert r.stalls[1].at_release is True and r.stalls[0].at_release is None
     assert r.kernel_view is not None and r.kernel_view.sched_events is not None
     sched = r.kernel_view.sched_events
     assert sched.available and sched.waiters is False and sched.why is None

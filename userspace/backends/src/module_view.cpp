@@ -200,6 +200,8 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 			if (st.others_held_ns ? c <= *st.others_held_ns : c <= st.wait_ns)
 				st.vma_chain_ns = c;
 		}
+		st.at_release = r.count(S(at_release)) && u64(r, S(at_release)) &&
+				!st.walker_held_ns;
 		if (r.count(S(late_hold_ns)) && !st.walker_held_ns) {
 			const uint64_t l = u64(r, S(late_hold_ns));
 			if (l && l <= st.wait_ns)
@@ -355,6 +357,8 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 			}
 			k.vma_chain_ns = x.vma_chain_ns;
 			k.late_hold_ns = x.late_hold_ns;
+			if (x.at_release)
+				k.at_release = true;
 			sv.list.push_back(std::move(k));
 		}
 	}

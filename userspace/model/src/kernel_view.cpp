@@ -32,6 +32,7 @@ void to_json(Json::Value &j, const KernelStall &s)
 	put_optional(j, "waiter_runnable_ns", s.waiter_runnable_ns);
 	put_optional(j, "vma_chain_ns", s.vma_chain_ns);
 	put_optional(j, "late_hold_ns", s.late_hold_ns);
+	put_optional(j, "at_release", s.at_release);
 }
 
 void to_json(Json::Value &j, const VmaLockView &v)

@@ -354,7 +354,7 @@ std::vector<ViewStall> stalls_of(const std::vector<KernelStall> &list)
 	for (const auto &s : list)
 		out.push_back({pid_t(s.tid), s.start_ns, s.wait_ns,
 			       s.vma_chain_ns.value_or(0) && !s.walker_held_ns.value_or(0),
-			       s.late_hold_ns.value_or(0) > 0});
+			       s.late_hold_ns.value_or(0) > 0 || s.at_release.value_or(false)});
 	return out;
 }
 

@@ -359,7 +359,7 @@ std::string with(std::string r, std::string_view k, std::string_view v)
 std::string fields(const ModuleStall &s)
 {
 	char b[320];
-	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld %lld %lld",
+	snprintf(b, sizeof(b), "%llu %s %d %s %d %llu %llu %s %d %s %d %lld %lld %lld %lld %lld %d",
 		 (unsigned long long)s.walk_seq, name(s.kind), s.waiter_pid, s.waiter_comm.c_str(),
 		 s.target_tgid, (unsigned long long)s.start_ns, (unsigned long long)s.wait_ns,
 		 name(s.mode), s.walker_pid, name(s.walker_mode), int(s.acquired),
@@ -367,7 +367,7 @@ std::string fields(const ModuleStall &s)
 		 s.others_held_ns ? (long long)*s.others_held_ns : -1LL,
 		 s.clock_spread_ns ? (long long)*s.clock_spread_ns : -1LL,
 		 s.vma_chain_ns ? (long long)*s.vma_chain_ns : -1LL,
-		 s.late_hold_ns ? (long long)*s.late_hold_ns : -1LL);
+		 s.late_hold_ns ? (long long)*s.late_hold_ns : -1LL, int(s.at_release));
 	return b;
 }
 
@@ -389,7 +389,7 @@ TEST(ModuleAbi, EveryWalkKeyIsRead)
 TEST(ModuleAbi, EveryStallKeyIsRead)
 {
 	// a complete split of a 100 ns wait, so that each part is read (none
-	// for late_hold_ns, read only without one)
+	// for late_hold_ns and at_release, read only without one)
 	auto rec = [](std::string_view odd, bool split = true) {
 		std::string r = contract_record(contract::kStallKeys, odd);
 		auto set = [&](std::string_view k, std::string_view v) {
@@ -409,7 +409,7 @@ TEST(ModuleAbi, EveryStallKeyIsRead)
 	ASSERT_EQ(base.size(), 1u);
 	ASSERT_TRUE(base[0].walker_held_ns);
 	for (auto k : contract::kStallKeys) {
-		const bool split = k != "late_hold_ns";
+		const bool split = k != "late_hold_ns" && k != "at_release";
 		auto s = parse_module_stalls(rec(k, split));
 		ASSERT_EQ(s.size(), 1u) << k;
 		EXPECT_NE(fields(s[0]),
@@ -656,4 +656,9 @@ TEST(ModuleView, LateHoldOnlyWithoutASplit)
 	ASSERT_EQ(split.size(), 1u);
 	EXPECT_EQ(split[0].walker_held_ns, 0u);
 	EXPECT_FALSE(split[0].late_hold_ns);
+	// at_release: a wait that began as the walk released, its part not
+	// known; only without a split
+	EXPECT_TRUE(parse_module_stalls(rec + "0 at_release=1\n")[0].at_release);
+	EXPECT_FALSE(parse_module_stalls(rec + "0 at_release=0\n")[0].at_release);
+	EXPECT_FALSE(parse_module_stalls(rec + "1 at_release=1\n")[0].at_release);
 }

@@ -411,8 +411,9 @@ TEST(Validation, VmaLockWaitsOnlyDuringTheWalksUnderVmaLocks)
 
 // --cross-check: a module stall whose walk part ended before the waiter's
 // decision (late_hold_ns) that the tracepoints do not list is counted
-// apart, not as unseen; one they list is compared as any other, and a
-// module stall without late_hold_ns they miss stays unseen.
+// apart, not as unseen, as is one that began as the walk released
+// (at_release); one they list is compared as any other, and a module
+// stall without either they miss stays unseen.
 TEST(Validation, LateHoldStallsTheTracepointsMissAreCountedApart)
 {
 	RunResult r;
@@ -430,8 +431,11 @@ TEST(Validation, LateHoldStallsTheTracepointsMissAreCountedApart)
 	listed.start_ns = 20 * ms;
 	plain.start_ns = 30 * ms;
 	plain.wait_ns = 2 * ms;
-	sv.list = {late, listed, plain};
-	sv.total = 3;
+	KernelStall released = plain;
+	released.start_ns = 40 * ms;
+	released.at_release = true;
+	sv.list = {late, listed, plain, released};
+	sv.total = 4;
 	KernelView second;
 	StallsView &tv = second.stalls.emplace();
 	KernelStall t = listed;
@@ -440,10 +444,10 @@ TEST(Validation, LateHoldStallsTheTracepointsMissAreCountedApart)
 	t.wait_ns = ms;
 	tv.list = {t};
 	tv.total = 1;
-	add_validation(r, {op(1, 10, 3), op(1, 20, 3), op(1, 30, 3)}, 0, &second);
+	add_validation(r, {op(1, 10, 3), op(1, 20, 3), op(1, 30, 3), op(1, 40, 3)}, 0, &second);
 	ASSERT_TRUE(r.validation.views);
 	const ViewsAgreement &v = *r.validation.views;
-	EXPECT_EQ(v.module_late_unseen, 1u);
+	EXPECT_EQ(v.module_late_unseen, 2u);
 	EXPECT_EQ(v.module_stalls, 2u);
 	EXPECT_EQ(v.module_in_tracepoint, 1u);
 	EXPECT_EQ(v.tracepoint_in_module, 1u);

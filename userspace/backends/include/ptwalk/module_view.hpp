@@ -65,6 +65,10 @@ struct ModuleStall {
 	// decision on the start, when other probes (perf's) may have read the
 	// start after them (module key late_hold_ns; split_complete=0)
 	std::optional<uint64_t> late_hold_ns;
+	// the wait began as the walk's hold was being released: whether the
+	// walk held it then is within the probes' spread, its part not known
+	// (module key at_release; split_complete=0)
+	bool at_release = false;
 };
 // One wait of a writer for a walked mm's VMA read locks (debugfs
 // vma_waits, module/README.md): the writer holds mmap_lock for write.

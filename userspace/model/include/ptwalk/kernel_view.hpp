@@ -62,6 +62,10 @@ struct KernelStall {
 	// its holds that ended before the waiter's decision, which other
 	// probes (perf's) may have read the wait's start after
 	std::optional<uint64_t> late_hold_ns;
+	// the module's, in a stall it could not split: it began as the walk's
+	// hold was being released, and whether the walk held the lock in it
+	// is within the probes' spread (another view may not list it)
+	std::optional<bool> at_release;
 };
 
 // One victim's waits ("threads"), its threads merged; in the module's
