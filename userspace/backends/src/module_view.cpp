@@ -192,21 +192,18 @@ std::vector<ModuleStall> parse_module_stalls(std::string_view text)
 					st.clock_spread_ns = u64(r, S(clock_spread_ns));
 			}
 		}
-		// the chain comes from the writer's VMA wait, not from the
-		// holders: it stands without the split, a part of others_held
-		// with it, and of the wait in any case
+		// the chain is the writer's VMA wait's, not the holders': within
+		// the wait without the split, within others_held with it
 		if (r.count(S(vma_chain_ns))) {
 			const uint64_t c = u64(r, S(vma_chain_ns));
 			if (st.others_held_ns ? c <= *st.others_held_ns : c <= st.wait_ns)
 				st.vma_chain_ns = c;
 		}
-		st.at_release = r.count(S(at_release)) && u64(r, S(at_release)) &&
-				!st.walker_held_ns;
-		if (r.count(S(late_hold_ns)) && !st.walker_held_ns) {
-			const uint64_t l = u64(r, S(late_hold_ns));
-			if (l && l <= st.wait_ns)
-				st.late_hold_ns = l;
-		}
+		// without a split only (an absent key reads 0)
+		st.at_release = u64(r, S(at_release)) && !st.walker_held_ns;
+		const uint64_t late = st.walker_held_ns ? 0 : u64(r, S(late_hold_ns));
+		if (late && late <= st.wait_ns)
+			st.late_hold_ns = late;
 		out.push_back(std::move(st));
 	}
 	return out;
@@ -357,8 +354,7 @@ StallsView module_stalls(const ModuleRecords &rec, std::map<uint64_t, size_t> &s
 			}
 			k.vma_chain_ns = x.vma_chain_ns;
 			k.late_hold_ns = x.late_hold_ns;
-			if (x.at_release)
-				k.at_release = true;
+			k.at_release = x.at_release ? std::optional(true) : std::nullopt;
 			sv.list.push_back(std::move(k));
 		}
 	}
