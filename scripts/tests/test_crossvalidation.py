@@ -321,26 +321,31 @@ def check_late_holds(name: str, res: Result) -> None:
     counted apart (module_late_unseen), never taken for a disagreement.
     late_hold_ns is given only where one walk hold ended so (pagemap's
     holds are many: 0-2 such stalls a run, 6.1 and 6.12 cloud, 11-29);
-    the others stay unsplit and uncounted."""
+    the others stay unsplit and uncounted. A stall begun as the walk
+    released (at_release, its walk part not known) the tracepoints do not
+    list is counted apart too (fresh clone of 6c544ec: 1 a run, 6.1)."""
     listed = module_stalls(res)
-    late = [x for x in listed if x.late_hold_ns is not None]
+    late = [x for x in listed if x.late_hold_ns is not None or x.at_release]
     assert res.validation is not None and res.validation.views is not None, name
     views = res.validation.views
     tp = res.kernel_view_tracepoint.stalls if res.kernel_view_tracepoint else None
     assert tp is not None, f"{name}: no tracepoint view"
     unlisted = 0
     for s in late:
-        lh = s.late_hold_ns
-        assert s.walker_held_ns is None and lh is not None and 0 < lh <= s.wait_ns, (name, s)
         twins = [t for t in tp if t.tid == s.tid and t.start_ns < s.start_ns + s.wait_ns
                  and s.start_ns < t.start_ns + t.wait_ns]
         unlisted += not twins and s.wait_ns >= 1_000_000
+        assert s.walker_held_ns is None, (name, s)
+        lh = s.late_hold_ns
+        if lh is None:   # at_release: no walk part to bound the twin's by
+            continue
+        assert 0 < lh <= s.wait_ns, (name, s)
         for t in twins:
             # the tracepoints' read of the start came after the module's
             assert t.start_ns + SPLIT_SLACK_NS >= s.start_ns, (name, s, t)
             assert (t.walker_held_ns or 0) <= lh + SPLIT_SLACK_NS, (name, s, t)
-    print(f"{name}: {len(late)} stalls with late_hold_ns, {unlisted} of 1 ms or more "
-          f"not listed by the tracepoints; {views}")
+    print(f"{name}: {len(late)} stalls with late_hold_ns or at_release, {unlisted} of 1 ms "
+          f"or more not listed by the tracepoints; {views}")
     assert (views.module_late_unseen or 0) == unlisted, (name, views, unlisted)
 
 
