@@ -76,14 +76,13 @@ bool during_vma_walk(const ValidationInput &in, const VictimOp &o)
 			   [&](auto &s) { return o.start_ns < s.second && s.first < o.end_ns; });
 }
 
-// o overlapped a walk's hold of the target mm (walk_holds, start order)
+// o overlapped a walk's hold of the target mm (walk_holds): any walk's, so
+// that two walkers' holds that overlap (cadvisor) need no order between them
 bool during_walk_hold(const std::vector<std::pair<uint64_t, uint64_t>> &holds, const VictimOp &o)
 {
-	auto it = std::lower_bound(holds.begin(), holds.end(), o.end_ns,
-				   [](const auto &h, uint64_t t) { return h.first < t; });
-	// holds of one walker do not overlap: of those that began before o
-	// ended, only the last can reach into it
-	return it != holds.begin() && std::prev(it)->second > o.start_ns;
+	return std::any_of(holds.begin(), holds.end(), [&](const auto &h) {
+		return h.first < o.end_ns && h.second > o.start_ns;
+	});
 }
 
 Recall recall_of(const ValidationInput &in)
