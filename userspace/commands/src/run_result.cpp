@@ -165,6 +165,7 @@ WorkingSetResult working_set(const Scenario &sc, const Shared &sh, uint32_t nw)
 		d.aggr_us = ds.aggr_us;
 		d.update_us = ds.update_us;
 		d.return_slack_us = ds.return_slack_us;
+		d.update_timeouts = ds.update_timeouts.load();
 		d.kdamond_pid = ds.kdamond_pid;
 		std::vector<TouchPoint> tl;
 		const uint32_t n = std::min(sh.touch.ntimeline.load(), kTouchTimeline);

@@ -361,6 +361,7 @@ void to_json(Json::Value &j, const WorkingSetResult &r)
 			      {"kdamond_cpu_ns", d.kdamond_cpu_ns},
 			      {"reads", d.reads},
 			      {"windows_skipped", d.windows_skipped},
+			      {"update_timeouts", d.update_timeouts},
 			      {"regions_p50", d.regions_p50}};
 	}
 }
@@ -395,6 +396,11 @@ void print_working_set(const WorkingSetResult &r, FILE *out)
 			"skipped: a missed aggregation), %u regions (median)\n",
 			double(r.damon->sample_us) / 1e3, double(r.damon->aggr_us) / 1e3,
 			r.damon->reads, r.damon->windows_skipped, r.damon->regions_p50);
+	if (r.damon && r.damon->update_timeouts)
+		fprintf(out,
+			"  DAMON: %u reads empty: the kernel ended the update on its timeout "
+			"before an apply (before 6.14)\n",
+			r.damon->update_timeouts);
 }
 
 } // namespace ptwalk

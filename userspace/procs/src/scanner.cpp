@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <vector>
 
@@ -296,10 +295,7 @@ uint64_t cpu_ns_of(pid_t pid)
 // sampling and 50 ms for the writer's wakeup on a busy machine.
 uint64_t damon_return_slack_us(const DamonAttrs &a)
 {
-	utsname u{};
-	unsigned major = 0, minor = 0;
-	const bool polls = uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 ||
-			   major < 6 || (major == 6 && minor < 14);
+	const bool polls = damon_update_may_time_out(); // the same kernels
 	return (polls ? 100000 : 0) + a.sample_us + 50000;
 }
 
@@ -352,6 +348,10 @@ int Scanner::run_damon()
 			break;
 		}
 		const auto &regs = std::get<std::vector<DamonRegion>>(r);
+		if (regs.empty()) { // the kernel's update timed out before an apply
+			ds.update_timeouts.fetch_add(1);
+			continue;
+		}
 		c.accessed_bytes = damon_accessed_bytes(regs, sh_->mapping_base,
 							sh_->mapping_base + sh_->mapping_bytes);
 		c.nr_regions = uint32_t(regs.size());

@@ -173,6 +173,7 @@ TEST(WorkingSet, DamonWindowsAreConsecutiveAggregations)
 	d.sample_us = 5000;
 	d.aggr_us = 200000;
 	d.return_slack_us = 55000;
+	d.update_timeouts = 2; // empty reads, the scanner's count: kept as given
 	// a read: written at w ms, returned at r ms, positions, accessed, CPU
 	auto rd =
 		[&](uint64_t w, uint64_t r, uint64_t p0, uint64_t p1, uint64_t acc, uint64_t cpu) {
@@ -205,6 +206,11 @@ TEST(WorkingSet, DamonWindowsAreConsecutiveAggregations)
 	EXPECT_EQ(r.damon->windows_skipped, 1u);
 	EXPECT_EQ(r.damon->kdamond_cpu_ns, 8500u);
 	EXPECT_EQ(r.damon->regions_p50, 12u);
+	EXPECT_EQ(r.damon->update_timeouts, 2u);
+	Json::Value j;
+	to_json(j, r);
+	EXPECT_EQ(j["damon"]["update_timeouts"], 2);
+	EXPECT_EQ(j["damon"]["reads"], 4);
 	// 6.12's slack (a 100 ms poll) is larger: the second read's request
 	// may then have come after its aggregation began late
 	d.return_slack_us = 155000;

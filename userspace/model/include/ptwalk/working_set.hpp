@@ -114,6 +114,7 @@ struct WorkingSetResult {
 		int32_t kdamond_pid = 0;
 		uint64_t kdamond_cpu_ns = 0; // over the reads, first to last
 		unsigned reads = 0, windows_skipped = 0;
+		unsigned update_timeouts = 0; // empty reads, not in reads (< 6.14)
 		uint32_t regions_p50 = 0;
 	};
 	std::optional<Damon> damon;

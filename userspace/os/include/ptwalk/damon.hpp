@@ -45,6 +45,10 @@ struct DamonRegion {
 	uint32_t age = 0;
 };
 
+// Whether this kernel's update of tried_regions can end on a timeout with
+// no region (before 6.14; damon.cpp has the source): uname().
+bool damon_update_may_time_out();
+
 class DamonSysfs {
 public:
 	static constexpr const char *kDefaultRoot = "/sys/kernel/mm/damon/admin";
@@ -85,8 +89,18 @@ public:
 	// schemes/0/tried_regions/<i>/. The write blocks in the kernel, not
 	// interruptibly, until the kdamond has applied the scheme once: up to
 	// update_wait_bound_us(). An error when the kdamond has stopped (the
-	// target exited), or a region directory lacks a file.
+	// target exited), or a region directory lacks a file. No region at all
+	// is an error, but where the kernel ends an update on a timeout
+	// (update_may_time_out()): there it is an empty set, a read that
+	// caught no aggregation.
 	std::variant<std::vector<DamonRegion>, std::string> regions();
+
+	// Whether this kernel gives up an update of tried_regions after two
+	// aggregations of wall time, with the regions collected so far (none
+	// if the apply came later): before 6.14. From uname(); settable for
+	// tests.
+	bool update_may_time_out() const { return update_may_time_out_; }
+	void set_update_may_time_out(bool v) { update_may_time_out_ = v; }
 
 	// The longest a regions() call waits in the kernel with the attrs of
 	// start(): two aggregations, a sampling and 6.12's 100 ms polling
@@ -106,6 +120,7 @@ private:
 	std::string root_, modules_;
 	DamonAttrs attrs_;
 	bool owned_ = false; // we wrote nr_kdamonds 1 and have not undone it
+	bool update_may_time_out_;
 };
 
 // Working-set estimate: bytes of the regions with nr_accesses > 0, clipped

@@ -115,6 +115,9 @@ struct DamonState {
 	// how long after the aggregation it reports a read may return
 	// (damon.cpp: 6.12 polls every 100 ms; 6.14+ completes at once)
 	uint64_t return_slack_us;
+	// reads that came back empty: the kernel's update ended on its timeout
+	// before an apply (before 6.14, damon.cpp), not recorded in calls
+	std::atomic<uint32_t> update_timeouts;
 	std::atomic<uint32_t> ncalls;
 	DamonCall calls[kMaxDamonCalls];
 };
