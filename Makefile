@@ -17,11 +17,17 @@
 #   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
 #                   share/ptwalk/, man pages under DESTDIR/PREFIX (default
 #                   /usr/local)
-#   make kernel-ab PATCH=file.patch
+#   make kernel-ab PATCH=file.patch [SRC=tarball]
 #                   a kernel patch before/after: builds linux-source-6.1
-#                   without and with it (scripts/kernel/ptwalk.config, -j2:
-#                   long), boots both, compares (scripts/kernel-ab.sh);
-#                   not part of make test
+#                   (or SRC, e.g. linux-source-7.3) without and with it
+#                   (scripts/kernel/ptwalk.config and the tree's preemption
+#                   fragment, -j2: long), boots both, compares
+#                   (scripts/kernel-ab.sh); not part of make test
+#   make kernel-debug [SRC=tarball]
+#                   linux-source-7.3 (or SRC) with scripts/kernel/debug.config
+#                   (DEBUG_PREEMPT, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KASAN,
+#                   about 14 min at -j2), the module's selftest booted on it,
+#                   no splat allowed (scripts/kernel-debug.sh); not in make test
 #   make cross-version [CROSS_OUT=dir]
 #                   the standard scenarios on Debian 6.1 and 6.12 cloud
 #                   (TCG, icount and real time) and on the host, compared
@@ -36,7 +42,7 @@ DESTDIR ?=
 
 .PHONY: all deps deps-test build userspace selftests module module-matrix test test-unit \
 	test-selftests test-py test-py-host test-py-vm test-matrix qualify bench clean vm-matrix fuzz fuzz-build \
-	fuzz-run install man deb kernel-ab \
+	fuzz-run install man deb kernel-ab kernel-debug \
 	cross-version stall-table working-set-table lint format
 
 all: build
@@ -148,7 +154,12 @@ kernel-ab:
 	scripts/deps.sh build python vm kernel
 	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
-	scripts/kernel-ab.sh --jobs 2 $(PATCH)
+	scripts/kernel-ab.sh --jobs 2 $(if $(SRC),--src $(SRC)) $(PATCH)
+
+kernel-debug:
+	scripts/deps.sh build vm kernel $(if $(SRC),,kernel-src-7.3)
+	$(MAKE) -C module walker
+	scripts/kernel-debug.sh --jobs 2 $(if $(SRC),--src $(SRC))
 
 CROSS_OUT ?= build/cross-version
 cross-version: build

@@ -83,6 +83,10 @@ pkgs_man="go-md2man man-db groff-base"
 # make deb: debhelper with its DKMS and python3 add-ons, lintian to check
 # the packages
 pkgs_deb="debhelper dh-dkms dh-python dpkg-dev lintian"
+# mainline for patch work and the debug flavour (scripts/kernel-ab.sh
+# --src, scripts/kernel-debug.sh): trixie-backports' linux-source-7.3,
+# unpacked as the images are: $kernels_dir/usr/src/linux-source-7.3.tar.xz
+pkgs_kernel_src73="linux-source-7.3"
 # building a kernel from linux-source-6.1 (scripts/kernel-ab.sh, make kernel-ab)
 pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio kmod linux-source-6.1"
 
@@ -108,8 +112,9 @@ for g in $groups; do
 	kernels) want_kernels="$want_kernels $pkgs_kernels_tbpo" ;;
 	kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;
 	kernel-6.18-cloud) want_kernels="$want_kernels $pkgs_kernel618_cloud" ;;
+	kernel-src-7.3) want_kernels="$want_kernels $pkgs_kernel_src73" ;;
 	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud kernel-6.18-cloud buildroot)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud kernel-6.18-cloud kernel-src-7.3 buildroot)" >&2; exit 2 ;;
 	esac
 done
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# A kernel patch, before and after: builds Debian's linux-source-6.1 with
-# scripts/kernel/ptwalk.config (on top of `make defconfig`) twice, without
+# A kernel patch, before and after: builds a packaged kernel source (default
+# Debian's linux-source-6.1; --src linux-source-7.3 or 7.2 for mainline) with
+# scripts/kernel/ptwalk.config and the preemption model its Kconfig offers
+# (scripts/kernel/lib.sh; on top of `make defconfig`) twice, without
 # and with PATCH, builds ptwalk.ko against each tree, boots each in the VM
 # harness, runs the same scenarios in both and compares them
 # (scripts/kernel_ab.py). The second build reuses the first one's object
@@ -9,9 +11,13 @@
 #
 # usage: scripts/kernel-ab.sh [--dir DIR] [--jobs N] [--only build|run]
 #                             [--src TARBALL] [--out DIR] PATCH
-#   --dir   build dir (default build/kernel-ab): DIR/linux-source-6.1 (the
-#           sources, patched in place during the second build), DIR/obj
-#           (objects), DIR/before and DIR/after (bzImage, .config, build log)
+#   --dir   build dir (default build/kernel-ab): DIR/<tree> (the sources as
+#           the tarball names them, patched in place during the second
+#           build), DIR/obj-<tree> (objects), DIR/before and DIR/after
+#           (bzImage, .config, build log)
+#   --src   default /usr/src/linux-source-6.1.tar.xz; scripts/deps.sh
+#           kernel-src-7.3 unpacks /var/lib/ptwalk/kernels/usr/src/
+#           linux-source-7.3.tar.xz
 #   --jobs  make -j (default 2: the machine's vCPUs are shared)
 #   --only  build: stop after both builds; run: boot and compare what an
 #           earlier build left in DIR
@@ -25,6 +31,7 @@ PY=/usr/bin/python3
 
 die() { echo "kernel-ab: $*" >&2; exit 2; }
 fail() { echo "kernel-ab: $*" >&2; exit 1; }
+. "$PROJECT/scripts/kernel/lib.sh"
 
 dir=build/kernel-ab
 jobs=2
@@ -56,39 +63,13 @@ case "$only" in ''|build|run) ;; *) die "--only wants build or run, got '$only'"
 case "$dir" in /*) ;; *) dir=$PROJECT/$dir ;; esac
 case "$patch" in /*) ;; *) patch=$PROJECT/$patch ;; esac
 [ -n "$out" ] || out=$dir/results
-frag=$PROJECT/scripts/kernel/ptwalk.config
-tree=$dir/linux-source-6.1
-obj=$dir/obj
-
-build_one() { # NAME LOCALVERSION: build the tree as it is now into $obj
-	name=$1
-	mkdir -p "$dir/$name"
-	echo "kernel-ab: building $name (make -j$jobs, log $dir/$name/build.log)" >&2
-	t0=$(date +%s)
-	make -C "$tree" O="$obj" -j"$jobs" LOCALVERSION="$2" bzImage modules \
-		>"$dir/$name/build.log" 2>&1 || {
-		tail -30 "$dir/$name/build.log" >&2
-		fail "$name: kernel build failed (log $dir/$name/build.log)"
-	}
-	echo "kernel-ab: $name built in $(( $(date +%s) - t0 )) s" >&2
-	cp "$obj/arch/x86/boot/bzImage" "$dir/$name/bzImage"
-	cp "$obj/.config" "$dir/$name/config"
-	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$obj/include/generated/utsrelease.h")
-	echo "$rel" >"$dir/$name/release"
-	# ptwalk.ko against this tree: module/build/<release>/ptwalk.ko, where
-	# scripts/kernels.toml looks for it
-	scripts/build-modules.sh "$obj" || fail "$name: ptwalk.ko build failed"
-	cp "module/build/$rel/ptwalk.ko" "$dir/$name/ptwalk.ko"
-}
-
 if [ "$only" != run ]; then
+	[ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)"
+	name=$(kernel_tree_name "$src")
+	tree=$dir/$name
+	obj=$dir/obj-$name
 	scripts/deps.sh kernel vm || fail "missing build dependencies (scripts/deps.sh kernel vm)"
-	[ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs it)"
-	mkdir -p "$dir"
-	if [ ! -f "$tree/Makefile" ]; then
-		echo "kernel-ab: unpacking $src into $dir" >&2
-		tar -C "$dir" -xf "$src"
-	fi
+	kernel_unpack "$src" "$dir" "$tree"
 	# a tree a previous run left patched goes back to the source as shipped
 	if [ -f "$dir/applied.patch" ]; then
 		patch -d "$tree" -p1 -R -s <"$dir/applied.patch" || fail "cannot revert $dir/applied.patch"
@@ -96,25 +77,13 @@ if [ "$only" != run ]; then
 	fi
 	patch -d "$tree" -p1 --dry-run -s <"$patch" >/dev/null 2>&1 \
 		|| die "PATCH $patch does not apply to $tree"
-	mkdir -p "$obj"
-	make -C "$tree" O="$obj" -s defconfig >/dev/null
-	"$tree/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >"$dir/merge.log" 2>&1 \
-		|| { cat "$dir/merge.log" >&2; fail "merge_config.sh failed"; }
-	make -C "$tree" O="$obj" -s olddefconfig >/dev/null
-	# every option of the fragment survived olddefconfig (a dependency
-	# missing would silently drop one)
-	# (a subshell's loop: lost is its output)
-	lost=$(sed -n 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' "$frag" | while read -r l; do
-		grep -qxF "$l" "$obj/.config" || printf ' %s' "$l"
-	done; sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$frag" | while read -r o; do
-		! grep -q "^$o=" "$obj/.config" || printf ' %s(unset)' "$o"
-	done)
-	[ -z "$lost" ] || fail "options of $frag lost by olddefconfig:$lost"
+	kernel_configure "$tree" "$obj" "$dir/merge.log" "$PROJECT/scripts/kernel/ptwalk.config" \
+		"$(kernel_preempt_fragment "$tree")"
 
-	build_one before -ab-before
+	kernel_build "$tree" "$obj" "$jobs" -ab-before "$dir/before"
 	patch -d "$tree" -p1 -s <"$patch" || fail "PATCH $patch failed to apply"
 	cp "$patch" "$dir/applied.patch"
-	build_one after -ab-after
+	kernel_build "$tree" "$obj" "$jobs" -ab-after "$dir/after"
 	# leave the sources as shipped
 	patch -d "$tree" -p1 -R -s <"$dir/applied.patch" && rm -f "$dir/applied.patch"
 fi

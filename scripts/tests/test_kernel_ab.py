@@ -241,3 +241,94 @@ def test_budget_diff_counts_only_changes_with_a_fail() -> None:
     assert [(c["budget"], c["before"], c["after"]) for c in changed] == \
         [("gone", "FAIL", "-"), ("ns", "PASS", "FAIL")]
     assert [(o["budget"], o["before"], o["after"]) for o in one_side] == [("p99", "SKIP", "PASS")]
+
+
+DEBUG_SH = ROOT / "scripts" / "kernel-debug.sh"
+LIB = ROOT / "scripts" / "kernel" / "lib.sh"
+SRC73 = Path("/var/lib/ptwalk/kernels/usr/src/linux-source-7.3.tar.xz")
+
+
+@pytest.mark.parametrize("args", [
+    ["--jobs", "0"],
+    ["--only", "boot"],
+    ["--bogus"],
+    ["--dir"],
+    ["--src", "/nonexistent.tar.xz"],
+])
+def test_debug_script_bad_input(args: list[str]) -> None:
+    r = subprocess.run(["sh", str(DEBUG_SH), *args], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    _one_line_error(r, "kernel-debug")
+
+
+def _lib(call: str) -> subprocess.CompletedProcess:
+    script = (f'PROJECT={ROOT}; die() {{ echo "die: $*" >&2; exit 2; }}; '
+              f'fail() {{ echo "fail: $*" >&2; exit 1; }}; . {LIB}; {call}')
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=300)
+
+
+def _kconfig_tree(tmp_path: Path, voluntary_depends: str, lazy: bool) -> Path:
+    """A tree with only the kernel/Kconfig.preempt entries the choice reads."""
+    k = tmp_path / "kernel"
+    k.mkdir(parents=True)
+    text = ("choice\n\tprompt \"Preemption Model\"\n\n"
+            "config PREEMPT_VOLUNTARY\n\tbool \"Voluntary\"\n" + voluntary_depends +
+            "\tdepends on !ARCH_NO_PREEMPT\n\n"
+            "config PREEMPT\n\tbool \"Preemptible\"\n\n")
+    if lazy:
+        text += "config PREEMPT_LAZY\n\tbool \"Lazy\"\n\tdepends on ARCH_HAS_PREEMPT_LAZY\n\n"
+    (k / "Kconfig.preempt").write_text(text + "endchoice\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("depends,lazy,want", [
+    # 7.x: x86 has PREEMPT_LAZY, and voluntary is not offered beside it
+    ("\tdepends on !ARCH_HAS_PREEMPT_LAZY\n", True, "preempt-lazy.config"),
+    # 6.13-6.x: PREEMPT_LAZY exists, voluntary still offered
+    ("", True, "preempt-voluntary.config"),
+    # 6.1, 6.12: no PREEMPT_LAZY
+    ("", False, "preempt-voluntary.config"),
+])
+def test_preempt_fragment_follows_the_trees_kconfig(tmp_path: Path, depends: str, lazy: bool,
+                                                    want: str) -> None:
+    r = _lib(f"kernel_preempt_fragment {_kconfig_tree(tmp_path, depends, lazy)}")
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()) == ROOT / "scripts" / "kernel" / want
+    assert Path(r.stdout.strip()).is_file()
+    assert _lib(f"kernel_preempt_fragment {tmp_path / 'none'}").returncode == 1
+
+
+def test_fragments_hold_one_preemption_model_each() -> None:
+    """ptwalk.config names no preemption model (7.x has no voluntary on
+    x86, and olddefconfig would drop it); each model's fragment names one."""
+    kdir = ROOT / "scripts" / "kernel"
+    assert not re.search(r"^CONFIG_PREEMPT", FRAG.read_text(), re.M)
+    for name, opt in (("preempt-voluntary.config", "CONFIG_PREEMPT_VOLUNTARY=y"),
+                      ("preempt-lazy.config", "CONFIG_PREEMPT_LAZY=y")):
+        sets = re.findall(r"^CONFIG_\w+=.*$", (kdir / name).read_text(), re.M)
+        assert sets == [opt], (name, sets)
+    debug = (kdir / "debug.config").read_text()
+    for opt in ("DEBUG_PREEMPT", "PROVE_LOCKING", "DEBUG_ATOMIC_SLEEP", "KASAN"):
+        assert re.search(rf"^CONFIG_{opt}=y$", debug, re.M), opt
+
+
+@pytest.mark.parametrize("tarball,tree,want", [
+    (SRC, "linux-source-6.1", "preempt-voluntary.config"),
+    (SRC73, "linux-source-7.3", "preempt-lazy.config"),
+])
+def test_packaged_sources_name_their_tree_and_model(tmp_path: Path, tarball: Path, tree: str,
+                                                    want: str) -> None:
+    if tarball == SRC73 and not tarball.exists():
+        # only make kernel-debug and kernel-ab SRC= unpack it; 6.1's comes
+        # with the build group, so its absence fails below
+        pytest.skip(f"{tarball} not unpacked (scripts/deps.sh kernel-src-7.3)")
+    r = _lib(f"kernel_tree_name {tarball}")
+    assert r.returncode == 0 and r.stdout.strip() == tree, (r.stdout, r.stderr)
+    subprocess.run(["tar", "-C", str(tmp_path), "-xf", str(tarball),
+                    f"{tree}/kernel/Kconfig.preempt"], check=True, timeout=300)
+    r = _lib(f"kernel_preempt_fragment {tmp_path / tree}")
+    assert r.returncode == 0 and Path(r.stdout.strip()).name == want, (r.stdout, r.stderr)
+    bad = tmp_path / "not-a-kernel.tar"
+    (tmp_path / "x").mkdir()
+    subprocess.run(["tar", "-C", str(tmp_path / "x"), "-cf", str(bad), "."], check=True)
+    assert _lib(f"kernel_tree_name {bad}").returncode == 2
