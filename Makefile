@@ -158,7 +158,6 @@ kernel-ab:
 
 kernel-debug:
 	scripts/deps.sh build vm kernel $(if $(SRC),,kernel-src-7.3)
-	$(MAKE) -C module walker
 	scripts/kernel-debug.sh --jobs 2 $(if $(SRC),--src $(SRC))
 
 CROSS_OUT ?= build/cross-version

@@ -58,9 +58,7 @@ if [ ! -f "$patch" ] || [ ! -r "$patch" ]; then die "PATCH $patch: not a readabl
 if ! grep -q '^+++ ' "$patch" || ! grep -q '^@@ ' "$patch"; then
 	die "PATCH $patch: no unified diff in it"
 fi
-case "$jobs" in ''|*[!0-9]*|0) die "--jobs wants a positive integer, got '$jobs'" ;; esac
-case "$only" in ''|build|run) ;; *) die "--only wants build or run, got '$only'" ;; esac
-case "$dir" in /*) ;; *) dir=$PROJECT/$dir ;; esac
+kernel_check_options "$jobs" "$only" "$dir"
 case "$patch" in /*) ;; *) patch=$PROJECT/$patch ;; esac
 [ -n "$out" ] || out=$dir/results
 if [ "$only" != run ]; then

@@ -48,9 +48,7 @@ while [ $# -gt 0 ]; do
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 done
-case "$jobs" in ''|*[!0-9]*|0) die "--jobs wants a positive integer, got '$jobs'" ;; esac
-case "$only" in ''|build|run) ;; *) die "--only wants build or run, got '$only'" ;; esac
-case "$dir" in /*) ;; *) dir=$PROJECT/$dir ;; esac
+kernel_check_options "$jobs" "$only" "$dir"
 [ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel-src-7.3 unpacks the 7.3 one)"
 name=$(kernel_tree_name "$src")
 tree=$dir/$name

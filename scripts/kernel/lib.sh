@@ -3,6 +3,14 @@
 # scripts/kernel-ab.sh and scripts/kernel-debug.sh (POSIX sh). The caller
 # defines fail() (exit 1) and die() (exit 2), and sets PROJECT.
 
+# The options both scripts take, checked: --jobs, --only; DIR made absolute
+# (sets dir).
+kernel_check_options() { # JOBS ONLY DIR
+	case "$1" in ''|*[!0-9]*|0) die "--jobs wants a positive integer, got '$1'" ;; esac
+	case "$2" in ''|build|run) ;; *) die "--only wants build or run, got '$2'" ;; esac
+	case "$3" in /*) dir=$3 ;; *) dir=$PROJECT/$3 ;; esac
+}
+
 # The top directory of a linux-source tarball (linux-source-7.3), from its
 # first member: the tarball names its own tree.
 kernel_tree_name() { # TARBALL

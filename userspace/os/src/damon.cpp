@@ -227,7 +227,7 @@ std::variant<std::vector<DamonRegion>, std::string> read_tried_regions(const std
 // (6.12 cloud under TCG, 12-05: aggregations 275 and 600 ms apart for a
 // 200 ms interval, the third read empty). 6.14+ wait for the apply itself
 // (damos_walk()).
-bool damon_update_may_time_out()
+static bool damon_update_may_time_out()
 {
 	utsname u{};
 	unsigned major = 0, minor = 0;

@@ -293,9 +293,8 @@ uint64_t cpu_ns_of(pid_t pid)
 // its regions may return: 6.14+ wakes the writer at the apply (damos_walk(),
 // core.c), 6.12 polls every 100 ms (damon_sysfs_handle_cmd()); plus a
 // sampling and 50 ms for the writer's wakeup on a busy machine.
-uint64_t damon_return_slack_us(const DamonAttrs &a)
+uint64_t damon_return_slack_us(const DamonAttrs &a, bool polls)
 {
-	const bool polls = damon_update_may_time_out(); // the same kernels
 	return (polls ? 100000 : 0) + a.sample_us + 50000;
 }
 
@@ -320,7 +319,8 @@ int Scanner::run_damon()
 		return 4;
 	}
 	DamonState &ds = sh_->damon;
-	ds.return_slack_us = damon_return_slack_us(a);
+	// the kernels that poll are those whose update may time out
+	ds.return_slack_us = damon_return_slack_us(a, d.update_may_time_out());
 	ds.sample_us = a.sample_us;
 	ds.aggr_us = a.aggr_us;
 	ds.update_us = a.update_us;

@@ -45,10 +45,6 @@ struct DamonRegion {
 	uint32_t age = 0;
 };
 
-// Whether this kernel's update of tried_regions can end on a timeout with
-// no region (before 6.14; damon.cpp has the source): uname().
-bool damon_update_may_time_out();
-
 class DamonSysfs {
 public:
 	static constexpr const char *kDefaultRoot = "/sys/kernel/mm/damon/admin";
