@@ -56,6 +56,21 @@ static inline unsigned long ptw_max_inject_ns(void)
 }
 
 /*
+ * Every stamp the module takes: CLOCK_MONOTONIC, as ktime_get_ns() and the
+ * victims' clock_gettime() give it, but without the timekeeper's seqcount
+ * read side. A kprobe's handler runs from the int3 trap, which lockdep
+ * counts as NMI context, and ktime_get_ns() there is "inconsistent
+ * {INITIAL USE} -> {IN-NMI} usage" of the timekeeping seqcount (7.3.4 with
+ * PROVE_LOCKING, make kernel-debug, 12-05). ktime_get_mono_fast_ns() is
+ * the NMI-safe accessor (kernel/time/timekeeping.c, exported since 3.17);
+ * one clock for the probes of both kinds keeps their stamps comparable.
+ */
+static inline u64 ptw_now_ns(void)
+{
+	return ktime_get_mono_fast_ns();
+}
+
+/*
  * Test only: busy-wait d ns on the clock rather than ndelay(): udelay's
  * loop calibration is unreliable in emulators, ktime is not.
  */
@@ -65,8 +80,8 @@ static inline void ptw_inject_wait(unsigned long d)
 
 	if (!d)
 		return;
-	until = ktime_get_ns() + min(d, ptw_max_inject_ns());
-	while (ktime_get_ns() < until)
+	until = ptw_now_ns() + min(d, ptw_max_inject_ns());
+	while (ptw_now_ns() < until)
 		cpu_relax();
 }
 

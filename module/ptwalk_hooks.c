@@ -53,7 +53,7 @@ static int ptw_call_entry(enum ptw_kind kind, unsigned long key,
 
 	if (!ptw_kind_on(kind))
 		return 1;
-	d->t0 = ktime_get_ns();
+	d->t0 = ptw_now_ns();
 	d->key = key;
 	d->ppos = NULL;
 	d->slot = ptw_call_enter(kind, key, file, d->t0, pos_valid, pos);
@@ -67,7 +67,7 @@ static int ptw_call_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	loff_t pos = 0;
 	bool valid = d->ppos && !get_kernel_nofault(pos, d->ppos);
 
-	ptw_call_exit(d->slot, d->t0, ktime_get_ns(), valid, pos);
+	ptw_call_exit(d->slot, d->t0, ptw_now_ns(), valid, pos);
 	return 0;
 }
 NOKPROBE_SYMBOL(ptw_call_ret);
@@ -154,7 +154,7 @@ static int ptw_walk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct ptw_ri *d = (struct ptw_ri *)ri->data;
 
-	d->slot = ptw_walk_proper_enter(ktime_get_ns());
+	d->slot = ptw_walk_proper_enter(ptw_now_ns());
 	return d->slot < 0 ? 1 : 0;
 }
 NOKPROBE_SYMBOL(ptw_walk_entry);
@@ -163,7 +163,7 @@ static int ptw_walk_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct ptw_ri *d = (struct ptw_ri *)ri->data;
 
-	ptw_walk_proper_exit(d->slot, ktime_get_ns());
+	ptw_walk_proper_exit(d->slot, ptw_now_ns());
 	return 0;
 }
 NOKPROBE_SYMBOL(ptw_walk_ret);

@@ -93,7 +93,7 @@ static void ptw_tp_stamp(struct tracepoint *tp)
 
 	if (ptw_tp_alone(tp))
 		return;
-	atomic64_set(ptw_tp_slot_of(id), (s64)((u64)id << 32 | (u32)ktime_get_ns()));
+	atomic64_set(ptw_tp_slot_of(id), (s64)((u64)id << 32 | (u32)ptw_now_ns()));
 }
 NOKPROBE_SYMBOL(ptw_tp_stamp);
 
@@ -117,7 +117,7 @@ static u64 ptw_tp_time(struct tracepoint *tp, u64 *spread)
 {
 	u32 id = (u32)current->pid + 1, ago;
 	atomic64_t *slot = ptw_tp_slot_of(id);
-	u64 now = ktime_get_ns();
+	u64 now = ptw_now_ns();
 	s64 v;
 
 	*spread = 0;

@@ -79,7 +79,7 @@ static int ptw_vma_entry(struct kretprobe_instance *ri, struct pt_regs *regs,
 	}
 	if (ptw_lock_mm_walked_from((unsigned long)mm, PTW_ALL_KINDS, 0) < 0)
 		return 1;
-	d->t0 = ktime_get_ns();
+	d->t0 = ptw_now_ns();
 	d->mm_key = (unsigned long)mm;
 	d->vma_key = (unsigned long)vma;
 	d->detach = detach;
@@ -110,7 +110,7 @@ int ptw_vma_write_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct ptw_vma_ri *d = (struct ptw_vma_ri *)ri->data;
 	struct ptw_vma_wait_rec r;
-	u64 now = ktime_get_ns(), end;
+	u64 now = ptw_now_ns(), end;
 	int slot;
 
 	memset(&r, 0, sizeof(r));
@@ -155,7 +155,7 @@ int ptw_vma_next_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	d->key = mm_key;
 	/* get_next_vma() dropped the previous VMA's lock just before */
-	ptw_walk_vma_unlocking(d->slot, ktime_get_ns());
+	ptw_walk_vma_unlocking(d->slot, ptw_now_ns());
 	ptw_lock_call_enter(d->slot);
 	return 0;
 }
@@ -168,7 +168,7 @@ int ptw_vma_next_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (ptw_lock_live(d->slot))
 		ptw_lock_call_exit(d->slot);
-	ptw_walk_vma_locked(d->slot, ktime_get_ns(),
+	ptw_walk_vma_locked(d->slot, ptw_now_ns(),
 			    IS_ERR_OR_NULL(vma) ? 0 : (unsigned long)vma,
 			    IS_ERR(vma));
 	return 0;
