@@ -141,9 +141,14 @@ check "smaps holds mmap_lock: $smaps_lock (kernel $(uname -r))" sh -c \
 	"grep 'kind=smaps ' $TMP/walks | grep -Eq 'lock_mode=$smaps_lock( |\$)'"
 # and, where it does not, the VMA-lock view sees the walk's VMA read locks:
 # one per VMA shown (the walker's 256 MiB mapping among a few dozen),
-# held for most of the walk
+# held for most of the walk. The gate VMA ([vsyscall], shown where the
+# kernel has LEGACY_VSYSCALL_XONLY, as defconfig does and Debian's
+# LEGACY_VSYSCALL_NONE does not) is a shared static VMA that m_next() hands
+# out without a lock (7.3.4 fs/proc/task_mmu.c proc_get_vma(), m_start()):
+# it is shown, and counts a call, with no VMA read lock.
+gate=$(grep -c '\[vsyscall\]' /proc/self/maps)
 if [ $smaps_lock = none ] && [ $VMA_VIEW = 1 ]; then
-	check "smaps walks took a VMA read lock per VMA shown, held for the walk" awk '
+	check "smaps walks took a VMA read lock per VMA shown, held for the walk" awk -v gate="$gate" '
 	function kv(line, key,   a, i, n) {
 		n = split(line, a, " ")
 		for (i = 1; i <= n; i++)
@@ -153,7 +158,7 @@ if [ $smaps_lock = none ] && [ $VMA_VIEW = 1 ]; then
 	}
 	/kind=smaps / { n++; c = kv($0, "calls") + 0; l = kv($0, "vma_locks") + 0
 		h = kv($0, "vma_hold_ns") + 0; w = kv($0, "walk_ns") + 0
-		if (l < c || l < 2 || h < w / 2) { print "# " $0; bad = 1 } }
+		if (l < c - gate || l < 2 || h < w / 2) { print "# " $0; bad = 1 } }
 	END { exit (n == 2 && !bad) ? 0 : 1 }' $TMP/walks
 else
 	check "no VMA read locks recorded (smaps under mmap_lock or no view)" sh -c \
