@@ -17,13 +17,13 @@
 #   make install    bin/ptwalk, its helpers in libexec/ptwalk/, budgets in
 #                   share/ptwalk/, man pages under DESTDIR/PREFIX (default
 #                   /usr/local)
-#   make kernel-ab PATCH=file.patch [SRC=tarball]
+#   make kernel-ab PATCH=file.patch [SRC=linux-source-7.3|tarball] [EXPECT=skip-fix]
 #                   a kernel patch before/after: builds linux-source-6.1
 #                   (or SRC, e.g. linux-source-7.3) without and with it
 #                   (scripts/kernel/ptwalk.config and the tree's preemption
 #                   fragment, -j2: long), boots both, compares
 #                   (scripts/kernel-ab.sh); not part of make test
-#   make kernel-debug [SRC=tarball]
+#   make kernel-debug [SRC=linux-source-6.1|tarball]
 #                   linux-source-7.3 (or SRC) with scripts/kernel/debug.config
 #                   (DEBUG_PREEMPT, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP, KASAN,
 #                   about 14 min at -j2), the module's selftest booted on it,
@@ -151,13 +151,13 @@ format:
 
 kernel-ab:
 	@test -n "$(PATCH)" || { echo "make kernel-ab: PATCH=FILE is needed" >&2; exit 2; }
-	scripts/deps.sh build python vm kernel
+	scripts/deps.sh build python vm kernel $(if $(findstring 7.3,$(SRC)),kernel-src-7.3)
 	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
-	scripts/kernel-ab.sh --jobs 2 $(if $(SRC),--src $(SRC)) $(PATCH)
+	scripts/kernel-ab.sh --jobs 2 $(if $(SRC),--src $(SRC)) $(if $(EXPECT),--expect $(EXPECT)) $(PATCH)
 
 kernel-debug:
-	scripts/deps.sh build vm kernel $(if $(SRC),,kernel-src-7.3)
+	scripts/deps.sh build vm kernel $(if $(SRC),$(if $(findstring 7.3,$(SRC)),kernel-src-7.3),kernel-src-7.3)
 	scripts/kernel-debug.sh --jobs 2 $(if $(SRC),--src $(SRC))
 
 CROSS_OUT ?= build/cross-version

@@ -10,12 +10,14 @@
 # tree: only the files PATCH touches (and the release string) recompile.
 #
 # usage: scripts/kernel-ab.sh [--dir DIR] [--jobs N] [--only build|run]
-#                             [--src TARBALL] [--out DIR] PATCH
+#                             [--src TARBALL] [--out DIR]
+#                             [--expect no-change|skip-fix] PATCH
 #   --dir   build dir (default build/kernel-ab): DIR/<tree> (the sources as
 #           the tarball names them, patched in place during the second
 #           build), DIR/obj-<tree> (objects), DIR/before and DIR/after
 #           (bzImage, .config, build log)
-#   --src   default /usr/src/linux-source-6.1.tar.xz; scripts/deps.sh
+#   --src   a tarball or a packaged name (linux-source-7.3); default
+#           /usr/src/linux-source-6.1.tar.xz; scripts/deps.sh
 #           kernel-src-7.3 unpacks /var/lib/ptwalk/kernels/usr/src/
 #           linux-source-7.3.tar.xz
 #   --jobs  make -j (default 2: the machine's vCPUs are shared)
@@ -23,6 +25,10 @@
 #           earlier build left in DIR
 #   --out   where kernel_ab.py writes result sets and verdicts
 #           (default DIR/results)
+#   --expect what the verdict asks (kernel_ab.py --expect): no-change
+#           (default; any moved budget or compare verdict is named, exit 1)
+#           or skip-fix (the 6.1 smaps_rollup backport: walks skip a VMA
+#           before, none after, nothing else moves)
 # Bad input: one line on stderr, exit 2. Build or boot failure: exit 1.
 set -eu
 cd "$(dirname "$0")/.."
@@ -38,6 +44,7 @@ jobs=2
 only=""
 src=/usr/src/linux-source-6.1.tar.xz
 out=""
+expect=no-change
 patch=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -46,6 +53,9 @@ while [ $# -gt 0 ]; do
 	--only) [ $# -ge 2 ] || die "--only needs a value"; only=$2; shift 2 ;;
 	--src) [ $# -ge 2 ] || die "--src needs a value"; src=$2; shift 2 ;;
 	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
+	--expect) [ $# -ge 2 ] || die "--expect needs a value"
+		case "$2" in no-change | skip-fix) ;; *) die "--expect wants no-change or skip-fix, got '$2'" ;; esac
+		expect=$2; shift 2 ;;
 	-h|--help) sed -n '3,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (see --help)" ;;
@@ -62,7 +72,7 @@ kernel_check_options "$jobs" "$only" "$dir"
 case "$patch" in /*) ;; *) patch=$PROJECT/$patch ;; esac
 [ -n "$out" ] || out=$dir/results
 if [ "$only" != run ]; then
-	[ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)"
+	kernel_resolve_src "$src"
 	name=$(kernel_tree_name "$src")
 	tree=$dir/$name
 	obj=$dir/obj-$name
@@ -90,6 +100,6 @@ fi
 for n in before after; do
 	[ -f "$dir/$n/bzImage" ] || die "$dir/$n/bzImage missing: build first (--only build)"
 done
-exec "$PY" scripts/kernel_ab.py --out "$out" \
+exec "$PY" scripts/kernel_ab.py --out "$out" --expect "$expect" \
 	--before "$dir/before/bzImage" --before-ko "$dir/before/ptwalk.ko" \
 	--after "$dir/after/bzImage" --after-ko "$dir/after/ptwalk.ko"

@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 kernel_check_options "$jobs" "$only" "$dir"
-[ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel-src-7.3 unpacks the 7.3 one)"
+kernel_resolve_src "$src"
 name=$(kernel_tree_name "$src")
 tree=$dir/$name
 obj=$dir/obj-$name

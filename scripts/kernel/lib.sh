@@ -11,6 +11,23 @@ kernel_check_options() { # JOBS ONLY DIR
 	case "$3" in /*) dir=$3 ;; *) dir=$PROJECT/$3 ;; esac
 }
 
+# --src as given: a tarball's path, or a packaged source's name
+# (linux-source-6.1, linux-source-7.3), looked up where Debian installs it
+# (/usr/src) and where scripts/deps.sh kernel-src-7.3 unpacks the package
+# (/var/lib/ptwalk/kernels/usr/src). Sets src.
+kernel_resolve_src() { # SRC
+	src=$1
+	case "$src" in
+	*/*|*.tar.*) [ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)" ;;
+	linux-source-*)
+		for d in /usr/src /var/lib/ptwalk/kernels/usr/src; do
+			[ -f "$d/$src.tar.xz" ] && { src=$d/$src.tar.xz; return 0; }
+		done
+		die "no $1.tar.xz in /usr/src or /var/lib/ptwalk/kernels/usr/src (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)" ;;
+	*) die "--src wants a tarball or a name like linux-source-7.3, got '$src'" ;;
+	esac
+}
+
 # The top directory of a linux-source tarball (linux-source-7.3), from its
 # first member: the tarball names its own tree.
 kernel_tree_name() { # TARBALL

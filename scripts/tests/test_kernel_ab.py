@@ -51,6 +51,11 @@ def _one_line_error(r: subprocess.CompletedProcess, prog: str) -> None:
     ["--bogus", "PATCH"],
     ["--dir"],
     ["PATCH", "PATCH"],
+    ["--expect", "fixed", "PATCH"],
+    ["--expect"],
+    ["--src", "bogus", "PATCH"],                 # neither a tarball nor a source's name
+    ["--src", "linux-source-9.9", "PATCH"],      # a name no package installed
+    ["--src", "/nonexistent.tar.xz", "PATCH"],
 ])
 def test_script_bad_input(args: list[str]) -> None:
     args = [str(_patch()) if a == "PATCH" else a for a in args]
@@ -74,7 +79,9 @@ def test_script_run_without_build(tmp_path: Path) -> None:
     ["--before", "IMG", "--after", "IMG", "--runs", "two"],
     ["--before", "IMG", "--after", "IMG", "--timeout", "-1"],
     ["--before", "IMG", "--after", "IMG", "--scenarios", "rollup_alias,nope"],
-    ["--before", "IMG", "--after", "IMG", "--scenarios", "clear_refs"],  # no skip figure
+    ["--before", "IMG", "--after", "IMG", "--scenarios", "clear_refs",
+     "--expect", "skip-fix"],                             # no skip figure
+    ["--before", "IMG", "--after", "IMG", "--expect", "fixed"],
     ["--before", "IMG", "--after", "IMG", "--before-ko", "/nonexistent.ko"],
     ["--before", "IMG", "--after", "IMG", "--accel", "xen"],
     ["--reuse", "--out", "EMPTY"],
@@ -181,7 +188,8 @@ def test_boot_and_compare_stock_kernels(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, str(PY), "--before", str(before.image),
                             "--before-ko", str(before.ko), "--after", str(after.image),
                             "--after-ko", str(after.ko), "--runs", "1",
-                            "--scenarios", "rollup_alias", "--out", str(out)],
+                            "--scenarios", "rollup_alias", "--expect", "skip-fix",
+                            "--out", str(out)],
                            cwd=ROOT, capture_output=True, text=True, timeout=600)
         took = time.monotonic() - t0
     print(r.stdout, r.stderr[-3000:], f"took {took:.0f} s")
@@ -195,10 +203,50 @@ def test_boot_and_compare_stock_kernels(tmp_path: Path) -> None:
     assert f"{sb['skipped']} of {sb['walks']} walks skipped a VMA" in r.stdout
     assert "VERDICT: FIX SHOWN" in r.stdout
     # --reuse evaluates the saved sets again, offline, to the same verdict
-    r2 = subprocess.run([sys.executable, str(PY), "--reuse", "--out", str(out)], cwd=ROOT,
-                        capture_output=True, text=True, timeout=120)
+    r2 = subprocess.run([sys.executable, str(PY), "--reuse", "--expect", "skip-fix",
+                         "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120)
     assert r2.returncode == 0 and r2.stdout == r.stdout, r2.stdout + r2.stderr
     assert took < 300, f"boot-and-compare took {took:.0f} s"
+
+
+def _ab_sets(out: Path, after_ns_per_pte: float) -> None:
+    """Four clear_refs runs a side, under out/vm/SIDE/results as a boot
+    leaves them: before at 30 ns/PTE, after at AFTER_NS_PER_PTE."""
+    import random
+    for side, npp, seed in (("before", 30.0, 11), ("after", after_ns_per_pte, 12)):
+        rng = random.Random(seed)
+        for i in range(1, 5):
+            synthetic.write(synthetic.make_result(rng=rng, ns_per_pte=npp, spread=0.02,
+                                                  release="7.3.4-ab-" + side),
+                            out / "vm" / side / "results" / f"clear_refs-{i}.json")
+
+
+@pytest.mark.parametrize("after_npp,rc,verdict", [
+    (30.0, 0, "VERDICT: NO CHANGE"),     # the same walks: nothing moved
+    (36.0, 1, "VERDICT: CHANGED"),       # +20% ns/PTE: compare says REGRESSION
+])
+def test_no_change_names_what_moved(tmp_path: Path, after_npp: float, rc: int,
+                                    verdict: str) -> None:
+    """--expect no-change (the default, for any patch, e.g. on 7.3 where no
+    walk skips): quiet when the two sides are alike, and a moved compare
+    verdict is a finding, named, exit 1. No rollup_alias run is needed."""
+    _ab_sets(tmp_path, after_npp)
+    r = subprocess.run([sys.executable, str(PY), "--reuse", "--out", str(tmp_path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == rc, r.stdout + r.stderr
+    assert verdict in r.stdout, r.stdout
+    doc = json.loads((tmp_path / "verdict.json").read_text())
+    assert doc["expect"] == "no-change" and doc["ok"] == (rc == 0)
+    assert "skipped a VMA" not in r.stdout       # no rollup_alias runs, no skip line
+    if rc:
+        assert [m["verdict"] for m in doc["other_compare_changes"]] == ["REGRESSION"], doc
+        assert any(p.startswith("compare verdict changed: ") for p in doc["problems"])
+    # the same sets asked the backport's question: no skip before, not shown
+    r2 = subprocess.run([sys.executable, str(PY), "--reuse", "--expect", "skip-fix",
+                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120)
+    assert r2.returncode == 1 and "VERDICT: FIX NOT SHOWN" in r2.stdout, r2.stdout
 
 
 def test_upstream_text_names_incomplete_walks(tmp_path: Path) -> None:
