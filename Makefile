@@ -149,15 +149,18 @@ format:
 	scripts/deps.sh lint
 	scripts/lint.sh --format
 
+# the deps.sh group that unpacks a mainline SRC (linux-source-7.3 or 7.2)
+KSRC_DEPS = $(if $(findstring 7.3,$(SRC)),kernel-src-7.3) $(if $(findstring 7.2,$(SRC)),kernel-src-7.2)
+
 kernel-ab:
 	@test -n "$(PATCH)" || { echo "make kernel-ab: PATCH=FILE is needed" >&2; exit 2; }
-	scripts/deps.sh build python vm kernel $(if $(findstring 7.3,$(SRC)),kernel-src-7.3)
+	scripts/deps.sh build python vm kernel $(KSRC_DEPS)
 	cmake -S userspace -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(CMAKE_BUILD) -j2 --target ptwalk
 	scripts/kernel-ab.sh --jobs 2 $(if $(SRC),--src $(SRC)) $(if $(EXPECT),--expect $(EXPECT)) $(PATCH)
 
 kernel-debug:
-	scripts/deps.sh build vm kernel $(if $(SRC),$(if $(findstring 7.3,$(SRC)),kernel-src-7.3),kernel-src-7.3)
+	scripts/deps.sh build vm kernel $(if $(SRC),$(KSRC_DEPS),kernel-src-7.3)
 	scripts/kernel-debug.sh --jobs 2 $(if $(SRC),--src $(SRC))
 
 CROSS_OUT ?= build/cross-version

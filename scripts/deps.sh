@@ -87,6 +87,10 @@ pkgs_deb="debhelper dh-dkms dh-python dpkg-dev lintian"
 # --src, scripts/kernel-debug.sh): trixie-backports' linux-source-7.3,
 # unpacked as the images are: $kernels_dir/usr/src/linux-source-7.3.tar.xz
 pkgs_kernel_src73="linux-source-7.3"
+# and sid's linux-source-7.2 (7.2.13), unpacked the same way:
+# $kernels_dir/usr/src/linux-source-7.2.tar.xz
+sid_suite=sid
+pkgs_kernel_src72="linux-source-7.2"
 # building a kernel from linux-source-6.1 (scripts/kernel-ab.sh, make kernel-ab)
 pkgs_kernel="make gcc flex bison bc libelf-dev libssl-dev pahole xz-utils cpio kmod linux-source-6.1"
 
@@ -95,6 +99,7 @@ groups="${*:-build python vm module perf prometheus fuzz lint man deb}"
 want=""
 want_bpo=""
 want_kernels=""
+want_sid=""
 want_buildroot=""
 for g in $groups; do
 	case "$g" in
@@ -113,8 +118,9 @@ for g in $groups; do
 	kernel-7.3-cloud) want_kernels="$want_kernels $pkgs_kernel73_cloud" ;;
 	kernel-6.18-cloud) want_kernels="$want_kernels $pkgs_kernel618_cloud" ;;
 	kernel-src-7.3) want_kernels="$want_kernels $pkgs_kernel_src73" ;;
+	kernel-src-7.2) want_sid="$want_sid $pkgs_kernel_src72" ;;
 	buildroot) want="$want mmdebstrap"; want_buildroot=$pkgs_buildroot ;;
-	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud kernel-6.18-cloud kernel-src-7.3 buildroot)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$g' (build python vm module perf prometheus fuzz lint man deb kernel kernels kernel-7.3-cloud kernel-6.18-cloud kernel-src-7.3 kernel-src-7.2 buildroot)" >&2; exit 2 ;;
 	esac
 done
 
@@ -143,16 +149,21 @@ for p in $want_kernels; do
 	case " $missing_kernels " in *" $p "*) continue ;; esac
 	[ -e "$kernels_dir/.unpacked/$p" ] || missing_kernels="$missing_kernels $p"
 done
+missing_sid=""
+for p in $want_sid; do
+	case " $missing_sid " in *" $p "*) continue ;; esac
+	[ -e "$kernels_dir/.unpacked/$p" ] || missing_sid="$missing_sid $p"
+done
 # the buildroot group: a root made with other packages is made again
 missing_buildroot=""
 if [ -n "$want_buildroot" ] &&
 	[ "$(cat "$buildroot_dir/.ptwalk-packages" 2>/dev/null)" != "$want_buildroot" ]; then
 	missing_buildroot=" $buildroot_dir (trixie:$(echo "$want_buildroot" | tr -s ' ' ,))"
 fi
-[ -z "$missing$missing_bpo$missing_kernels$missing_buildroot" ] && exit 0
+[ -z "$missing$missing_bpo$missing_kernels$missing_sid$missing_buildroot" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
-	echo "ptwalk: missing Debian packages:$missing$missing_bpo$missing_kernels$missing_buildroot" >&2
+	echo "ptwalk: missing Debian packages:$missing$missing_bpo$missing_kernels$missing_sid$missing_buildroot" >&2
 	[ -z "$missing" ] || echo "ptwalk: install them as root: apt-get install$missing" >&2
 	[ -z "$missing_bpo" ] || echo "ptwalk: and from $bpo_suite:$missing_bpo" >&2
 	exit 1
@@ -202,21 +213,30 @@ if [ -n "$missing_bpo" ]; then
 	# shellcheck disable=SC2086
 	APT_CONFIG="$d/apt.conf" apt-get install -y -qq --no-install-recommends $missing_bpo >&2
 fi
-if [ -n "$missing_kernels" ]; then
-	echo "ptwalk: unpacking from $tbpo_suite into $kernels_dir:$missing_kernels" >&2
-	d=/var/lib/ptwalk/apt-$tbpo_suite
-	private_apt "$tbpo_suite" "$d" alone
+# Packages $2... of suite $1, downloaded through its private apt
+# configuration and unpacked (not installed) into $kernels_dir.
+unpack_from() {
+	suite=$1
+	shift
+	echo "ptwalk: unpacking from $suite into $kernels_dir: $*" >&2
+	d=/var/lib/ptwalk/apt-$suite
+	private_apt "$suite" "$d" alone
 	mkdir -p "$d/debs" "$kernels_dir/.unpacked"
 	APT_CONFIG="$d/apt.conf" apt-get update -qq
-	# shellcheck disable=SC2086
-	(cd "$d/debs" && rm -f ./*.deb && \
-		APT_CONFIG="$d/apt.conf" apt-get download -qq -o APT::Sandbox::User=root $missing_kernels)
-	for p in $missing_kernels; do
+	(cd "$d/debs" && rm -f ./*.deb &&
+		APT_CONFIG="$d/apt.conf" apt-get download -qq -o APT::Sandbox::User=root "$@")
+	for p in "$@"; do
 		deb=$(ls "$d/debs/${p}_"*.deb)
 		dpkg-deb -x "$deb" "$kernels_dir"
 		touch "$kernels_dir/.unpacked/$p"
 	done
 	rm -f "$d/debs/"*.deb
+}
+# shellcheck disable=SC2086
+[ -z "$missing_sid" ] || unpack_from "$sid_suite" $missing_sid
+if [ -n "$missing_kernels" ]; then
+	# shellcheck disable=SC2086
+	unpack_from "$tbpo_suite" $missing_kernels
 	# modules.dep and the rest, as the packages' postinst would make them
 	for m in "$kernels_dir"/usr/lib/modules/*/; do
 		rel=$(basename "$m")

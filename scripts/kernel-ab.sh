@@ -18,8 +18,8 @@
 #           (bzImage, .config, build log)
 #   --src   a tarball or a packaged name (linux-source-7.3); default
 #           /usr/src/linux-source-6.1.tar.xz; scripts/deps.sh
-#           kernel-src-7.3 unpacks /var/lib/ptwalk/kernels/usr/src/
-#           linux-source-7.3.tar.xz
+#           kernel-src-7.3 (kernel-src-7.2) unpacks /var/lib/ptwalk/kernels/usr/src/
+#           linux-source-7.3.tar.xz (7.2 from sid)
 #   --jobs  make -j (default 2: the machine's vCPUs are shared)
 #   --only  build: stop after both builds; run: boot and compare what an
 #           earlier build left in DIR

@@ -12,18 +12,18 @@ kernel_check_options() { # JOBS ONLY DIR
 }
 
 # --src as given: a tarball's path, or a packaged source's name
-# (linux-source-6.1, linux-source-7.3), looked up where Debian installs it
-# (/usr/src) and where scripts/deps.sh kernel-src-7.3 unpacks the package
+# (linux-source-6.1, linux-source-7.3, linux-source-7.2), looked up where Debian installs it
+# (/usr/src) and where scripts/deps.sh kernel-src-7.3 (7.2) unpacks it
 # (/var/lib/ptwalk/kernels/usr/src). Sets src.
 kernel_resolve_src() { # SRC
 	src=$1
 	case "$src" in
-	*/*|*.tar.*) [ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)" ;;
+	*/*|*.tar.*) [ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 and kernel-src-7.2 the mainline ones)" ;;
 	linux-source-*)
 		for d in /usr/src /var/lib/ptwalk/kernels/usr/src; do
 			[ -f "$d/$src.tar.xz" ] && { src=$d/$src.tar.xz; return 0; }
 		done
-		die "no $1.tar.xz in /usr/src or /var/lib/ptwalk/kernels/usr/src (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 the 7.3 one)" ;;
+		die "no $1.tar.xz in /usr/src or /var/lib/ptwalk/kernels/usr/src (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 and kernel-src-7.2 the mainline ones)" ;;
 	*) die "--src wants a tarball or a name like linux-source-7.3, got '$src'" ;;
 	esac
 }
@@ -104,7 +104,7 @@ kernel_build() { # TREE OBJ JOBS LOCALVERSION OUTDIR
 
 # Unpacks TARBALL into DIR unless its tree is there already.
 kernel_unpack() { # TARBALL DIR TREE
-	[ -f "$1" ] || die "kernel source $1 not found (scripts/deps.sh kernel installs 6.1; kernel-src-7.3 the 7.3 one)"
+	[ -f "$1" ] || die "kernel source $1 not found (scripts/deps.sh kernel installs 6.1; kernel-src-7.3 and kernel-src-7.2 the mainline ones)"
 	mkdir -p "$2"
 	if [ ! -f "$3/Makefile" ]; then
 		echo "kernel: unpacking $1 into $2" >&2

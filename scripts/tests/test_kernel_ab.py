@@ -294,6 +294,7 @@ def test_budget_diff_counts_only_changes_with_a_fail() -> None:
 DEBUG_SH = ROOT / "scripts" / "kernel-debug.sh"
 LIB = ROOT / "scripts" / "kernel" / "lib.sh"
 SRC73 = Path("/var/lib/ptwalk/kernels/usr/src/linux-source-7.3.tar.xz")
+SRC72 = Path("/var/lib/ptwalk/kernels/usr/src/linux-source-7.2.tar.xz")
 
 
 @pytest.mark.parametrize("args", [
@@ -363,13 +364,15 @@ def test_fragments_hold_one_preemption_model_each() -> None:
 @pytest.mark.parametrize("tarball,tree,want", [
     (SRC, "linux-source-6.1", "preempt-voluntary.config"),
     (SRC73, "linux-source-7.3", "preempt-lazy.config"),
+    (SRC72, "linux-source-7.2", "preempt-lazy.config"),
 ])
 def test_packaged_sources_name_their_tree_and_model(tmp_path: Path, tarball: Path, tree: str,
                                                     want: str) -> None:
-    if tarball == SRC73 and not tarball.exists():
-        # only make kernel-debug and kernel-ab SRC= unpack it; 6.1's comes
+    if tarball in (SRC73, SRC72) and not tarball.exists():
+        # only make kernel-debug and kernel-ab SRC= unpack them; 6.1's comes
         # with the build group, so its absence fails below
-        pytest.skip(f"{tarball} not unpacked (scripts/deps.sh kernel-src-7.3)")
+        group = "kernel-src-7.3" if tarball == SRC73 else "kernel-src-7.2"
+        pytest.skip(f"{tarball} not unpacked (scripts/deps.sh {group})")
     r = _lib(f"kernel_tree_name {tarball}")
     assert r.returncode == 0 and r.stdout.strip() == tree, (r.stdout, r.stderr)
     subprocess.run(["tar", "-C", str(tmp_path), "-xf", str(tarball),
