@@ -383,3 +383,34 @@ def test_packaged_sources_name_their_tree_and_model(tmp_path: Path, tarball: Pat
     (tmp_path / "x").mkdir()
     subprocess.run(["tar", "-C", str(tmp_path / "x"), "-cf", str(bad), "."], check=True)
     assert _lib(f"kernel_tree_name {bad}").returncode == 2
+
+
+REF73 = ROOT / "results" / "reference" / "kernel-ab-7.3"
+
+
+def test_saved_7_3_runs_judged_again(tmp_path: Path) -> None:
+    """The 7.3 reference (results/reference/kernel-ab-7.3): the patch that
+    slows smaps_pte_range() is named on both smaps_rollup scenarios and
+    the smaps_rollup ns/PTE budget, clear_refs does not move; the A/A of
+    the unpatched kernel is quiet. Judged again offline by today's code."""
+    import shutil
+    for run, rc in (("run-patch", 1), ("run-aa", 0)):
+        out = tmp_path / run
+        shutil.copytree(REF73 / run, out)
+        r = subprocess.run([sys.executable, str(PY), "--reuse", "--out", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == rc, r.stdout + r.stderr
+        doc = json.loads((out / "verdict.json").read_text())
+        assert doc["release"]["before"] == ["7.3.4-ab-before"]
+        moved = {m["scenario"]: m["verdict"] for m in doc["other_compare_changes"]}
+        if rc:
+            assert moved == {"smaps_rollup/alias/256M/mmap": "REGRESSION",
+                             "smaps_rollup/anon/64M/mmap": "REGRESSION"}, moved
+            assert [(c["budget"], c["before"], c["after"]) for c in doc["budget_changes"]] \
+                == [("walk-ns-per-entry[smaps_rollup]", "PASS", "FAIL")]
+            assert "VERDICT: CHANGED" in r.stdout
+        else:
+            assert not moved and not doc["budget_changes"] and not doc["problems"]
+            assert "VERDICT: NO CHANGE" in r.stdout
+        # the saved verdict is what today's code says of the saved sets
+        assert r.stdout == (REF73 / run / "verdict.txt").read_text()
