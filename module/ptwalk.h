@@ -64,6 +64,14 @@ static inline unsigned long ptw_max_inject_ns(void)
  * PROVE_LOCKING, make kernel-debug, 12-05). ktime_get_mono_fast_ns() is
  * the NMI-safe accessor (kernel/time/timekeeping.c, exported since 3.17);
  * one clock for the probes of both kinds keeps their stamps comparable.
+ * Its caveat (7.3.4 timekeeping.c, ktime_get_mono_fast_ns()): across an
+ * NTP slope update a reader on another CPU, or an NMI inside the update,
+ * may see time a little behind a read before it: the slope change times
+ * the cycles since the last update, nanoseconds. Every interval here is
+ * one task's, from one event to a later one (a probe hit, a lock event,
+ * microseconds apart at least, a migration included); the one pair that
+ * may be read close together, a tracepoint's stamp and its decision,
+ * checks for a backward step (ptw_tp_time()).
  */
 static inline u64 ptw_now_ns(void)
 {

@@ -143,17 +143,19 @@ for e in $want_bpo; do
 	case " $missing_bpo " in *" ${e%%:*} "*) continue ;; esac
 	installed "${e%%/*}" "$min" || missing_bpo="$missing_bpo ${e%%:*}"
 done
-# the kernels group: packages not yet unpacked under $kernels_dir
-missing_kernels=""
-for p in $want_kernels; do
-	case " $missing_kernels " in *" $p "*) continue ;; esac
-	[ -e "$kernels_dir/.unpacked/$p" ] || missing_kernels="$missing_kernels $p"
-done
-missing_sid=""
-for p in $want_sid; do
-	case " $missing_sid " in *" $p "*) continue ;; esac
-	[ -e "$kernels_dir/.unpacked/$p" ] || missing_sid="$missing_sid $p"
-done
+# the kernels groups: packages not yet unpacked under $kernels_dir, once each
+not_unpacked() {
+	out=""
+	for p in "$@"; do
+		case " $out " in *" $p "*) continue ;; esac
+		[ -e "$kernels_dir/.unpacked/$p" ] || out="$out $p"
+	done
+	echo "$out"
+}
+# shellcheck disable=SC2086
+missing_kernels=$(not_unpacked $want_kernels)
+# shellcheck disable=SC2086
+missing_sid=$(not_unpacked $want_sid)
 # the buildroot group: a root made with other packages is made again
 missing_buildroot=""
 if [ -n "$want_buildroot" ] &&

@@ -54,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--src) [ $# -ge 2 ] || die "--src needs a value"; src=$2; shift 2 ;;
 	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
 	--expect) [ $# -ge 2 ] || die "--expect needs a value"
+		# kernel_ab.py checks it too, but only after both builds
 		case "$2" in no-change | skip-fix) ;; *) die "--expect wants no-change or skip-fix, got '$2'" ;; esac
 		expect=$2; shift 2 ;;
 	-h|--help) sed -n '3,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;

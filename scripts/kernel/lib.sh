@@ -12,18 +12,19 @@ kernel_check_options() { # JOBS ONLY DIR
 }
 
 # --src as given: a tarball's path, or a packaged source's name
-# (linux-source-6.1, linux-source-7.3, linux-source-7.2), looked up where Debian installs it
+# (linux-source-6.1, -7.3, -7.2), looked up where Debian installs it
 # (/usr/src) and where scripts/deps.sh kernel-src-7.3 (7.2) unpacks it
-# (/var/lib/ptwalk/kernels/usr/src). Sets src.
+# (/var/lib/ptwalk/kernels/usr/src). Sets src to a tarball that exists.
 kernel_resolve_src() { # SRC
+	hint="scripts/deps.sh kernel installs 6.1, kernel-src-7.3 and kernel-src-7.2 the mainline ones"
 	src=$1
 	case "$src" in
-	*/*|*.tar.*) [ -f "$src" ] || die "kernel source $src not found (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 and kernel-src-7.2 the mainline ones)" ;;
+	*/*|*.tar.*) [ -f "$src" ] || die "kernel source $src not found ($hint)" ;;
 	linux-source-*)
 		for d in /usr/src /var/lib/ptwalk/kernels/usr/src; do
 			[ -f "$d/$src.tar.xz" ] && { src=$d/$src.tar.xz; return 0; }
 		done
-		die "no $1.tar.xz in /usr/src or /var/lib/ptwalk/kernels/usr/src (scripts/deps.sh kernel installs 6.1, kernel-src-7.3 and kernel-src-7.2 the mainline ones)" ;;
+		die "no $1.tar.xz in /usr/src or /var/lib/ptwalk/kernels/usr/src ($hint)" ;;
 	*) die "--src wants a tarball or a name like linux-source-7.3, got '$src'" ;;
 	esac
 }
@@ -102,9 +103,9 @@ kernel_build() { # TREE OBJ JOBS LOCALVERSION OUTDIR
 	cp "$PROJECT/module/build/$rel/ptwalk.ko" "$outdir/ptwalk.ko"
 }
 
-# Unpacks TARBALL into DIR unless its tree is there already.
+# Unpacks TARBALL (as kernel_resolve_src found it) into DIR unless its
+# tree is there already.
 kernel_unpack() { # TARBALL DIR TREE
-	[ -f "$1" ] || die "kernel source $1 not found (scripts/deps.sh kernel installs 6.1; kernel-src-7.3 and kernel-src-7.2 the mainline ones)"
 	mkdir -p "$2"
 	if [ ! -f "$3/Makefile" ]; then
 		echo "kernel: unpacking $1 into $2" >&2

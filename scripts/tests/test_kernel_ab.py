@@ -7,7 +7,9 @@ the fix, 6d065f507d82)."""
 from __future__ import annotations
 
 import json
+import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -213,7 +215,6 @@ def test_boot_and_compare_stock_kernels(tmp_path: Path) -> None:
 def _ab_sets(out: Path, after_ns_per_pte: float) -> None:
     """Four clear_refs runs a side, under out/vm/SIDE/results as a boot
     leaves them: before at 30 ns/PTE, after at AFTER_NS_PER_PTE."""
-    import random
     for side, npp, seed in (("before", 30.0, 11), ("after", after_ns_per_pte, 12)):
         rng = random.Random(seed)
         for i in range(1, 5):
@@ -393,7 +394,6 @@ def test_saved_7_3_runs_judged_again(tmp_path: Path) -> None:
     slows smaps_pte_range() is named on both smaps_rollup scenarios and
     the smaps_rollup ns/PTE budget, clear_refs does not move; the A/A of
     the unpatched kernel is quiet. Judged again offline by today's code."""
-    import shutil
     for run, rc in (("run-patch", 1), ("run-aa", 0)):
         out = tmp_path / run
         shutil.copytree(REF73 / run, out)
@@ -414,3 +414,14 @@ def test_saved_7_3_runs_judged_again(tmp_path: Path) -> None:
             assert "VERDICT: NO CHANGE" in r.stdout
         # the saved verdict is what today's code says of the saved sets
         assert r.stdout == (REF73 / run / "verdict.txt").read_text()
+    # two views of the patch's cost agree: the walk's ns/PTE (its duration
+    # over its PTE count) and its mmap_lock hold (the module's tracepoint
+    # probes) grew by the same factor in each smaps_rollup scenario
+    c = json.loads((tmp_path / "run-patch" / "compare.json").read_text())
+    for sc in c["scenarios"]:
+        rows = {r["metric"]: r for r in sc["rows"]}
+        if not sc["scenario"].startswith("smaps_rollup/"):
+            continue
+        f_pte = 1 + rows["walk smaps_rollup ns/PTE"]["change_pct"] / 100
+        f_hold = 1 + rows["walk smaps_rollup lock hold"]["change_pct"] / 100
+        assert f_pte > 4 and 0.9 < f_pte / f_hold < 1.1, (sc["scenario"], f_pte, f_hold)
