@@ -11,9 +11,10 @@ the monitor process) per million mmap_lock events and as a share of one
 core, with the events it lost; for bpf also the programs' run time in the
 kernel (BPF run-time stats), which the tasks taking mmap_lock pay. Then
 what those tasks pay, seen from their side: a flat-out fault and mmap load's
-operations per second unwatched and under each backend, interleaved. Target:
-at most 1% of one core at the busy rate. Figures, not assertions: on a
-shared host they are noisy."""
+operations per second unwatched and under each backend, interleaved. Targets:
+at most 1% of one core in all (the monitor and its programs in the kernel)
+at the busy rate, and the lockers at x0.98 of their unwatched rate or
+better. Figures, not assertions: on a shared host they are noisy."""
 from __future__ import annotations
 
 import json
@@ -31,6 +32,8 @@ from ptwalk_report import results as res
 
 REPO = Path(__file__).resolve().parents[1]
 PTWALK = REPO / "build" / "ptwalk"
+CORE_TARGET = 0.01     # of one core, the monitor and its in-kernel programs together
+LOCKERS_TARGET = 0.98  # the lockers' rate watched, against unwatched
 
 
 def monitor(backend: str, window_s: float, out: Path) -> dict[str, Any]:
@@ -102,8 +105,10 @@ def lockers_pay(reps: int, secs: int, tmp: Path) -> None:
           f"each; median):")
     for cond, xs in rates.items():
         m = statistics.median(xs)
+        met = "met" if m / base >= LOCKERS_TARGET else "NOT met"
+        verdict = "" if cond == "none" else f"  target >= x{LOCKERS_TARGET:g}: {met}"
         print(f"  {cond:<10} {m:>10.0f} ops/s  x{m / base:.3f} of unwatched  "
-              f"(runs: {', '.join(f'{x:.0f}' for x in xs)})")
+              f"(runs: {', '.join(f'{x:.0f}' for x in xs)}){verdict}")
 
 
 def show(name: str, r: dict[str, Any]) -> None:
@@ -142,12 +147,17 @@ def main() -> int:
         load.wait(timeout=600)
     for b, r in busy.items():
         share = r["cpu_share"]
-        verdict = "met" if share <= 0.01 else "NOT met"
-        print(f"  {b}: target <= 1% of one core at the busy rate: {verdict} "
-              f"({100 * share:.2f}% at {r['events_per_s']:.0f} ev/s)"
-              + (f"; with the in-kernel pairing {100 * (share + r['kernel_share']):.2f}%"
-                 if r["kernel_share"] is not None else
-                 "; the kernel's cost of writing every event to the perf rings is not counted"))
+        if r["kernel_share"] is not None:
+            # the target counts the programs' run time too: the lockers pay it
+            total = share + r["kernel_share"]
+            verdict = "met" if total <= CORE_TARGET else "NOT met"
+            print(f"  {b}: target <= {100 * CORE_TARGET:g}% of one core in all at the busy rate: "
+                  f"{verdict} ({100 * total:.2f}% at {r['events_per_s']:.0f} ev/s: monitor "
+                  f"{100 * share:.2f}%, in-kernel pairing {100 * r['kernel_share']:.2f}%)")
+        else:
+            print(f"  {b}: target <= {100 * CORE_TARGET:g}% of one core in all at the busy rate: "
+                  f"not judged ({100 * share:.2f}% at {r['events_per_s']:.0f} ev/s in the monitor; "
+                  f"the kernel's cost of writing every event to the perf rings is not counted)")
         if r["lost"]:
             print(f"  warning: {b}: {r['lost']} events lost at the busy rate")
     if len(busy) == 2:
