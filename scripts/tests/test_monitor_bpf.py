@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from monitor_util import kill, require_root, run_walker, start_target, unique_comm
+from monitor_util import kill, require, require_root, run_walker, start_target, unique_comm
 from ptwalk_cli import PTWALK, load, run_ptwalk, tagged_env
 
 # Both views timestamp the same tracepoint call with CLOCK_MONOTONIC
@@ -221,6 +221,58 @@ def _our_programs() -> list[str]:
     import json
     return [p.get("name", "") for p in json.loads(r.stdout)
             if p.get("name", "").startswith("ptw_")]
+
+
+def _our_run_stats() -> tuple[int, int]:
+    """The kernel's run time and run count of the ptw_ programs, as bpftool
+    reads them (absent: the kernel is not counting)."""
+    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    import json
+    ps = [p for p in json.loads(r.stdout) if p.get("name", "").startswith("ptw_")]
+    assert len(ps) == 3, ps
+    return (sum(p.get("run_time_ns", 0) for p in ps), sum(p.get("run_cnt", 0) for p in ps))
+
+
+def _lock_load(seconds: float) -> None:
+    """mmap_lock events from this process: mmap and munmap."""
+    import mmap
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        mmap.mmap(-1, 4096).close()
+
+
+def test_run_time_statistics_only_when_asked(tmp_path: Path) -> None:
+    """BPF_ENABLE_STATS is the kernel's switch for every BPF program on the
+    host: the monitor turns it on only with --bpf-run-time. Checked from the
+    kernel's side (bpftool's run counts while it runs) and in the JSON."""
+    require_root()
+    require(_stats_enabled() == "0", "kernel.bpf_stats_enabled is set here: the kernel counts "
+            "every program, asked or not")
+    for asked in (False, True):
+        out = tmp_path / f"m-{asked}.json"
+        p = subprocess.Popen([str(PTWALK), "monitor", "--backend", "bpf", "--duration", "60s",
+                              "--out", str(out), "--quiet"]
+                             + (["--bpf-run-time"] if asked else []),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=tagged_env())
+        try:
+            time.sleep(2)
+            _lock_load(1.0)
+            ns, cnt = _our_run_stats()
+        finally:
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        k = load(out)["bpf"]
+        assert k["events"] > 1000, k
+        if asked:
+            assert ns > 0 and cnt > 1000, (ns, cnt)
+            assert k["run_time_counted"] and k["run_count"] >= cnt and k["run_ns"] >= ns, (k, cnt)
+        else:
+            assert (ns, cnt) == (0, 0), (ns, cnt)
+            assert not k["run_time_counted"] and k["run_ns"] == 0 == k["run_count"], k
 
 
 def _stats_enabled() -> str:

@@ -340,6 +340,15 @@ const std::vector<Option<MonitorArgs>> kMonitorOptions = {
 	 MonitorSet([](M &m, const Args &a, const std::string &k, const std::string &v) {
 		 m.o.max_comms = count_arg(a.cmd, k, v, 1, 10000);
 	 })},
+	{"--bpf-run-time", "",
+	 "count the bpf backend's programs' run time in the\n"
+	 "kernel (in the JSON and /metrics); it turns the kernel's\n"
+	 "BPF run-time statistics on for every program on the host\n"
+	 "while the monitor runs, each paying two clock reads a run",
+	 nullptr, nullptr,
+	 MonitorSet([](M &m, const Args &, const std::string &, const std::string &) {
+		 m.o.bpf_run_time = true;
+	 })},
 	{"--quiet", "", "no table on stdout, no start line on stderr", nullptr, nullptr,
 	 MonitorSet([](M &m, const Args &, const std::string &, const std::string &) {
 		 m.o.quiet = true;

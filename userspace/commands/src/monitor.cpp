@@ -134,6 +134,7 @@ public:
 		bc.min_hold_ns = o_.min_hold_ns;
 		bc.min_wait_ns = kMonitorMinWaitNs;
 		bc.prober_tid = prober_.tid();
+		bc.run_time_stats = o_.bpf_run_time;
 		const bool want_bpf = o_.backend == MonitorBackend::bpf ||
 				      o_.backend == MonitorBackend::automatic;
 		bool ok = trace_.start(hooks(), want_bpf ? &bc : nullptr, &err);

@@ -46,6 +46,9 @@ struct MonitorOptions {
 	std::string textfile_dir; // --textfile DIR ("" = none)
 	uint64_t textfile_interval_ns = 15'000'000'000ull;
 	size_t max_comms = 64; // distinct comm label values, then "other"
+	// --bpf-run-time: count the bpf backend's programs' run time in the
+	// kernel (BPF_ENABLE_STATS, host-wide while the monitor runs)
+	bool bpf_run_time = false;
 };
 
 // Exit statuses of `ptwalk monitor`.

@@ -23,7 +23,9 @@ struct BpfLockSpansConfig {
 	pid_t prober_tid = 0; // its acquisitions are handed on as PROBE records
 	// Counts the programs' run time (BPF_ENABLE_STATS: on while the
 	// returned fd is open, so it ends with the process, however it ends).
-	bool run_time_stats = true;
+	// Off unless asked: the switch is the kernel's, for every BPF program
+	// on the host, each of which then reads the clock twice a run.
+	bool run_time_stats = false;
 };
 
 struct BpfLockStats {
@@ -32,7 +34,7 @@ struct BpfLockStats {
 	uint64_t records = 0; // handed on
 	uint64_t dropped = 0; // lost: the ring buffer was full
 	uint64_t waits_behind = 0;
-	uint64_t run_ns = 0; // the programs' run time (0: stats unavailable)
+	uint64_t run_ns = 0; // the programs' run time (0: not counted)
 	uint64_t run_count = 0;
 	bool run_time_counted = false;
 	// runs the kernel skipped (a program already running on that CPU):
