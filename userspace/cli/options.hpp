@@ -4,6 +4,7 @@
 // its default, parser) from which the parser and the usage text are made.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -290,6 +291,13 @@ void parse_options(Args &a, const std::vector<Option<O>> &table, O &o)
 }
 
 // "a|b|c" as "a, b or c"
+// --help or -h anywhere among a command's arguments: its usage, exit 0
+inline bool wants_help(const Args &a)
+{
+	return std::any_of(a.argv.begin(), a.argv.end(),
+			   [](const std::string &x) { return x == "--help" || x == "-h"; });
+}
+
 inline std::string or_list(const std::string &bars)
 {
 	std::string s = replace_all(bars, "|", ", ");
@@ -297,5 +305,8 @@ inline std::string or_list(const std::string &bars)
 		s.replace(last, 2, " or ");
 	return s;
 }
+
+// `ptwalk locking` (locking_command.cpp)
+int cmd_locking(Args &a);
 
 } // namespace ptwalk::cli
