@@ -117,6 +117,9 @@ class Walk:
     tlb_flushes: int | None = None
     tlb_ipis: int | None = None
     probe_missed: int | None = None
+    # module backend with its VMA-lock view: lock_next_vma() gave up and
+    # the reader went on under mmap_lock
+    vma_fallbacks: int | None = None
 
     @staticmethod
     def parse(o: _Obj, index: int) -> Walk:
@@ -148,6 +151,7 @@ class Walk:
             tlb_flushes=o.opt_int("tlb_flushes"),
             tlb_ipis=o.opt_int("tlb_ipis"),
             probe_missed=o.opt_int("probe_missed"),
+            vma_fallbacks=o.opt_int("vma_fallbacks"),
             ns_per_pte=o.opt_float("ns_per_pte"),
             ns_per_pte_corrected=o.opt_float("ns_per_pte_corrected"),
             kernel_ns_per_pte=o.opt_float("kernel_ns_per_pte"))

@@ -76,15 +76,32 @@ def check_no_walk_stall(name: str, res: Result) -> list[str]:
     (walker_off_cpu_ns), not a walk under mmap_lock (7.3 cloud, 12-05: a
     4.66 ms mmap wait, 1.01 ms of it the walker's hold as the tracepoints
     saw it, 0.58 ms of that the walker switched out). So the check takes
-    the hold the walker spent running."""
+    the hold the walker spent running.
+
+    One walk may hold mmap_lock for longer, and by the kernel's design:
+    when lock_next_vma() gives up (-EAGAIN: a writer has the next VMA or
+    the tree changed), the reader takes mmap_read_lock and keeps it to the
+    end of that read(), walking the VMAs left in it under mmap_lock
+    (7.3.4 fs/proc/task_mmu.c proc_get_vma() and fallback_to_mmap_lock(),
+    released in unlock_vma_range()). Such a stall is the walk's only on a
+    walk whose module record counts a fallback (vma_fallbacks, from
+    lock_next_vma()'s return: a view of its own); in either kernel view, a
+    held stall on a walk with none is still a failure (7.3 cloud, 12-07: a
+    3.16 ms mmap wait, 2.13 ms of it held by a smaps walk, in both
+    views)."""
     bad = []
     views = [("module", res.kernel_view), ("tracepoint", res.kernel_view_tracepoint)]
+    fell_back = {w.index for w in res.walks if (w.vma_fallbacks or 0) > 0}
     for view, kv in views:
         if kv is None or kv.stalls is None:
             continue
         held = [s for s in kv.stalls
                 if (s.walker_held_ns or 0) - (s.clock_spread_ns or 0)
                 - (s.walker_off_cpu_ns or 0) >= 1_000_000]
+        print(f"{name}: {view} view: {len(held)} stalls the walk held >= 1 ms, "
+              f"{sum(s.walk in fell_back for s in held)} of them on a walk that fell back "
+              f"to mmap_lock ({len(fell_back)} of {len(res.walks)} walks did)")
+        held = [s for s in held if s.walk not in fell_back]
         if held:
             bad.append(f"{name}: {view} view: {len(held)} stalls the walk held "
                        f">= 1 ms on a per-VMA-locked walk: {held[:3]}")
@@ -571,17 +588,30 @@ def test_rollup_over_many_vmas_covers_them_on_a_fixed_kernel(tmp_path: Path) -> 
 def test_no_walk_stall_takes_the_hold_the_walker_ran() -> None:
     """check_no_walk_stall on made-up stalls: a per-VMA walk's mmap_lock
     moment counts only as long as the walker ran in it, the 7.3 cloud
-    stall of 12-05 passes, and one the walker held running 1 ms fails."""
+    stall of 12-05 passes, and one the walker held running 1 ms fails;
+    the 12-07 one passes on a walk the module saw fall back to mmap_lock,
+    and fails on the same walk without that fallback."""
     from types import SimpleNamespace as NS
 
-    def res(*stalls: NS) -> Any:
-        return NS(kernel_view=None, kernel_view_tracepoint=NS(stalls=list(stalls)))
+    def res(*stalls: NS, fallbacks: int | None = None) -> Any:
+        return NS(kernel_view=None, kernel_view_tracepoint=NS(stalls=list(stalls)),
+                  walks=[NS(index=0, vma_fallbacks=0), NS(index=1, vma_fallbacks=fallbacks)])
 
-    seen = NS(walker_held_ns=1_014_000, clock_spread_ns=None, walker_off_cpu_ns=585_000)
+    seen = NS(walk=1, walker_held_ns=1_014_000, clock_spread_ns=None, walker_off_cpu_ns=585_000)
     assert check_no_walk_stall("x", res(seen)) == []
-    ran = NS(walker_held_ns=1_600_000, clock_spread_ns=None, walker_off_cpu_ns=500_000)
+    ran = NS(walk=1, walker_held_ns=1_600_000, clock_spread_ns=None, walker_off_cpu_ns=500_000)
     bad = check_no_walk_stall("x", res(seen, ran))
     assert len(bad) == 1 and "tracepoint view: 1 stalls" in bad[0], bad
-    spread = NS(walker_held_ns=2_060_000, clock_spread_ns=1_790_000, walker_off_cpu_ns=None)
-    module_only: Any = NS(kernel_view=NS(stalls=[spread]), kernel_view_tracepoint=None)
+    spread = NS(walk=1, walker_held_ns=2_060_000, clock_spread_ns=1_790_000,
+                walker_off_cpu_ns=None)
+    module_only: Any = NS(kernel_view=NS(stalls=[spread]), kernel_view_tracepoint=None,
+                          walks=[])
     assert check_no_walk_stall("x", module_only) == []
+    fell = NS(walk=1, walker_held_ns=2_119_042, clock_spread_ns=None, walker_off_cpu_ns=0)
+    assert check_no_walk_stall("x", res(fell, fallbacks=1)) == []
+    for none in (0, None):  # no fallback counted, or no VMA-lock view to count it
+        bad = check_no_walk_stall("x", res(fell, fallbacks=none))
+        assert len(bad) == 1 and "tracepoint view: 1 stalls" in bad[0], (none, bad)
+    # a fallback on another walk explains nothing
+    other = NS(walk=0, walker_held_ns=2_119_042, clock_spread_ns=None, walker_off_cpu_ns=0)
+    assert len(check_no_walk_stall("x", res(other, fallbacks=1))) == 1
