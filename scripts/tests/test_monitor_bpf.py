@@ -6,6 +6,8 @@ same holds, with the same targets and waiters. And when BPF is unavailable,
 `auto` says so and falls back; `--backend bpf` exits 4."""
 from __future__ import annotations
 
+import json
+import mmap
 import os
 import shutil
 import signal
@@ -214,30 +216,28 @@ def test_auto_falls_back_to_tracepoint_when_bpf_is_refused(tmp_path: Path) -> No
     assert not (tmp_path / "b.json").exists()
 
 
-def _our_programs() -> list[str]:
+def _our_progs() -> list[dict[str, Any]]:
+    """The ptw_ programs loaded, as bpftool shows them."""
     r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 0, r.stderr
-    import json
-    return [p.get("name", "") for p in json.loads(r.stdout)
-            if p.get("name", "").startswith("ptw_")]
+    return [p for p in json.loads(r.stdout) if p.get("name", "").startswith("ptw_")]
+
+
+def _our_programs() -> list[str]:
+    return [p["name"] for p in _our_progs()]
 
 
 def _our_run_stats() -> tuple[int, int]:
     """The kernel's run time and run count of the ptw_ programs, as bpftool
     reads them (absent: the kernel is not counting)."""
-    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                       timeout=30)
-    assert r.returncode == 0, r.stderr
-    import json
-    ps = [p for p in json.loads(r.stdout) if p.get("name", "").startswith("ptw_")]
+    ps = _our_progs()
     assert len(ps) == 3, ps
     return (sum(p.get("run_time_ns", 0) for p in ps), sum(p.get("run_cnt", 0) for p in ps))
 
 
 def _lock_load(seconds: float) -> None:
     """mmap_lock events from this process: mmap and munmap."""
-    import mmap
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         mmap.mmap(-1, 4096).close()

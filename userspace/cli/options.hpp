@@ -290,7 +290,6 @@ void parse_options(Args &a, const std::vector<Option<O>> &table, O &o)
 	}
 }
 
-// "a|b|c" as "a, b or c"
 // --help or -h anywhere among a command's arguments: its usage, exit 0
 inline bool wants_help(const Args &a)
 {
@@ -298,6 +297,7 @@ inline bool wants_help(const Args &a)
 			   [](const std::string &x) { return x == "--help" || x == "-h"; });
 }
 
+// "a|b|c" as "a, b or c"
 inline std::string or_list(const std::string &bars)
 {
 	std::string s = replace_all(bars, "|", ", ");
