@@ -168,9 +168,14 @@ int ptw_vma_next_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (ptw_lock_live(d->slot))
 		ptw_lock_call_exit(d->slot);
+	/*
+	 * Only -EAGAIN sends the reader on under mmap_lock (7.3
+	 * fs/proc/task_mmu.c proc_get_vma(): fallback_to_mmap_lock()); -EINTR,
+	 * a fatal signal in lock_next_vma_under_mmap_lock(), ends the read.
+	 */
 	ptw_walk_vma_locked(d->slot, ptw_now_ns(),
 			    IS_ERR_OR_NULL(vma) ? 0 : (unsigned long)vma,
-			    IS_ERR(vma));
+			    PTR_ERR_OR_ZERO(vma) == -EAGAIN);
 	return 0;
 }
 NOKPROBE_SYMBOL(ptw_vma_next_ret);
