@@ -2,10 +2,15 @@
 """Regression self-check: inside one VM kernel, ptwalk.ko's inject_delay_ns
 makes clear_refs walks slower by a set amount; ptwalk-compare must flag
 both injected regressions and must not flag the same kernel measured twice
-(A/A). With KVM the regressions are about 10% and 25%. Under TCG, walks of
-one kernel vary by about 30% from run to run (measured on the development
-VM), which no quick test resolves to 10%: there the regressions are about
-50% and 100%, and `make bench` reports the smallest one detected.
+(A/A). With KVM the regressions are about 10% and 25%, on the real-time
+clock. Under TCG the guest runs on the icount clock, which counts its
+instructions (A/A noise 0.15%, results/budgets/aa-noise-vm-tcg-icount.json):
+there they are about 2% and 10%, the change the project says icount sees.
+Not real time under TCG: walks of one kernel vary by 12-30% from run to run
+there, and more beside the other guest make test runs: an A/A of 5 runs
+against 5 differed by +29% (q 0.008) in stop 50's CI, past the 18.4% its
+calibration had measured with the host to itself. `make bench` gives the
+real-time figure (the smallest injected regression detected).
 The run is the sample of ptwalk compare: 5 interleaved runs a set, so that
 exact Mann-Whitney can decide (3 runs against 3 cannot reach p < 0.05)."""
 from __future__ import annotations
@@ -37,11 +42,12 @@ def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_pa
         pytest.fail(f"ptwalk.ko not built for {k.release} (make module-matrix)")
     from ptwalk_vm import vm as pipeline
     accel, _ = pipeline.choose_accel(vm_config, k, pipeline.RunOptions())
-    lo, hi = (10, 25) if accel == "kvm" else (50, 100)
+    clock, (lo, hi) = ("realtime", (10, 25)) if accel == "kvm" else ("icount", (2, 10))
     r = run_in_vm(k, f"sh scripts/vm/regression-selfcheck.sh /ptwalk/module/ptwalk.ko "
                      f"/ptwalk/build/ptwalk 128M {RUNS} {lo} {hi}",
                   files=["scripts/vm/regression-selfcheck.sh"], default_files=True,
-                  timeout=900.0, smp=1)  # one vCPU: no vCPU multiplexing noise
+                  timeout=900.0, smp=1, accel=accel, clock=clock)  # one vCPU: no
+    # vCPU multiplexing noise
     print(r.stdout[-3000:])
     assert r.returncode == 0 and not r.findings, (r.problem(), r.stdout[-2000:])
     for name, data in r.files.items():
@@ -55,11 +61,12 @@ def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_pa
     base = _nspte(sets["A1"], sets["A2"])
     effect = {s: _nspte(sets[s]) / base - 1 for s in ("A1", "A2", R1, R2)}
     print("effect on ns/PTE:", {s: f"{v:+.1%}" for s, v in effect.items()})
-    # the injection did at least roughly what it was sized to do, the larger
-    # one more; under TCG on a busy host the busy-wait overshoots (measured:
-    # +294% for 50%, +634% for 100%), so the upper bound is loose
-    assert 0.3 * lo / 100 <= effect[R1] <= 10 * lo / 100, effect
-    assert 0.3 * hi / 100 <= effect[R2] <= 10 * hi / 100, effect
+    # the injection did what it was sized to do, the larger one more: the
+    # icount clock runs a busy-wait as the instructions it takes; under KVM
+    # a busy host overshoots it, so there the upper bound is loose
+    up = 10 if clock == "realtime" else 1.5
+    assert 0.5 * lo / 100 <= effect[R1] <= up * lo / 100, effect
+    assert 0.5 * hi / 100 <= effect[R2] <= up * hi / 100, effect
     assert effect[R2] > effect[R1], effect
 
     def compare(a: str, b: str) -> subprocess.CompletedProcess[str]:
@@ -69,6 +76,8 @@ def test_injected_regressions_are_flagged(vm_config: Any, run_in_vm: Any, tmp_pa
     aa = compare("A1", "A2")
     print(aa.stdout[-1500:])
     assert aa.returncode == 0, "A/A flagged as a regression:\n" + aa.stdout[-2000:]
+    # judged by the A/A calibration of the clock the runs were taken on
+    assert f"clock {clock}" in aa.stdout, aa.stdout[-2000:]
     for s in (R1, R2):
         p = compare("A1", s)
         print(p.stdout[-1500:])
