@@ -113,13 +113,15 @@ test-selftests:
 # pytest in two groups: what runs on this host, then what boots kernels in
 # QEMU (marker vm: one boot per matrix kernel for its suites, the boot
 # reliability boots, the stall budget under icount)
+# (-rsfE --tb=short: each failure's assertion in a few lines, and its
+# one-line summary last, where a CI log cut in the middle still shows it)
 test-py: test-py-host test-py-vm
 
 test-py-host:
-	$(PYTHON) -m pytest -q -rs --durations=15 -m "not vm" scripts/tests
+	$(PYTHON) -m pytest -q -rsfE --tb=short --durations=15 -m "not vm" scripts/tests
 
 test-py-vm:
-	$(PYTHON) -m pytest -q -rs --durations=25 -m vm scripts/tests
+	$(PYTHON) -m pytest -q -rsfE --tb=short --durations=25 -m vm scripts/tests
 
 # the VM suites on every flavour of the four series (make test boots the
 # cloud flavour alone of 6.18 and 7.3); about twice pytest-vm's time
@@ -127,7 +129,7 @@ TEST_MATRIX = debian-6.1,debian-6.12,debian-6.18,debian-7.3
 test-matrix: build
 	scripts/deps.sh vm module kernels buildroot
 	$(MAKE) module-matrix
-	PTWALK_VM_MATRIX=$(TEST_MATRIX) $(PYTHON) -m pytest -q -rs --durations=25 -m vm scripts/tests
+	PTWALK_VM_MATRIX=$(TEST_MATRIX) $(PYTHON) -m pytest -q -rsfE --tb=short --durations=25 -m vm scripts/tests
 
 # the parsers' libFuzzer targets, ~10 s each (scripts/fuzz.sh, userspace/fuzz)
 fuzz: fuzz-build
