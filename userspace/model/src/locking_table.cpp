@@ -44,6 +44,19 @@ Json locking_table_json(std::string_view release)
 			c["lock_unit"] = name(f.change->unit);
 			k["changed"] = std::move(c);
 		}
+		// under VMA locks, where a VMA cannot be read-locked (lock_next_vma()
+		// -EAGAIN) proc_get_vma() takes mmap_lock for read and keeps it to the
+		// read()'s m_stop() (7.3.4 fs/proc/task_mmu.c fallback_to_mmap_lock(),
+		// unlock_vma_range()): the walk's mmap_lock hold then, if any
+		if (f.unit == LockUnit::vma_lock) {
+			Json fb = Json::object();
+			fb["when"] = "a VMA cannot be read-locked (lock_next_vma() -EAGAIN)";
+			fb["lock_mode"] = name(LockMode::read);
+			fb["held_until"] = "the end of that read()";
+			k["fallback"] = std::move(fb);
+		} else {
+			k["fallback"] = Json();
+		}
 		k["source"] = f.source;
 	}
 	return j;
@@ -61,12 +74,14 @@ std::string locking_table_text(std::string_view release)
 	for (const WalkKindInfo &ki : kWalkKindInfo) {
 		const LockingFact f = locking_fact(ki.id, release);
 		const auto w = waiters_wait(f);
-		std::string says = !w ? std::string("unknown: release unread (") +
-						   f.change->before + " .. " + f.change->since +
-						   "); a run here tells"
-				   : *w ? std::string("yes")
-					: std::string("no (per-VMA locks from ") + f.change->since +
-						   "; a writer to the walked VMA waits)";
+		std::string says =
+			!w ? std::string("unknown: release unread (") + f.change->before + " .. " +
+					f.change->since + "); a run here tells"
+			: *w ? std::string("yes")
+			     : std::string("no (per-VMA locks from ") + f.change->since +
+					"; a writer to the walked VMA waits; where a VMA "
+					"cannot be locked, mmap_lock read to the end of "
+					"that read())";
 		if (w && *w && f.change)
 			says += std::string(" (per-VMA locks from ") + f.change->since + ")";
 		snprintf(line, sizeof(line), "%-16s %-9s %-18s %-8s ", ki.kind,
