@@ -17,6 +17,7 @@ from ptwalk_report.result_types import (Accel, Backend, GuestClock, GuestVm, Res
 from ptwalk_report.walk_kinds import WalkKind
 from ptwalk_vm.pytest_plugin import KernelSuites, require_module
 from ptwalk_vm.suites import ACCEPTANCE_INJECT_NS as INJECT_NS
+from ptwalk_vm.suites import ACCEPTANCE_INJECT_NS_RT as INJECT_NS_RT
 from test_crossvalidation import check_module_split
 
 SIZE = 256 << 20
@@ -148,26 +149,45 @@ def test_module_acceptance(vm_kernel: Any, kernel_suites: KernelSuites) -> None:
         assert s.victim == VictimName.mmap, s   # no other waiter stalled
     assert sum(known(w.stalls, w) for w in cr.walks) >= known(mm.attributed)
 
-    # fault injection raises the walk cost by the delay per PTE table
-    base, inj = _result(f, "base.json"), _result(f, "inject.json")
-    b = statistics.median(known(w.kernel_call_ns, w) for w in base.walks)
-    i = statistics.median(known(w.kernel_call_ns, w) for w in inj.walks)
-    tables = statistics.median(known(w.pte_tables, w) for w in inj.walks)
-    expect = tables * INJECT_NS
-    # The delay is a ktime busy-wait, exact in guest time; what overruns
-    # under TCG is the rest of the walk: medians of two separate runs
-    # whose un-injected part scatters by 2x between runs (base medians
-    # 3.8-7.6 ms in one make test), so the ratio ranged 1.18-2.12 across
-    # the three flavours of one run while the host was busy. KVM keeps
-    # the tight bound; under TCG the bound catches a runaway, not 2x.
+    # fault injection raises the walk cost by the delay per PTE table. The
+    # delay is a ktime busy-wait, exact in guest time; what overruns under
+    # TCG is the rest of the walk, which doubles while another guest holds
+    # the host's CPUs (6.12 base walks of one 3 s run: 9-22 ms). One base
+    # run then one injected run of 100 us per table measured x0.77 on the
+    # medians in a CI run: the other guest slowed the base run alone. Now
+    # the runs alternate (base1 inject1 base2 inject2); the delay (500 us,
+    # 100 us on PREEMPT_RT, which caps it) is 11x the rest per table where
+    # the kernel allows it; and the sets compare by their fastest walk, as
+    # the host's load only adds time (the same CI run's sets: x1.04 on
+    # their fastest walks). KVM keeps the tight bound; under TCG the upper
+    # bound catches a runaway, not 2x.
+    rt = "-rt-" in vm_kernel.release if vm_kernel is not None else None
+    delay = int(f["inject_ns"].decode())
+    if rt is not None:
+        assert delay == (INJECT_NS_RT if rt else INJECT_NS), (vm_kernel.release, delay)
+    base = [_result(f, f"base{k}.json") for k in (1, 2)]
+    inj = [_result(f, f"inject{k}.json") for k in (1, 2)]
+    for res, want in [(x, 0) for x in base] + [(x, delay) for x in inj]:
+        # the module says what it injected while each run walked
+        assert known(res.kernel_view).counter("inject_delay_ns.all") == want, want
+    bw = [w for x in base for w in x.walks]
+    iw = [w for x in inj for w in x.walks]
+    assert len(bw) >= 6 and len(iw) >= 6, (len(bw), len(iw))
+    b = min(known(w.kernel_call_ns, w) for w in bw)
+    i = min(known(w.kernel_call_ns, w) for w in iw)
+    tables = statistics.median(known(w.pte_tables, w) for w in iw)
+    expect = tables * delay
     upper = 3.0 if r.accel == "tcg" else 1.3
     ratio = (i - b) / expect
-    print(f"inject: +{(i - b) / 1e6:.2f} ms per walk, expected {expect / 1e6:.2f} ms "
-          f"({tables:.0f} tables x {INJECT_NS} ns): x{ratio:.2f} ({r.accel})")
+    med = (statistics.median(known(w.kernel_call_ns, w) for w in iw)
+           - statistics.median(known(w.kernel_call_ns, w) for w in bw)) / expect
+    print(f"inject: +{(i - b) / 1e6:.2f} ms per walk (fastest walks), expected "
+          f"{expect / 1e6:.2f} ms ({tables:.0f} tables x {delay} ns): x{ratio:.2f}, "
+          f"medians x{med:.2f} ({r.accel})")
     assert 0.8 <= ratio <= upper, (b, i, tables, expect, r.accel)
-    nspte_b = statistics.median(known(w.ns_per_pte, w) for w in base.walks)
-    nspte_i = statistics.median(known(w.ns_per_pte, w) for w in inj.walks)
-    assert nspte_i - nspte_b >= 0.8 * INJECT_NS * tables / known(inj.walks[0].ptes)
+    nspte_b = min(known(w.ns_per_pte, w) for w in bw)
+    nspte_i = min(known(w.ns_per_pte, w) for w in iw)
+    assert nspte_i - nspte_b >= 0.8 * delay * tables / known(iw[0].ptes)
 
     # the tracepoint backend parses this kernel's mmap_lock layout
     tp = _result(f, "tracepoint.json")
