@@ -181,10 +181,11 @@ def test_locking_prints_the_table_for_a_release() -> None:
     assert p.returncode == 0 and p.stderr == "", p
     rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()[2:-1]}
     assert "no (per-VMA locks from 7.2" in rows["smaps"]
-    # the fallback the kernel keeps (7.3.4 fs/proc/task_mmu.c proc_get_vma())
-    assert "where a VMA cannot be locked, mmap_lock read to the end of that read()" \
-        in rows["smaps"]
-    assert "mmap_lock read to the end" not in rows["clear_refs"]
+    # the ways back to mmap_lock the kernel keeps (7.3.4 mm/mmap_lock.c
+    # lock_next_vma(), fs/proc/task_mmu.c proc_get_vma())
+    assert ("where a VMA cannot be locked, mmap_lock read for the look-up, to the end of "
+            "that read() only on a refcount overflow") in rows["smaps"]
+    assert "mmap_lock read for the look-up" not in rows["clear_refs"]
     assert rows["smaps_rollup"].split()[1:5] == ["read", "VMA", "(writer", "waits)"]
     assert rows["smaps"].split()[1:4] == ["none", "none", "(VMA"]
     assert rows["clear_refs"].endswith(" yes")
@@ -204,8 +205,11 @@ def test_locking_prints_the_table_for_a_release() -> None:
     assert sm["fallback"] is None
     sm73 = json.loads(run_ptwalk("locking", "--release", "7.3.4", "--json",
                                  timeout=10).stdout)["kinds"]["smaps"]
-    assert sm73["fallback"] == {"when": "a VMA cannot be read-locked (lock_next_vma() -EAGAIN)",
-                                "lock_mode": "read", "held_until": "the end of that read()"}
+    assert sm73["fallback"] == {
+        "when": "a VMA's vm_refcnt would overflow (lock_next_vma() -EAGAIN)",
+        "lock_mode": "read", "held_until": "the end of that read()",
+        "lookup": "where a VMA cannot be read-locked as it is found, mmap_lock read for the "
+                  "look-up alone, no page table walked under it"}
     assert sm["changed"]["before"] == "7.1" and sm["changed"]["since"] == "7.2"
     assert "lock_vma_range" in json.loads(run_ptwalk(
         "locking", "--json", "--release", "7.2", timeout=10).stdout)["kinds"]["smaps"]["source"]
