@@ -103,6 +103,7 @@ struct ptw_walk_rec {
 	u64 pte_tables;
 	u64 pte_slots;
 	u64 pte_revisits;	/* callbacks on ranges already counted */
+	u64 pte_tables_mmap_locked;	/* of pte_tables, while holding mmap_lock */
 	u64 lock_hold_ns;
 	u64 lock_wait_ns;
 	u64 lock_holds;		/* times the walker took the lock */
@@ -269,6 +270,7 @@ void ptw_lock_publish(int slot);
 bool ptw_lock_retire(int slot);
 void ptw_lock_free(int slot);
 bool ptw_lock_live(int slot);
+bool ptw_lock_holding(int slot);
 int ptw_lock_find_key(unsigned long key);
 int ptw_lock_current_walk(void);
 int ptw_lock_next_walk(unsigned long mm_key, int from);

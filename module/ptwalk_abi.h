@@ -52,7 +52,8 @@
 	X(tlb_ipis, "%llu") X(calls, "%llu") X(stalls, "%llu")			\
 	X(lock_wait_ns, "%llu") X(probe_missed, "%llu")			\
 	X(vma_locks, "%llu") X(vma_hold_ns, "%llu")				\
-	X(vma_hold_max_ns, "%llu") X(vma_fallbacks, "%llu")
+	X(vma_hold_max_ns, "%llu") X(vma_fallbacks, "%llu")		\
+	X(pte_tables_mmap_locked, "%llu")
 
 /* debugfs "stalls": one wait of another task for a walked mm's lock */
 #define PTW_STALL_KEYS(X)							\

@@ -87,7 +87,8 @@ static int ptw_walk_show(struct seq_file *m, void *v)
 		   r->lock_hold_ns, r->lock_holds, ptw_mode_names[r->lock_mode & 3],
 		   r->tlb_flushes, r->tlb_ipis, r->calls, r->stalls,
 		   r->lock_wait_ns, r->probe_missed, r->vma_locks,
-		   r->vma_hold_ns, r->vma_hold_max_ns, r->vma_fallbacks);
+		   r->vma_hold_ns, r->vma_hold_max_ns, r->vma_fallbacks,
+		   r->pte_tables_mmap_locked);
 	return 0;
 }
 

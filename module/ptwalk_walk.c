@@ -44,6 +44,7 @@ struct ptw_walk_pass {
 	u64 pte_tables;
 	u64 pte_slots;
 	u64 pte_revisits;
+	u64 pte_tables_mmap_locked;
 	u64 missed0;
 	u64 vma_locks;
 	u64 vma_hold_ns;
@@ -203,6 +204,7 @@ static void ptw_emit(int slot)
 	r.pte_tables = w->pass.pte_tables;
 	r.pte_slots = w->pass.pte_slots;
 	r.pte_revisits = w->pass.pte_revisits;
+	r.pte_tables_mmap_locked = w->pass.pte_tables_mmap_locked;
 	r.lock_hold_ns = p.lock_hold_ns;
 	r.lock_wait_ns = p.lock_wait_ns;
 	r.lock_holds = p.lock_holds;
@@ -554,7 +556,9 @@ NOKPROBE_SYMBOL(ptw_walk_proper_exit);
  * One per-PMD-range callback.  Addresses only grow within one pass, so a
  * range below covered_end was counted already (ACTION_AGAIN retries, a
  * seq_file record shown again, a PAGEMAP_SCAN restart): each PTE slot is
- * counted once per walk and the repeat in pte_revisits.
+ * counted once per walk and the repeat in pte_revisits.  A table walked
+ * while the walker holds the target's mmap_lock (its own lock events say
+ * so) counts in pte_tables_mmap_locked too: per-VMA-locked walks walk none.
  */
 void ptw_pte_range(unsigned long addr, unsigned long end)
 {
@@ -571,6 +575,8 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 		w->pass.pte_tables++;
 		w->pass.pte_slots += (end - max(addr, w->pass.covered_end)) >> PAGE_SHIFT;
 		w->pass.covered_end = end;
+		if (ptw_lock_holding(slot))
+			w->pass.pte_tables_mmap_locked++;
 	}
 
 	ptw_inject_wait(READ_ONCE(ptw_inject_delay_ns));

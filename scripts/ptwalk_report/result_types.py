@@ -114,6 +114,9 @@ class Walk:
     pte_tables: int | None = None
     pte_slots_visited: int | None = None
     pte_revisits: int | None = None
+    # module backend: of pte_tables, those walked while the walker held
+    # mmap_lock (its own lock events): none on a per-VMA-locked walk
+    pte_tables_mmap_locked: int | None = None
     tlb_flushes: int | None = None
     tlb_ipis: int | None = None
     probe_missed: int | None = None
@@ -148,6 +151,7 @@ class Walk:
             pte_tables=o.opt_int("pte_tables"),
             pte_slots_visited=o.opt_int("pte_slots_visited"),
             pte_revisits=o.opt_int("pte_revisits"),
+            pte_tables_mmap_locked=o.opt_int("pte_tables_mmap_locked"),
             tlb_flushes=o.opt_int("tlb_flushes"),
             tlb_ipis=o.opt_int("tlb_ipis"),
             probe_missed=o.opt_int("probe_missed"),

@@ -58,54 +58,95 @@ def vma_locked(res: Result) -> bool:
 
 
 def check_no_walk_stall(name: str, res: Result) -> list[str]:
-    """A run whose walks hold no mmap_lock: the views agree that no waiter
-    waited for the walk. The victims still run slow now and then (off a
-    CPU, behind each other), but no stall is the walker's beyond a
-    fallback's moment (under 1 ms), in either kernel view. The module's
-    figure runs from its own stamp of the walk's acquire, the first probe;
-    when the walker's vCPU is not run before the next probe (one TCG
-    thread runs both vCPUs), that time is in the hold and in the stall's
-    clock_spread_ns: the walk's own part is the figure less the spread
-    (7.3 cloud, 11-30: a 10.1 ms mmap wait, the module 2.06 ms with a
-    1.79 ms spread, the tracepoints, read after it, 0.31 ms). The moment
-    is lock_next_vma_under_mmap_lock() (7.3.4 mm/mmap_lock.c 344-367: a
-    tree look-up and vma_start_read_locked() between mmap_read_lock and
-    mmap_read_unlock, no page table walked), but a walker preempted in it
-    holds mmap_lock as long as it is switched out, and a writer waits that
-    long: the kernel's doing, which the guest's sched events measure
-    (walker_off_cpu_ns), not a walk under mmap_lock (7.3 cloud, 12-05: a
-    4.66 ms mmap wait, 1.01 ms of it the walker's hold as the tracepoints
-    saw it, 0.58 ms of that the walker switched out). So the check takes
-    the hold the walker spent running.
+    """A run whose walks hold no mmap_lock while they walk: no page table
+    is walked under mmap_lock, and no stall is the walker's beyond the
+    kernel's own moments, in either kernel view.
 
-    One walk may hold mmap_lock for longer, and by the kernel's design:
-    when lock_next_vma() gives up (-EAGAIN: a writer has the next VMA or
-    the tree changed), the reader takes mmap_read_lock and keeps it to the
-    end of that read(), walking the VMAs left in it under mmap_lock
-    (7.3.4 fs/proc/task_mmu.c proc_get_vma() and fallback_to_mmap_lock(),
-    released in unlock_vma_range()). Such a stall is the walk's only on a
-    walk whose module record counts a fallback (vma_fallbacks, from
-    lock_next_vma()'s return: a view of its own); in either kernel view, a
-    held stall on a walk with none is still a failure (7.3 cloud, 12-07: a
-    3.16 ms mmap wait, 2.13 ms of it held by a smaps walk, in both
-    views)."""
+    Per the 7.3.4 source there are two ways a per-VMA walk takes
+    mmap_lock. (1) A moment: when vma_start_read() fails or the tree
+    changed, lock_next_vma() calls lock_next_vma_under_mmap_lock()
+    (mm/mmap_lock.c 344-367), which takes mmap_read_lock, looks the VMA up
+    again, read-locks it and drops mmap_lock before the VMA is walked; it
+    returns a VMA, not an error. (2) A fallback: only when that VMA's
+    vm_refcnt would overflow does it return -EAGAIN, and then
+    proc_get_vma() keeps mmap_read_lock to the end of that read() through
+    fallback_to_mmap_lock() (fs/proc/task_mmu.c), walking the VMAs left in
+    it under mmap_lock with smaps_walk_ops. The module counts both from
+    its own records: each PTE table walked while the walker holds
+    mmap_lock (pte_tables_mmap_locked, from its lock events) and each
+    error of lock_next_vma() (vma_fallbacks). So the check is timing-free:
+    a walk with tables walked under mmap_lock and no fallback is a
+    failure (the kind is not walked as the table says, or the module lost
+    a fallback).
+
+    How long a moment holds mmap_lock is not the walk's: a writer waits
+    as long as the walker is switched out inside it. The guest sees its
+    own descheduling (walker_off_cpu_ns; 7.3 cloud, 12-05: a 4.66 ms mmap
+    wait, 1.01 ms of it the walker's hold, 0.58 ms switched out), but not
+    the host's of the vCPU thread under TCG (7.3 cloud, 12-07: smaps walk
+    18 held mmap_lock once for 1.20 ms, off CPU 0 as the guest saw it, no
+    fallback, no table walked under it). So a held stall of 1 ms or more
+    is judged by what its walk did under mmap_lock, where the module
+    counted it; without that count (no module record) the walker's
+    running hold must stay under 1 ms, as before. The module's figure
+    runs from its own stamp of the walk's acquire; the part of it that is
+    the probes' clock spread is not the walk's (7.3 cloud, 11-30: a
+    2.06 ms hold with a 1.79 ms spread)."""
     bad = []
-    views = [("module", res.kernel_view), ("tracepoint", res.kernel_view_tracepoint)]
+    counted = {w.index: w for w in res.walks if w.pte_tables_mmap_locked is not None}
+    under = [w for w in counted.values()
+             if (w.pte_tables_mmap_locked or 0) > 0 and not (w.vma_fallbacks or 0)]
     fell_back = {w.index for w in res.walks if (w.vma_fallbacks or 0) > 0}
+    print(f"{name}: {len(counted)} of {len(res.walks)} walks with the module's count of "
+          f"tables walked under mmap_lock: "
+          f"{sum(w.pte_tables_mmap_locked or 0 for w in counted.values())} of "
+          f"{sum(w.pte_tables or 0 for w in counted.values())} tables; "
+          f"{len(fell_back)} walks fell back")
+    if under:
+        bad.append(f"{name}: {len(under)} per-VMA-locked walks walked page tables under "
+                   f"mmap_lock with no fallback counted: "
+                   f"{[(w.index, w.pte_tables_mmap_locked, w.pte_tables) for w in under[:3]]}")
+    views = [("module", res.kernel_view), ("tracepoint", res.kernel_view_tracepoint)]
     for view, kv in views:
         if kv is None or kv.stalls is None:
             continue
         held = [s for s in kv.stalls
                 if (s.walker_held_ns or 0) - (s.clock_spread_ns or 0)
                 - (s.walker_off_cpu_ns or 0) >= 1_000_000]
-        print(f"{name}: {view} view: {len(held)} stalls the walk held >= 1 ms, "
-              f"{sum(s.walk in fell_back for s in held)} of them on a walk that fell back "
-              f"to mmap_lock ({len(fell_back)} of {len(res.walks)} walks did)")
-        held = [s for s in held if s.walk not in fell_back]
+        moments = [s for s in held if s.walk in counted and s.walk not in fell_back]
+        print(f"{name}: {view} view: {len(held)} stalls the walk held >= 1 ms running, "
+              f"{sum(s.walk in fell_back for s in held)} on a walk that fell back to "
+              f"mmap_lock, {len(moments)} in a moment of a walk that walked no table "
+              f"under it")
+        held = [s for s in held if s.walk not in counted]
         if held:
             bad.append(f"{name}: {view} view: {len(held)} stalls the walk held "
-                       f">= 1 ms on a per-VMA-locked walk: {held[:3]}")
+                       f">= 1 ms on a per-VMA-locked walk the module did not count: "
+                       f"{held[:3]}")
     return bad
+
+
+def check_walked_under_mmap_lock(name: str, res: Result) -> list[str]:
+    """A run whose kinds all walk under mmap_lock on their kernel: every
+    PTE table the module counted was walked while the walker held
+    mmap_lock, as its own lock events say. The other side of
+    check_no_walk_stall's count, so that a count that is never taken
+    fails here."""
+    walks = [w for w in res.walks if w.pte_tables is not None]
+    off = [(w.index, w.pte_tables_mmap_locked, w.pte_tables) for w in walks
+           if w.pte_tables_mmap_locked != w.pte_tables]
+    if off:
+        return [f"{name}: {len(off)} of {len(walks)} mmap_lock walks walked tables outside "
+                f"a hold of it (index, under the lock, all): {off[:3]}"]
+    return []
+
+
+def mmap_locked(res: Result) -> bool:
+    """Every kind of the run walks under mmap_lock on its kernel."""
+    se = res.stall_estimate
+    if se is None or not se.kinds:
+        return False
+    return all(e.lock_unit not in (None, LockUnit.vma_lock) for e in se.kinds.values())
 
 
 def check_result(name: str, res: Result, module: bool) -> list[str]:
@@ -135,6 +176,8 @@ def check_result(name: str, res: Result, module: bool) -> list[str]:
             bad.append(f"{name}: PTE slots not checked on every walk {w}")
         if w.short_unconfirmed:
             bad.append(f"{name}: the walk's Rss and the module disagree on skipped VMAs {w}")
+        if mmap_locked(res):
+            bad += check_walked_under_mmap_lock(name, res)
     if val.stalls.agree is not True and not bad and not vma_locked(res):
         bad.append(f"{name}: the result says the views disagree: {val.stalls}")
     return bad
@@ -585,33 +628,57 @@ def test_rollup_over_many_vmas_covers_them_on_a_fixed_kernel(tmp_path: Path) -> 
     assert "skipped VMAs" not in p.stdout
 
 
-def test_no_walk_stall_takes_the_hold_the_walker_ran() -> None:
-    """check_no_walk_stall on made-up stalls: a per-VMA walk's mmap_lock
-    moment counts only as long as the walker ran in it, the 7.3 cloud
-    stall of 12-05 passes, and one the walker held running 1 ms fails;
-    the 12-07 one passes on a walk the module saw fall back to mmap_lock,
-    and fails on the same walk without that fallback."""
+def test_no_walk_stall_judges_a_hold_by_what_the_walk_did_under_it() -> None:
+    """check_no_walk_stall on made-up walks and stalls. With the module's
+    count: a walk that walked tables under mmap_lock with no fallback
+    fails, whatever its stalls; the 7.3 cloud walk of 12-07 (one 1.2 ms
+    hold, no table under it) passes, and so does a fallback's long hold.
+    Without the count (no module record), the walker's running hold must
+    stay under 1 ms: the 12-05 stall passes, 1.1 ms running fails."""
     from types import SimpleNamespace as NS
 
-    def res(*stalls: NS, fallbacks: int | None = None) -> Any:
-        return NS(kernel_view=None, kernel_view_tracepoint=NS(stalls=list(stalls)),
-                  walks=[NS(index=0, vma_fallbacks=0), NS(index=1, vma_fallbacks=fallbacks)])
+    def walk(index: int, locked: int | None, fallbacks: int | None = 0) -> NS:
+        return NS(index=index, pte_tables=None if locked is None else 64,
+                  pte_tables_mmap_locked=locked, vma_fallbacks=fallbacks)
 
+    def res(*stalls: NS, walks: list[NS]) -> Any:
+        return NS(kernel_view=None, kernel_view_tracepoint=NS(stalls=list(stalls)), walks=walks)
+
+    moment = NS(walk=1, walker_held_ns=1_200_879, clock_spread_ns=None, walker_off_cpu_ns=0)
+    assert check_no_walk_stall("x", res(moment, walks=[walk(0, 0), walk(1, 0)])) == []
+    bad = check_no_walk_stall("x", res(walks=[walk(0, 0), walk(1, 3)]))
+    assert len(bad) == 1 and "walked page tables under mmap_lock" in bad[0], bad
+    # a fallback walks the rest of its read() under mmap_lock, by design
+    assert check_no_walk_stall("x", res(moment, walks=[walk(0, 0), walk(1, 40, 1)])) == []
+    # a fallback on another walk explains nothing
+    bad = check_no_walk_stall("x", res(walks=[walk(0, 0, 1), walk(1, 3)]))
+    assert len(bad) == 1 and "(1, 3, 64)" in bad[0], bad
+    # no module count: the running hold decides
     seen = NS(walk=1, walker_held_ns=1_014_000, clock_spread_ns=None, walker_off_cpu_ns=585_000)
-    assert check_no_walk_stall("x", res(seen)) == []
+    nocount = [walk(0, None), walk(1, None)]
+    assert check_no_walk_stall("x", res(seen, walks=nocount)) == []
     ran = NS(walk=1, walker_held_ns=1_600_000, clock_spread_ns=None, walker_off_cpu_ns=500_000)
-    bad = check_no_walk_stall("x", res(seen, ran))
+    bad = check_no_walk_stall("x", res(seen, ran, walks=nocount))
     assert len(bad) == 1 and "tracepoint view: 1 stalls" in bad[0], bad
+    bad = check_no_walk_stall("x", res(moment, walks=[walk(0, None), walk(1, None, 1)]))
+    assert len(bad) == 1, bad
     spread = NS(walk=1, walker_held_ns=2_060_000, clock_spread_ns=1_790_000,
                 walker_off_cpu_ns=None)
     module_only: Any = NS(kernel_view=NS(stalls=[spread]), kernel_view_tracepoint=None,
-                          walks=[])
+                          walks=nocount)
     assert check_no_walk_stall("x", module_only) == []
-    fell = NS(walk=1, walker_held_ns=2_119_042, clock_spread_ns=None, walker_off_cpu_ns=0)
-    assert check_no_walk_stall("x", res(fell, fallbacks=1)) == []
-    for none in (0, None):  # no fallback counted, or no VMA-lock view to count it
-        bad = check_no_walk_stall("x", res(fell, fallbacks=none))
-        assert len(bad) == 1 and "tracepoint view: 1 stalls" in bad[0], (none, bad)
-    # a fallback on another walk explains nothing
-    other = NS(walk=0, walker_held_ns=2_119_042, clock_spread_ns=None, walker_off_cpu_ns=0)
-    assert len(check_no_walk_stall("x", res(other, fallbacks=1))) == 1
+
+
+def test_walked_under_mmap_lock_needs_every_table_under_it() -> None:
+    """check_walked_under_mmap_lock: equal counts pass, one table walked
+    outside the hold fails, a walk with no module record is not judged."""
+    from types import SimpleNamespace as NS
+
+    def res(*walks: tuple[int | None, int | None]) -> Any:
+        return NS(walks=[NS(index=i, pte_tables=t, pte_tables_mmap_locked=u)
+                         for i, (t, u) in enumerate(walks)])
+
+    assert check_walked_under_mmap_lock("x", res((64, 64), (0, 0), (None, None))) == []
+    bad = check_walked_under_mmap_lock("x", res((64, 64), (64, 63)))
+    assert len(bad) == 1 and "(1, 63, 64)" in bad[0], bad
+    assert len(check_walked_under_mmap_lock("x", res((64, None)))) == 1

@@ -145,6 +145,7 @@ std::vector<ModuleWalk> parse_module_walks(std::string_view text)
 		w.lock_wait_ns = u64(r, W(lock_wait_ns));
 		w.lock_holds = u64(r, W(lock_holds));
 		w.pte_tables = u64(r, W(pte_tables));
+		w.pte_tables_mmap_locked = u64(r, W(pte_tables_mmap_locked));
 		w.pte_slots = u64(r, W(pte_slots));
 		w.lock_hold_ns = u64(r, W(lock_hold_ns));
 		w.lock_mode = mode(r, W(lock_mode));
@@ -281,6 +282,7 @@ void fill_walk_view(WalkKernelView &v, const ModuleWalk &m)
 	v.lock_wait_ns = m.lock_wait_ns;
 	v.lock_acquisitions = uint32_t(m.lock_holds);
 	v.pte_tables = m.pte_tables;
+	v.pte_tables_mmap_locked = m.pte_tables_mmap_locked;
 	v.pte_slots = m.pte_slots;
 	v.tlb_flushes = m.tlb_flushes;
 	v.lock_hold_ns = m.lock_hold_ns;
@@ -299,6 +301,7 @@ void join_walk_view(WalkKernelView &v, const ModuleWalk &m)
 	v.lock_wait_ns += m.lock_wait_ns;
 	v.lock_acquisitions += uint32_t(m.lock_holds);
 	v.pte_tables += m.pte_tables;
+	v.pte_tables_mmap_locked += m.pte_tables_mmap_locked;
 	v.pte_slots += m.pte_slots;
 	v.tlb_flushes += m.tlb_flushes;
 	v.lock_hold_ns += m.lock_hold_ns;

@@ -81,6 +81,7 @@ void add_view(WalkEntry &j, const WalkKernelView &v)
 	m.pte_tables = v.pte_tables;
 	m.pte_slots_visited = v.pte_slots;
 	m.pte_revisits = v.pte_revisits;
+	m.pte_tables_mmap_locked = v.pte_tables_mmap_locked;
 	m.tlb_flushes = v.tlb_flushes;
 	m.tlb_ipis = v.tlb_ipis;
 	m.probe_missed = v.probe_missed;

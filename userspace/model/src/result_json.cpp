@@ -102,6 +102,7 @@ void put_module(Json::Value &j, const WalkEntry::Module &m)
 	j["pte_tables"] = m.pte_tables;
 	j["pte_slots_visited"] = m.pte_slots_visited;
 	j["pte_revisits"] = m.pte_revisits;
+	j["pte_tables_mmap_locked"] = m.pte_tables_mmap_locked;
 	j["tlb_flushes"] = m.tlb_flushes;
 	j["tlb_ipis"] = m.tlb_ipis;
 	j["probe_missed"] = m.probe_missed;

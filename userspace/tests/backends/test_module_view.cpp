@@ -319,7 +319,7 @@ std::string fields(const ModuleWalk &w)
 	char b[512];
 	snprintf(b, sizeof(b),
 		 "%llu %s %d %s %d %llu %llu %llu %llu %d %llu %llu %llu %llu %llu %s "
-		 "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		 "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
 		 (unsigned long long)w.seq, name(w.kind), w.walker_pid, w.walker_comm.c_str(),
 		 w.target_tgid, (unsigned long long)w.start_ns, (unsigned long long)w.end_ns,
 		 (unsigned long long)w.call_ns, (unsigned long long)w.walk_ns, int(w.walk_timed),
@@ -330,7 +330,8 @@ std::string fields(const ModuleWalk &w)
 		 (unsigned long long)w.calls, (unsigned long long)w.stalls,
 		 (unsigned long long)w.lock_wait_ns, (unsigned long long)w.probe_missed,
 		 (unsigned long long)w.vma_locks, (unsigned long long)w.vma_hold_ns,
-		 (unsigned long long)w.vma_hold_max_ns, (unsigned long long)w.vma_fallbacks);
+		 (unsigned long long)w.vma_hold_max_ns, (unsigned long long)w.vma_fallbacks,
+		 (unsigned long long)w.pte_tables_mmap_locked);
 	return b;
 }
 

@@ -335,7 +335,7 @@ TEST(ResultJson, MembersInTheirOrder)
 			"lock_acquisitions", "lock_mode", "stalls", "max_stall_ns",
 			"kernel_duration_ns", "kernel_call_ns", "kernel_walk_ns",
 			"kernel_ns_per_pte", "pte_tables", "pte_slots_visited", "pte_revisits",
-			"tlb_flushes", "tlb_ipis", "probe_missed"}));
+			"pte_tables_mmap_locked", "tlb_flushes", "tlb_ipis", "probe_missed"}));
 	// clang-format on
 	EXPECT_EQ(keys(j["victims"]), (Keys{"read"}));
 	EXPECT_EQ(keys(j["victims"]["read"]), (Keys{"tid", "ops", "outside", "during"}));

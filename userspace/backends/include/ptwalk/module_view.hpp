@@ -36,6 +36,7 @@ struct ModuleWalk {
 	bool walk_timed = false;  // walk_ns was measured
 	uint64_t pte_revisits = 0, tlb_ipis = 0, probe_missed = 0, lock_wait_ns = 0;
 	uint64_t lock_holds = 0;
+	uint64_t pte_tables_mmap_locked = 0; // of pte_tables, walked holding mmap_lock
 	uint64_t pte_tables = 0, pte_slots = 0, lock_hold_ns = 0, tlb_flushes = 0;
 	uint64_t calls = 0, stalls = 0;
 	LockMode lock_mode = LockMode::none;

@@ -58,7 +58,8 @@ struct WalkKernelView {
 	bool walk_timed = false;
 	uint64_t pte_tables = 0, pte_slots = 0, tlb_flushes = 0;
 	uint64_t pte_revisits = 0, tlb_ipis = 0, probe_missed = 0;
-	std::optional<VmaHolds> vma; // where the module's VMA-lock view is
+	uint64_t pte_tables_mmap_locked = 0; // of pte_tables, walked holding mmap_lock
+	std::optional<VmaHolds> vma;         // where the module's VMA-lock view is
 };
 
 struct Backend {

@@ -84,6 +84,7 @@ struct WalkEntry {
 		std::optional<uint64_t> walk_ns;
 		std::optional<double> ns_per_pte;
 		uint64_t pte_tables = 0, pte_slots_visited = 0, pte_revisits = 0;
+		uint64_t pte_tables_mmap_locked = 0; // of pte_tables, walked holding mmap_lock
 		uint64_t tlb_flushes = 0, tlb_ipis = 0, probe_missed = 0;
 		std::optional<VmaHolds> vma; // the VMA-lock view's
 	};
