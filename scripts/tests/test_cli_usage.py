@@ -209,7 +209,9 @@ def test_locking_prints_the_table_for_a_release() -> None:
         "when": "a VMA's vm_refcnt would overflow (lock_next_vma() -EAGAIN)",
         "lock_mode": "read", "held_until": "the end of that read()",
         "lookup": "where a VMA cannot be read-locked as it is found, mmap_lock read for the "
-                  "look-up alone, no page table walked under it"}
+                  "look-up alone, no page table walked under it",
+        "source": "mm/mmap_lock.c lock_next_vma(), lock_next_vma_under_mmap_lock(); "
+                  "fs/proc/task_mmu.c proc_get_vma(), fallback_to_mmap_lock() (7.2.13, 7.3.4)"}
     assert sm["changed"]["before"] == "7.1" and sm["changed"]["since"] == "7.2"
     assert "lock_vma_range" in json.loads(run_ptwalk(
         "locking", "--json", "--release", "7.2", timeout=10).stdout)["kinds"]["smaps"]["source"]

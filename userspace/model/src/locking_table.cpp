@@ -44,22 +44,13 @@ Json locking_table_json(std::string_view release)
 			c["lock_unit"] = name(f.change->unit);
 			k["changed"] = std::move(c);
 		}
-		// under VMA locks the walk takes mmap_lock two ways (7.2.13 and
-		// 7.3.4 mm/mmap_lock.c lock_next_vma(), fs/proc/task_mmu.c
-		// proc_get_vma()): where vma_start_read() fails or the tree
-		// changed, lock_next_vma_under_mmap_lock() takes it for the look-up
-		// alone and drops it before the VMA is walked; only where that
-		// VMA's vm_refcnt would overflow (-EAGAIN) does
-		// fallback_to_mmap_lock() keep it to the read()'s m_stop(),
-		// walking the rest of that read() under it
-		if (f.unit == LockUnit::vma_lock) {
+		if (f.fallback) {
 			Json fb = Json::object();
-			fb["when"] = "a VMA's vm_refcnt would overflow (lock_next_vma() -EAGAIN)";
-			fb["lock_mode"] = name(LockMode::read);
-			fb["held_until"] = "the end of that read()";
-			fb["lookup"] =
-				"where a VMA cannot be read-locked as it is found, mmap_lock "
-				"read for the look-up alone, no page table walked under it";
+			fb["when"] = f.fallback->when;
+			fb["lock_mode"] = name(f.fallback->lock_mode);
+			fb["held_until"] = f.fallback->held_until;
+			fb["lookup"] = f.fallback->lookup;
+			fb["source"] = f.fallback->source;
 			k["fallback"] = std::move(fb);
 		} else {
 			k["fallback"] = Json();
@@ -86,10 +77,12 @@ std::string locking_table_text(std::string_view release)
 					f.change->since + "); a run here tells"
 			: *w ? std::string("yes")
 			     : std::string("no (per-VMA locks from ") + f.change->since +
-					"; a writer to the walked VMA waits; where a VMA "
-					"cannot be locked, mmap_lock read for the look-up, "
-					"to the end of that read() only on a refcount "
-					"overflow)";
+					"; a writer to the walked VMA waits" +
+					(f.fallback ? "; where a VMA cannot be locked, mmap_lock "
+						      "read for the look-up, to the end of that "
+						      "read() only on a refcount overflow"
+						    : "") +
+					")";
 		if (w && *w && f.change)
 			says += std::string(" (per-VMA locks from ") + f.change->since + ")";
 		snprintf(line, sizeof(line), "%-16s %-9s %-18s %-8s ", ki.kind,

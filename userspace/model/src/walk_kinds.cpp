@@ -88,6 +88,22 @@ static_assert(changes_sound(), "walk_kinds.def: PTW_LOCK_CHANGES: a release that
 
 } // namespace
 
+// The per-VMA walk's two ways back to mmap_lock, read in 7.2.13 and 7.3.4
+// (identical there): lock_next_vma() takes it for a look-up where
+// vma_start_read() fails or the tree changed, and drops it before the VMA
+// is walked (lock_next_vma_under_mmap_lock()); only a vm_refcnt overflow
+// returns -EAGAIN, and then proc_get_vma() keeps it to the read()'s
+// m_stop() (fallback_to_mmap_lock(), unlock_vma_range()).
+constexpr LockFallback kVmaLockFallback{
+	"a VMA's vm_refcnt would overflow (lock_next_vma() -EAGAIN)",
+	"the end of that read()",
+	LockMode::read,
+	"where a VMA cannot be read-locked as it is found, mmap_lock read for the look-up "
+	"alone, no page table walked under it",
+	"mm/mmap_lock.c lock_next_vma(), lock_next_vma_under_mmap_lock(); "
+	"fs/proc/task_mmu.c proc_get_vma(), fallback_to_mmap_lock() (7.2.13, 7.3.4)",
+};
+
 LockingFact locking_fact(WalkKind k, std::string_view release)
 {
 	const WalkKindInfo &ki = info(k);
@@ -112,6 +128,8 @@ LockingFact locking_fact(WalkKind k, std::string_view release)
 		}
 		break;
 	}
+	if (f.unit == LockUnit::vma_lock)
+		f.fallback = &kVmaLockFallback;
 	return f;
 }
 

@@ -100,8 +100,8 @@ TEST(Result, SummaryPerKind)
 }
 
 // A whole lock view that saw one walk of 20 take mmap_lock (a 127 us
-// fallback in a 6.19 maps run) saw 19 take none: the median hold is 0, not
-// 127 us, and the per-VMA fact is not contradicted by one fallback. A view
+// look-up under it in a 6.19 maps run) saw 19 take none: the median hold is
+// 0, not 127 us, and the per-VMA fact is not contradicted by one look-up. A view
 // that lost events may have lost the others' holds: they are not counted.
 TEST(Result, WalksWithoutAHoldCountAsNoneWhereOthersHeld)
 {

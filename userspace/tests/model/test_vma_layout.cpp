@@ -326,6 +326,7 @@ TEST(LockingFact, PerKernelRelease)
 		EXPECT_EQ(f.lock_mode, LockMode::read) << rel;
 		EXPECT_EQ(f.basis, LockBasis::table) << rel;
 		ASSERT_TRUE(f.change) << rel;
+		EXPECT_EQ(f.fallback, nullptr) << rel; // mmap_lock throughout
 	}
 	for (const char *rel : {"7.2.13-amd64", "7.3.4+deb13-cloud-amd64", "8.0.1", "10.1"}) {
 		const LockingFact f = locking_fact(WalkKind::smaps, rel);
@@ -334,6 +335,11 @@ TEST(LockingFact, PerKernelRelease)
 		EXPECT_EQ(f.basis, LockBasis::changed) << rel;
 		EXPECT_NE(std::string(f.source).find("lock_vma_range"), std::string::npos);
 		EXPECT_EQ(locking_fact(WalkKind::numa_maps, rel).unit, LockUnit::vma_lock);
+		// its ways back to mmap_lock: the look-up, and the overflow's fallback
+		ASSERT_NE(f.fallback, nullptr) << rel;
+		EXPECT_EQ(f.fallback->lock_mode, LockMode::read);
+		EXPECT_NE(std::string(f.fallback->when).find("vm_refcnt"), std::string::npos);
+		EXPECT_NE(std::string(f.fallback->lookup).find("no page table"), std::string::npos);
 	}
 	// an unknown release: the older fact, marked unread
 	for (const char *rel : {"", "garbage", "7.x"}) {
@@ -356,6 +362,7 @@ TEST(LockingFact, PerKernelRelease)
 			EXPECT_EQ(f.basis, LockBasis::table) << name(k) << rel;
 			EXPECT_EQ(f.unit, info(k).unit) << name(k) << rel;
 			EXPECT_EQ(f.change, nullptr);
+			EXPECT_EQ(f.fallback, nullptr);
 		}
 	}
 	EXPECT_STREQ(name(LockBasis::unread), "unread");

@@ -82,12 +82,22 @@ inline constexpr LockChange kLockChanges[] = {
 // release between a change's `before` and `since`, or one that does not
 // parse: the table's fact, which the run's own view must confirm).
 enum class LockBasis { table, changed, unread };
+// Where a walk under per-VMA locks still takes mmap_lock (lookup: for a
+// look-up alone, no page table walked; when: to the end of the read()).
+struct LockFallback {
+	const char *when;
+	const char *held_until;
+	LockMode lock_mode;
+	const char *lookup;
+	const char *source;
+};
 struct LockingFact {
 	LockMode lock_mode = LockMode::none;
 	LockUnit unit = LockUnit::whole_walk;
 	const char *source = "";
 	LockBasis basis = LockBasis::table;
-	const LockChange *change = nullptr; // the kind's change, when it has one
+	const LockChange *change = nullptr;     // the kind's change, when it has one
+	const LockFallback *fallback = nullptr; // unit vma_lock: its ways back to mmap_lock
 };
 // For `release` as uname -r gives it ("7.3.4+deb13-amd64").
 LockingFact locking_fact(WalkKind k, std::string_view release);
