@@ -372,7 +372,7 @@ def kernel_suites(vm_config: Config, tmp_path_factory: pytest.TempPathFactory,
             return
         todo = [suites.harness_suite(cxx_hello, kernel.ko is not None)]
         if kernel.ko is not None:
-            todo += suites.module_suites()
+            todo += suites.module_suites(own=suites.own_suites(kernel))
         elif kernel.moduleless:
             todo += suites.moduleless_suites()
         run_dir = tmp_path_factory.mktemp(f"suites-{kernel.id}")

@@ -80,11 +80,35 @@ def harness_suite(hello: Path | None, ko: bool) -> Suite:
     return Suite("harness", ("sh", "-c", cmd + "; exit 3"), 60, files)
 
 
+# The kernels that run a suite of their own beside the shared ones, in the
+# same boot: the locking facts on the kernel that changed them
+# (test_locking_in_vm.py), DAMON where Debian builds it with its sysfs
+# (test_damon_in_vm.py; not 6.1)
+LOCKING_KERNEL = "7.3-cloud-amd64"
+DAMON_KERNELS = ("6.12-cloud-amd64", "7.3-cloud-amd64")
+
+
+def own_suites(kernel: Kernel) -> list[Suite]:
+    """The suites of KERNEL's own beyond the shared ones; module_suites()
+    runs them before the module's selftest."""
+    ptwalk = "/ptwalk/build/ptwalk"
+    out = []
+    if kernel.id == LOCKING_KERNEL:
+        out.append(Suite("locking", ("sh", "scripts/vm/locking.sh", "/ptwalk/module/ptwalk.ko",
+                                     ptwalk), 300, (_project("scripts/vm/locking.sh"),)))
+    if kernel.id in DAMON_KERNELS:
+        out.append(Suite("damon", ("sh", "scripts/vm/damon.sh", ptwalk), 200,
+                         (_project("scripts/vm/damon.sh"),)))
+    return out
+
+
 def module_suites(inject_ns: int = ACCEPTANCE_INJECT_NS,
-                  inject_ns_rt: int = ACCEPTANCE_INJECT_NS_RT) -> list[Suite]:
+                  inject_ns_rt: int = ACCEPTANCE_INJECT_NS_RT,
+                  own: Sequence[Suite] = ()) -> list[Suite]:
     """The suites that need ptwalk.ko, in the order one boot runs them: the
-    timing-sensitive ones first, the load/unload and racing-exit cycles
-    last (a kernel they hurt would show it in every suite after them)."""
+    timing-sensitive ones first, then the kernel's OWN (own_suites()),
+    the load/unload and racing-exit cycles last (a kernel they hurt would
+    show it in every suite after them)."""
     ko, ptwalk = "/ptwalk/module/ptwalk.ko", "/ptwalk/build/ptwalk"
     return [
         Suite("acceptance", ("sh", "scripts/vm/module-acceptance.sh", ko, ptwalk, "256M"), 600,
@@ -94,6 +118,7 @@ def module_suites(inject_ns: int = ACCEPTANCE_INJECT_NS,
               (_project("scripts/vm/crossvalidate.sh"),)),
         Suite("selftests", ("sh", "scripts/vm/selftests.sh", ko, "/ptwalk/build/selftests"), 900,
               (_project("scripts/vm/selftests.sh"),)),
+        *own,
         Suite("module-selftest", ("sh", "scripts/module-vm-selftest.sh", "/ptwalk/module"), 600,
               (_project("module/tests/vm-selftest.sh", "/ptwalk/scripts/module-vm-selftest.sh"),
                _project("module/tests/walker", "/ptwalk/module/walker"))),

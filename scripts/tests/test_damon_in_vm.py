@@ -4,10 +4,11 @@ and its sysfs: 6.12 cloud, and 7.3 cloud with damon_stat, which Debian
 turns on there and which excludes every other kdamond, turned off first in
 the guest (the test's own; ptwalk never does that itself).
 
-One boot each runs the known working set (a hot quarter of 64 MiB, 6 s) under
-DAMON and judges its estimate against the toucher's truth, then kills a
-second run's scanner mid-run: the kdamond it turned on must be gone after
-either, as every exit path restores what it changed. The views:
+A suite of each one's suite boot (scripts/vm/damon.sh) runs the known
+working set (a hot quarter of 64 MiB, 6 s) under DAMON and judges its
+estimate against the toucher's truth, then kills a second run's scanner
+mid-run: the kdamond it turned on must be gone after either, as every exit
+path restores what it changed. The views:
 - DAMON's regions (the estimate) against the toucher's positions (the
   truth), per aggregation, with the windows' alignment checked;
 - the kdamond's CPU time (its schedstat) as the method's cost, and its
@@ -22,48 +23,28 @@ from typing import Any
 
 import pytest
 
-from ptwalk_vm import config
-from ptwalk_vm.pytest_plugin import BOOT_SLOTS, skip_or_fail, vm_unavailable
+from ptwalk_vm import suites
+from ptwalk_vm.pytest_plugin import skip_or_fail
 
 pytestmark = pytest.mark.vm
-
-NR = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds"
-RUN = ("/ptwalk/build/ptwalk run --scanner damon --working-set 0.25,hot --size 64M "
-       "--backing anon --populate-threads 1 --interval 200ms --duration {d} "
-       "--out /results/{n}.json > /results/{n}.txt 2>&1; echo \"damon: {n} exit $?\"; "
-       f"echo \"damon: {{n}} nr_kdamonds $(cat {NR})\"")
-# the kernel's own count of aggregations: damon_aggregated fires for each
-# region as kdamond_reset_aggregated() ends one (7.3.4 mm/damon/core.c 2218),
-# on CLOCK_MONOTONIC (trace_clock mono), the clock of the scanner's reads
-TRACE = "/sys/kernel/tracing"
-AGGR = TRACE + "/events/damon/damon_aggregated/enable"
-CMD = ("mkdir -p /results; "
-       "f=/sys/module/damon_stat/parameters/enabled; [ -e $f ] && echo N > $f; "
-       f"echo mono > {TRACE}/trace_clock; echo 8192 > {TRACE}/buffer_size_kb; "
-       f"echo > {TRACE}/trace; echo 1 > {AGGR}; "
-       + RUN.format(n="hot", d="6s") + "; "
-       f"echo 0 > {AGGR}; cat {TRACE}/trace > /results/aggregated.txt; "
-       + "(" + RUN.format(n="killed", d="30s") + ") & "
-       "sleep 4; killall -KILL ptwalk-scanner; wait")
 
 
 @pytest.fixture(scope="module", params=["6.12", "7.3"])
 def damon_run(request: pytest.FixtureRequest, vm_config: Any,
-              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from ptwalk_vm import vm as pipeline
+              kernel_suites: Any) -> dict[str, Any]:
+    """The damon suite (scripts/vm/damon.sh) of the series' cloud suite
+    boot."""
     series = request.param
     ks, missing = vm_config.matrices([f"debian-{series}"])
     k = next((k for k in ks if k.name == "cloud-amd64"), None)
     if k is None:
         skip_or_fail(f"Debian {series} cloud kernel not installed: " + "; ".join(missing))
     assert k is not None
-    reason = vm_unavailable(vm_config, k)
-    if reason:
-        skip_or_fail(reason)
-    opts = pipeline.RunOptions(add=[(config.PROJECT / "build/ptwalk", "/ptwalk/build/ptwalk")],
-                               timeout=300.0, default_files=False)
-    with BOOT_SLOTS:
-        r = pipeline.run_in_vm(vm_config, k, CMD, opts, tmp_path_factory.mktemp(f"damon{series}"))
+    assert k.id in suites.DAMON_KERNELS, (k.id, suites.DAMON_KERNELS)
+    if k.ko is None:
+        skip_or_fail(f"ptwalk.ko is not built for {k.release}, and the damon suite runs in "
+                     "the boot of the module's suites: make module-matrix")
+    r = kernel_suites(k).suite("damon")
     print(r.stdout[-2000:])
     assert r.returncode == 0 and not r.findings, r.problem()
     return {"stdout": r.stdout, "series": series} | {

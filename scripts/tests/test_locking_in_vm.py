@@ -22,9 +22,11 @@ view (module/ptwalk_vma.c) and the tracepoints beside it (--cross-check),
 so each wait is seen by three views: the victims' clocks, the module's
 VMA-lock waits and chained stalls, and the tracepoints, which see the
 mmap victim's wait as held by another thread and count the vma victim's
-apart as unseen. The same boot then runs the module's own selftest
-(module/tests/vm-selftest.sh: hooks, records, load/unload cycles while
-walking) on this kernel."""
+apart as unseen. The runs are a suite of 7.3 cloud's suite boot
+(scripts/vm/locking.sh, ptwalk_vm/suites.py own_suites()); the same boot
+runs the module's own selftest (module/tests/vm-selftest.sh: hooks,
+records, load/unload cycles while walking) after it, read here for what is
+7.3's."""
 from __future__ import annotations
 
 import json
@@ -40,23 +42,6 @@ from test_crossvalidation import compare_splits
 
 pytestmark = pytest.mark.vm
 
-RUN = ("/ptwalk/build/ptwalk run --backend tracepoint --size 256M --backing anon "
-       "--populate-threads 1 --scanner {k} --interval 200ms --duration 6s "
-       "--victims mmap,fault --op-interval 500us --out /results/{k}.json > /results/{k}.txt 2>&1; "
-       "echo \"{k} exit $?\"")
-KO = "/ptwalk/module/ptwalk.ko"
-RUN_VMA = ("mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug; "
-           f"insmod {KO} && /ptwalk/build/ptwalk run --backend module --cross-check "
-           "--size 256M --backing anon "
-           "--populate-threads 1 --scanner smaps --interval 200ms --duration 6s "
-           "--victims vma,mmap --op-interval 500us --out /results/smaps_vma.json "
-           "> /results/smaps_vma.txt 2>&1; echo \"smaps_vma exit $?\"; "
-           "/ptwalk/build/ptwalk run --backend module --cross-check --size 256M --backing anon "
-           "--populate-threads 1 --scanner pagemap_scan --interval 200ms --duration 4s "
-           "--victims mmap,fault --op-interval 500us --out /results/pagemap_scan.json "
-           "> /results/pagemap_scan.txt 2>&1; echo \"pagemap_scan exit $?\"; rmmod ptwalk")
-SELFTEST = ("sh /ptwalk/module/vm-selftest.sh /ptwalk/module > /results/selftest.txt 2>&1; "
-            "echo \"selftest exit $?\"")
 RUNS = ("smaps", "smaps_rollup", "smaps_vma", "pagemap_scan")
 
 
@@ -70,30 +55,15 @@ def _kernel_73(vm_config: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def runs_73(vm_config: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from ptwalk_vm import config
-    from ptwalk_vm import vm as pipeline
-    from ptwalk_vm.pytest_plugin import BOOT_SLOTS, vm_unavailable
+def runs_73(vm_config: Any, kernel_suites: Any) -> dict[str, Any]:
+    """The locking suite (scripts/vm/locking.sh) of 7.3 cloud's suite boot,
+    and the module's selftest of the same boot."""
     k = _kernel_73(vm_config)
-    reason = vm_unavailable(vm_config, k)
-    if reason:
-        skip_or_fail(reason)
-    ko = k.ko
-    if ko is None:
+    if k.ko is None:
         skip_or_fail(f"ptwalk.ko is not built for {k.release}: scripts/deps.sh buildroot, "
                      "then make module-matrix")
-    assert ko is not None
-    cmd = "mkdir -p /results; " + "; ".join(
-        [RUN.format(k=x) for x in ("smaps", "smaps_rollup")] + [RUN_VMA, SELFTEST])
-    opts = pipeline.RunOptions(add=[(config.PROJECT / "build/ptwalk", "/ptwalk/build/ptwalk"),
-                                    (ko, KO),
-                                    (config.PROJECT / "module/tests/vm-selftest.sh",
-                                     "/ptwalk/module/vm-selftest.sh"),
-                                    (config.PROJECT / "module/tests/walker",
-                                     "/ptwalk/module/walker")],
-                               timeout=420.0, default_files=False)
-    with BOOT_SLOTS:
-        r = pipeline.run_in_vm(vm_config, k, cmd, opts, tmp_path_factory.mktemp("locking73"))
+    run = kernel_suites(k)
+    r = run.suite("locking")
     print(r.stdout[-2000:])
     keep = os.environ.get("PTWALK_VM_ARTIFACTS")
     if keep:  # to chase a failure: the guest's files, past pytest's tmp rotation
@@ -104,10 +74,10 @@ def runs_73(vm_config: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     assert r.returncode == 0 and not r.findings, r.problem()
     for x in RUNS:
         assert f"{x} exit 0" in r.stdout, (r.stdout, r.files.get(f"{x}.txt", b"")[-3000:])
+    st = run.suite("module-selftest")
     return {x: json.loads(r.files[f"{x}.json"]) for x in RUNS} | \
         {f"{x}.txt": r.files[f"{x}.txt"].decode() for x in RUNS} | \
-        {"selftest.txt": r.files["selftest.txt"].decode(),
-         "selftest exit 0": "selftest exit 0" in r.stdout}
+        {"selftest.txt": st.stdout, "selftest exit 0": st.returncode == 0}
 
 
 def _walk_held_max(doc: dict[str, Any]) -> int:
