@@ -270,7 +270,6 @@ void ptw_lock_publish(int slot);
 bool ptw_lock_retire(int slot);
 void ptw_lock_free(int slot);
 bool ptw_lock_live(int slot);
-bool ptw_lock_holding(int slot);
 int ptw_lock_find_key(unsigned long key);
 int ptw_lock_current_walk(void);
 int ptw_lock_next_walk(unsigned long mm_key, int from);

@@ -243,16 +243,6 @@ bool ptw_lock_live(int slot)
 }
 NOKPROBE_SYMBOL(ptw_lock_live);
 
-/*
- * The walker of slot holds the target's mmap_lock now, as its own lock
- * events say (called by the walking task: its hold is its own to read).
- */
-bool ptw_lock_holding(int slot)
-{
-	return READ_ONCE(ptw_walkers[slot].lock_t0) != 0;
-}
-NOKPROBE_SYMBOL(ptw_lock_holding);
-
 /* the live walk of key (a struct file * or a task); -1: none */
 int ptw_lock_find_key(unsigned long key)
 {

@@ -575,7 +575,7 @@ void ptw_pte_range(unsigned long addr, unsigned long end)
 		w->pass.pte_tables++;
 		w->pass.pte_slots += (end - max(addr, w->pass.covered_end)) >> PAGE_SHIFT;
 		w->pass.covered_end = end;
-		if (ptw_lock_holding(slot))
+		if (ptw_lock_hold_since(slot, false))
 			w->pass.pte_tables_mmap_locked++;
 	}
 

@@ -9,10 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "ptwalk/histogram.hpp"
 #include "ptwalk/module_abi.hpp"
 #include "ptwalk/procfs.hpp"
 #include "ptwalk/walk_kinds.hpp"
@@ -48,8 +46,7 @@ std::optional<WalkKind> module_record_kind(const Record &r, const char *key)
 	const auto k = parse_walk_kind(it->second);
 	return k && module_kind(*k) == k ? k : std::nullopt;
 }
-// a lock mode by the contract's names (PTW_LOCK_MODES); none when absent
-// or not one of them
+// a lock mode by the contract's names (PTW_LOCK_MODES); none if absent or unknown
 LockMode mode(const Record &r, const char *key)
 {
 	auto it = r.find(key);
