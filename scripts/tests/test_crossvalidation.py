@@ -48,13 +48,17 @@ def check_stalls(name: str, st: StallValidation) -> list[str]:
     return bad
 
 
-def vma_locked(res: Result) -> bool:
-    """Every kind of the run walks under per-VMA locks on its kernel (the
-    per-kernel table, as the result carries it): smaps on 7.2+."""
+def per_vma(res: Result) -> set[bool]:
+    """For each kind of the run, whether its kernel walks it under per-VMA
+    locks (the per-kernel table, as the result carries it; smaps on 7.2+):
+    {True} or {False} when all agree, empty without an estimate."""
     se = res.stall_estimate
-    if se is None or not se.kinds:
-        return False
-    return all(e.lock_unit == LockUnit.vma_lock for e in se.kinds.values())
+    return {e.lock_unit == LockUnit.vma_lock for e in se.kinds.values()} if se else set()
+
+
+def vma_locked(res: Result) -> bool:
+    """Every kind of the run walks under per-VMA locks on its kernel."""
+    return per_vma(res) == {True}
 
 
 def check_no_walk_stall(name: str, res: Result) -> list[str]:
@@ -95,7 +99,7 @@ def check_no_walk_stall(name: str, res: Result) -> list[str]:
     bad = []
     counted = {w.index: w for w in res.walks if w.pte_tables_mmap_locked is not None}
     under = [w for w in counted.values()
-             if (w.pte_tables_mmap_locked or 0) > 0 and not (w.vma_fallbacks or 0)]
+             if w.pte_tables_mmap_locked and not w.vma_fallbacks]
     fell_back = {w.index for w in res.walks if (w.vma_fallbacks or 0) > 0}
     print(f"{name}: {len(counted)} of {len(res.walks)} walks with the module's count of "
           f"tables walked under mmap_lock: "
@@ -143,10 +147,7 @@ def check_walked_under_mmap_lock(name: str, res: Result) -> list[str]:
 
 def mmap_locked(res: Result) -> bool:
     """Every kind of the run walks under mmap_lock on its kernel."""
-    se = res.stall_estimate
-    if se is None or not se.kinds:
-        return False
-    return all(e.lock_unit not in (None, LockUnit.vma_lock) for e in se.kinds.values())
+    return per_vma(res) == {False}
 
 
 def check_result(name: str, res: Result, module: bool) -> list[str]:
